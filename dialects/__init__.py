@@ -1,0 +1,20 @@
+"""IR definitions of every ge level (ops, types, attributes, verifiers); no passes here."""
+
+from collections.abc import Callable
+
+from xdsl.ir import Dialect
+
+from ge.dialects.blobs import install_resource_handle_fix
+
+install_resource_handle_fix()
+
+
+def get_all_ge_dialects() -> dict[str, Callable[[], Dialect]]:
+    """Lazy factories for ge's own dialects, keyed by dialect name."""
+
+    def get_graph() -> Dialect:
+        from ge.dialects.graph import Graph
+
+        return Graph
+
+    return {"graph": get_graph}

@@ -1,0 +1,620 @@
+"""Per-operator ONNX -> graph converters, with every opset's attribute rules normalized.
+
+Each converter reads one node through a `NodeContext` and emits graph ops. Normalizations
+done here: `auto_pad` becomes explicit pads; negative axes are resolved; parameters that
+moved between attributes and inputs across opsets (Squeeze axes, Clip bounds, Pad pads,
+Slice starts/ends, Split sizes, Reduce axes, Dropout ratio) become attributes and must be
+constants; legacy (opset < 13) Softmax/LogSoftmax 2-D coercion is spelled out with reshapes.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import onnx
+from xdsl.dialects.builtin import StringAttr, UnitAttr
+
+from ge.dialects import graph
+from ge.dialects.blobs import dense_attr
+from ge.dialects.graph import float_attr, int_array, int_attr, shape_of
+from ge.frontend.onnx import NodeContext, NodeError, array_of_tensor, converts, elem_of_onnx
+
+
+def _axis(ctx: NodeContext, axis: int, rank: int) -> int:
+    if not -rank <= axis < rank:
+        raise NodeError(f"axis {axis} is out of range for rank {rank}")
+    return axis % rank
+
+
+def _flag(value) -> UnitAttr | None:
+    return UnitAttr() if value else None
+
+
+def _scalar(value) -> float:
+    """A one-element tensor (any rank) or number as a float."""
+    arr = np.asarray(value).reshape(-1)
+    if arr.size != 1:
+        raise NodeError(f"expected a single value, got {arr.size}")
+    return float(arr[0])
+
+
+def _out(op):
+    return [op.results[0]]
+
+
+# --------------------------------------------------------------------------------------
+# Elementwise
+# --------------------------------------------------------------------------------------
+
+_UNARY = {
+    "Relu": graph.ReluOp, "Sigmoid": graph.SigmoidOp, "Tanh": graph.TanhOp, "Erf": graph.ErfOp,
+    "Sqrt": graph.SqrtOp, "Exp": graph.ExpOp, "Log": graph.LogOp, "Sin": graph.SinOp, "Cos": graph.CosOp,
+    "Neg": graph.NegOp, "Abs": graph.AbsOp, "Sign": graph.SignOp, "Reciprocal": graph.ReciprocalOp,
+    "Floor": graph.FloorOp, "Ceil": graph.CeilOp, "Round": graph.RoundOp, "Softplus": graph.SoftplusOp,
+    "Softsign": graph.SoftsignOp, "HardSwish": graph.HardSwishOp, "Identity": graph.IdentityOp,
+    "Not": graph.NotOp,
+}
+
+
+@converts(*_UNARY)
+def _unary(ctx: NodeContext):
+    return _out(ctx.emit(_UNARY[ctx.node.op_type], [ctx.input(0)]))
+
+
+# op type -> (graph op, [(onnx attribute, graph property, default)])
+_UNARY_WITH_PARAMS = {
+    "LeakyRelu": (graph.LeakyReluOp, [("alpha", "alpha", 0.01)]),
+    "Elu": (graph.EluOp, [("alpha", "alpha", 1.0)]),
+    "Celu": (graph.CeluOp, [("alpha", "alpha", 1.0)]),
+    "Selu": (graph.SeluOp, [("alpha", "alpha", 1.67326319217681884765625), ("gamma", "gamma", 1.05070102214813232421875)]),
+    "HardSigmoid": (graph.HardSigmoidOp, [("alpha", "alpha", 0.2), ("beta", "beta", 0.5)]),
+    "ThresholdedRelu": (graph.ThresholdedReluOp, [("alpha", "alpha", 1.0)]),
+}
+
+
+@converts(*_UNARY_WITH_PARAMS)
+def _unary_params(ctx: NodeContext):
+    cls, params = _UNARY_WITH_PARAMS[ctx.node.op_type]
+    props = {p: float_attr(ctx.attr(a, d)) for a, p, d in params}
+    return _out(ctx.emit(cls, [ctx.input(0)], props))
+
+
+@converts("Gelu")
+def _gelu(ctx: NodeContext):
+    approx = ctx.attr("approximate", b"none")
+    approx = approx.decode() if isinstance(approx, bytes) else approx
+    if approx not in ("none", "tanh"):
+        raise NodeError(f"approximate must be 'none' or 'tanh', got '{approx}'")
+    props = {"approximate": StringAttr("tanh")} if approx == "tanh" else {}
+    return _out(ctx.emit(graph.GeluOp, [ctx.input(0)], props))
+
+
+@converts("Dropout")
+def _dropout(ctx: NodeContext):
+    if ctx.opset < 12:
+        ratio = ctx.attr("ratio", 0.5)
+    else:
+        ratio = _scalar(ctx.const_or(1, 0.5, "ratio"))
+        if ctx.has_input(2) and bool(_scalar(ctx.const(2, "training_mode"))):
+            raise NodeError("training_mode = true is not supported (ge compiles for inference)")
+    y = ctx.emit(graph.DropoutOp, [ctx.input(0)], {"ratio": float_attr(ratio)}).results[0]
+    if not ctx.output_used(1):
+        return [y]
+    mask = ctx.constant(np.ones(shape_of(ctx.type(0)), dtype=np.bool_), "mask")
+    return [y, mask]
+
+
+@converts("Clip")
+def _clip(ctx: NodeContext):
+    if ctx.opset < 11:
+        lo, hi = ctx.attr("min"), ctx.attr("max")
+    else:
+        lo = _scalar(ctx.const(1, "min")) if ctx.has_input(1) else None
+        hi = _scalar(ctx.const(2, "max")) if ctx.has_input(2) else None
+    props = {"min": None if lo is None else float_attr(lo), "max": None if hi is None else float_attr(hi)}
+    return _out(ctx.emit(graph.ClipOp, [ctx.input(0)], props))
+
+
+@converts("Cast")
+def _cast(ctx: NodeContext):
+    try:
+        elem = elem_of_onnx(ctx.attr("to"))
+    except Exception as e:
+        raise NodeError(str(e).replace("Cast: ", "")) from None
+    return [_emit_cast(ctx, ctx.input(0), elem)]
+
+
+@converts("CastLike")
+def _cast_like(ctx: NodeContext):
+    return [_emit_cast(ctx, ctx.input(0), ctx.type(1).element_type)]
+
+
+def _emit_cast(ctx: NodeContext, value, elem):
+    op = graph.CastOp.to(value, elem)
+    return _register(ctx, op).results[0]
+
+
+def _register(ctx: NodeContext, op):
+    """Add an op built outside `emit` (cast), with location and constant propagation."""
+    from xdsl.dialects.builtin import NameLoc, UnknownLoc
+
+    op.location = NameLoc(StringAttr(ctx.node.name or ctx.node.op_type), UnknownLoc())
+    ctx.importer.ops.append(op)
+    ctx.importer._propagate(op)
+    return op
+
+
+_BINARY = {
+    "Add": graph.AddOp, "Sub": graph.SubOp, "Mul": graph.MulOp, "Div": graph.DivOp, "Pow": graph.PowOp,
+    "Equal": graph.EqualOp, "Less": graph.LessOp, "LessOrEqual": graph.LessOrEqualOp,
+    "Greater": graph.GreaterOp, "GreaterOrEqual": graph.GreaterOrEqualOp, "And": graph.AndOp,
+    "Or": graph.OrOp, "Xor": graph.XorOp, "PRelu": graph.PReluOp,
+}
+
+
+@converts(*_BINARY)
+def _binary(ctx: NodeContext):
+    return _out(ctx.emit(_BINARY[ctx.node.op_type], [ctx.input(0), ctx.input(1)]))
+
+
+@converts("Mod")
+def _mod(ctx: NodeContext):
+    return _out(ctx.emit(graph.ModOp, [ctx.input(0), ctx.input(1)], {"fmod": _flag(ctx.attr("fmod", 0))}))
+
+
+_VARIADIC = {"Sum": graph.SumOp, "Max": graph.MaxOp, "Min": graph.MinOp, "Mean": graph.MeanOp}
+
+
+@converts(*_VARIADIC)
+def _variadic(ctx: NodeContext):
+    return _out(ctx.emit(_VARIADIC[ctx.node.op_type], [[ctx.input(i) for i in range(len(ctx.inputs))]]))
+
+
+@converts("Where")
+def _where(ctx: NodeContext):
+    return _out(ctx.emit(graph.WhereOp, [ctx.input(0), ctx.input(1), ctx.input(2)]))
+
+
+# --------------------------------------------------------------------------------------
+# Convolution and pooling
+# --------------------------------------------------------------------------------------
+
+
+def _explicit_pads(ctx: NodeContext, spatial: tuple[int, ...], kernel, strides, dilations) -> list[int]:
+    """ONNX pads after resolving `auto_pad` (SAME_UPPER puts the odd pad at the end)."""
+    auto = ctx.attr("auto_pad", b"NOTSET")
+    auto = auto.decode() if isinstance(auto, bytes) else auto
+    n = len(spatial)
+    if auto in ("NOTSET", ""):
+        pads = list(ctx.attr("pads", [0] * (2 * n)))
+        if len(pads) != 2 * n:
+            raise NodeError(f"pads needs {2 * n} entries, got {pads}")
+        return pads
+    if auto == "VALID":
+        return [0] * (2 * n)
+    if auto not in ("SAME_UPPER", "SAME_LOWER"):
+        raise NodeError(f"unknown auto_pad '{auto}'")
+    begins, ends = [], []
+    for size, k, s, d in zip(spatial, kernel, strides, dilations):
+        out = -(-size // s)
+        total = max((out - 1) * s + (k - 1) * d + 1 - size, 0)
+        small, big = total // 2, total - total // 2
+        begins.append(small if auto == "SAME_UPPER" else big)
+        ends.append(big if auto == "SAME_UPPER" else small)
+    return begins + ends
+
+
+def _window(ctx: NodeContext, kernel: tuple[int, ...], dilated: bool = True):
+    n = len(kernel)
+    strides = list(ctx.attr("strides", [1] * n))
+    dilations = list(ctx.attr("dilations", [1] * n)) if dilated else [1] * n
+    spatial = shape_of(ctx.type(0))[2:]
+    pads = _explicit_pads(ctx, spatial, kernel, strides, dilations)
+    return strides, pads, dilations
+
+
+def _require_2d(ctx: NodeContext, what: str = "input") -> None:
+    if ctx.rank(0) != 4:
+        raise NodeError(f"only 2-D (NCHW, rank 4) {ctx.node.op_type} is supported; the {what} is {ctx.type(0)}")
+
+
+@converts("Conv")
+def _conv(ctx: NodeContext):
+    _require_2d(ctx)
+    kernel = tuple(ctx.attr("kernel_shape", shape_of(ctx.type(1))[2:]))
+    strides, pads, dilations = _window(ctx, kernel)
+    props = {
+        "strides": int_array(strides), "pads": int_array(pads), "dilations": int_array(dilations),
+        "group": int_attr(ctx.attr("group", 1)),
+    }
+    bias = ctx.input(2) if ctx.has_input(2) else None
+    return _out(ctx.emit(graph.Conv2dOp, [ctx.input(0), ctx.input(1), bias], props))
+
+
+@converts("MaxPool")
+def _max_pool(ctx: NodeContext):
+    _require_2d(ctx)
+    if ctx.output_used(1):
+        raise NodeError("the Indices output of MaxPool is not supported")
+    if ctx.attr("storage_order", 0):
+        raise NodeError("storage_order = 1 is not supported")
+    kernel = tuple(ctx.attr("kernel_shape"))
+    strides, pads, dilations = _window(ctx, kernel)
+    props = {
+        "kernel_shape": int_array(kernel), "strides": int_array(strides), "pads": int_array(pads),
+        "dilations": int_array(dilations), "ceil_mode": _flag(ctx.attr("ceil_mode", 0)),
+    }
+    return _out(ctx.emit(graph.MaxPoolOp, [ctx.input(0)], props))
+
+
+@converts("AveragePool")
+def _avg_pool(ctx: NodeContext):
+    _require_2d(ctx)
+    kernel = tuple(ctx.attr("kernel_shape"))
+    if any(d != 1 for d in ctx.attr("dilations", [1])):
+        raise NodeError("dilated AveragePool is not supported")
+    strides, pads, _ = _window(ctx, kernel, dilated=False)
+    props = {
+        "kernel_shape": int_array(kernel), "strides": int_array(strides), "pads": int_array(pads),
+        "ceil_mode": _flag(ctx.attr("ceil_mode", 0)), "count_include_pad": _flag(ctx.attr("count_include_pad", 0)),
+    }
+    return _out(ctx.emit(graph.AvgPoolOp, [ctx.input(0)], props))
+
+
+@converts("GlobalAveragePool")
+def _global_avg(ctx: NodeContext):
+    return _out(ctx.emit(graph.GlobalAvgPoolOp, [ctx.input(0)]))
+
+
+@converts("GlobalMaxPool")
+def _global_max(ctx: NodeContext):
+    return _out(ctx.emit(graph.GlobalMaxPoolOp, [ctx.input(0)]))
+
+
+# --------------------------------------------------------------------------------------
+# Normalizations
+# --------------------------------------------------------------------------------------
+
+
+@converts("BatchNormalization")
+def _batch_norm(ctx: NodeContext):
+    if ctx.attr("training_mode", 0):
+        raise NodeError("training_mode = 1 is not supported (ge compiles for inference)")
+    if ctx.attr("spatial", 1) != 1:
+        raise NodeError("spatial = 0 is not supported")
+    if any(ctx.output_used(i) for i in range(1, 5)):
+        raise NodeError("the training outputs (running mean/var, saved mean/var) are not supported")
+    props = {"epsilon": float_attr(ctx.attr("epsilon", 1e-5))}
+    return _out(ctx.emit(graph.BatchNormOp, [ctx.input(i) for i in range(5)], props))
+
+
+@converts("LayerNormalization")
+def _layer_norm(ctx: NodeContext):
+    axis = _axis(ctx, ctx.attr("axis", -1), ctx.rank(0))
+    eps = ctx.attr("epsilon", 1e-5)
+    props = {"axis": int_attr(axis), "epsilon": float_attr(eps)}
+    bias = ctx.input(2) if ctx.has_input(2) else None
+    y = ctx.emit(graph.LayerNormOp, [ctx.input(0), ctx.input(1), bias], props).results[0]
+    if not (ctx.output_used(1) or ctx.output_used(2)):
+        return [y]
+    return [y, *_layer_norm_stats(ctx, axis, eps)]
+
+
+def _layer_norm_stats(ctx: NodeContext, axis: int, eps: float):
+    """LayerNormalization's optional Mean and InvStdDev outputs, spelled out in graph ops
+    (computed in the stash type, f32)."""
+    from ge.dialects import dtypes
+
+    x = ctx.input(0)
+    f32 = dtypes.element_type(np.float32)
+    if ctx.type(0).element_type != f32:
+        x = _emit_cast(ctx, x, f32)
+    reduce = {"axes": int_array(range(axis, ctx.rank(0))), "keepdims": UnitAttr()}
+    mean = ctx.emit(graph.ReduceMeanOp, [x], reduce).results[0]
+    centered = ctx.emit(graph.SubOp, [x, mean]).results[0]
+    square = ctx.emit(graph.MulOp, [centered, centered]).results[0]
+    var = ctx.emit(graph.ReduceMeanOp, [square], reduce).results[0]
+    shifted = ctx.emit(graph.AddOp, [var, ctx.constant(np.array(eps, np.float32), "eps")]).results[0]
+    std = ctx.emit(graph.SqrtOp, [shifted]).results[0]
+    return [mean, ctx.emit(graph.ReciprocalOp, [std]).results[0]]
+
+
+@converts("LRN")
+def _lrn(ctx: NodeContext):
+    props = {
+        "size": int_attr(ctx.attr("size")), "alpha": float_attr(ctx.attr("alpha", 1e-4)),
+        "beta": float_attr(ctx.attr("beta", 0.75)), "bias": float_attr(ctx.attr("bias", 1.0)),
+    }
+    return _out(ctx.emit(graph.LrnOp, [ctx.input(0)], props))
+
+
+@converts("Softmax", "LogSoftmax")
+def _softmax(ctx: NodeContext):
+    cls = graph.SoftmaxOp if ctx.node.op_type == "Softmax" else graph.LogSoftmaxOp
+    rank = ctx.rank(0)
+    legacy = ctx.opset < 13
+    axis = _axis(ctx, ctx.attr("axis", 1 if legacy else -1), rank)
+    x = ctx.input(0)
+    if not legacy or axis == rank - 1:
+        return _out(ctx.emit(cls, [x], {"axis": int_attr(axis)}))
+    # Opset < 13 coerces the input to 2-D at `axis` and normalizes each row.
+    shape = shape_of(ctx.type(0))
+    rows = [math.prod(shape[:axis]), math.prod(shape[axis:])]
+    flat = ctx.emit(graph.ReshapeOp, [x, ctx.constant(np.array(rows, np.int64), "rows")]).results[0]
+    y = ctx.emit(cls, [flat], {"axis": int_attr(1)}).results[0]
+    back = ctx.constant(np.array(shape, np.int64), "shape")
+    return _out(ctx.emit(graph.ReshapeOp, [y, back]))
+
+
+# --------------------------------------------------------------------------------------
+# Matrix products
+# --------------------------------------------------------------------------------------
+
+
+@converts("MatMul")
+def _matmul(ctx: NodeContext):
+    return _out(ctx.emit(graph.MatMulOp, [ctx.input(0), ctx.input(1)]))
+
+
+@converts("Gemm")
+def _gemm(ctx: NodeContext):
+    props = {
+        "alpha": float_attr(ctx.attr("alpha", 1.0)), "beta": float_attr(ctx.attr("beta", 1.0)),
+        "trans_a": _flag(ctx.attr("transA", 0)), "trans_b": _flag(ctx.attr("transB", 0)),
+    }
+    c = ctx.input(2) if ctx.has_input(2) else None
+    return _out(ctx.emit(graph.GemmOp, [ctx.input(0), ctx.input(1), c], props))
+
+
+# --------------------------------------------------------------------------------------
+# Reductions
+# --------------------------------------------------------------------------------------
+
+_REDUCE = {
+    "ReduceMean": graph.ReduceMeanOp, "ReduceSum": graph.ReduceSumOp, "ReduceMax": graph.ReduceMaxOp,
+    "ReduceMin": graph.ReduceMinOp, "ReduceProd": graph.ReduceProdOp, "ReduceL2": graph.ReduceL2Op,
+    "ReduceSumSquare": graph.ReduceSumSquareOp,
+}
+# The opset from which each reduction takes `axes` as an input instead of an attribute.
+_AXES_AS_INPUT = {"ReduceSum": 13}
+
+
+@converts(*_REDUCE)
+def _reduce(ctx: NodeContext):
+    rank = ctx.rank(0)
+    if ctx.opset >= _AXES_AS_INPUT.get(ctx.node.op_type, 18):
+        axes = [int(a) for a in ctx.const(1, "axes")] if ctx.has_input(1) else []
+    else:
+        axes = list(ctx.attr("axes", []))
+    if not axes:
+        if ctx.attr("noop_with_empty_axes", 0):
+            return _out(ctx.emit(graph.IdentityOp, [ctx.input(0)]))
+        axes = list(range(rank))
+    axes = sorted({_axis(ctx, a, rank) for a in axes})
+    props = {"axes": int_array(axes), "keepdims": _flag(ctx.attr("keepdims", 1))}
+    return _out(ctx.emit(_REDUCE[ctx.node.op_type], [ctx.input(0)], props))
+
+
+@converts("ArgMax", "ArgMin")
+def _arg_reduce(ctx: NodeContext):
+    cls = graph.ArgMaxOp if ctx.node.op_type == "ArgMax" else graph.ArgMinOp
+    props = {
+        "axis": int_attr(_axis(ctx, ctx.attr("axis", 0), ctx.rank(0))),
+        "keepdims": _flag(ctx.attr("keepdims", 1)),
+        "select_last_index": _flag(ctx.attr("select_last_index", 0)),
+    }
+    return _out(ctx.emit(cls, [ctx.input(0)], props))
+
+
+# --------------------------------------------------------------------------------------
+# Shape and data movement
+# --------------------------------------------------------------------------------------
+
+
+@converts("Constant")
+def _constant(ctx: NodeContext):
+    a = ctx.attrs
+    if "value" in a:
+        arr = array_of_tensor(a["value"])
+    elif "value_float" in a:
+        arr = np.array(a["value_float"], np.float32)
+    elif "value_floats" in a:
+        arr = np.array(a["value_floats"], np.float32)
+    elif "value_int" in a:
+        arr = np.array(a["value_int"], np.int64)
+    elif "value_ints" in a:
+        arr = np.array(a["value_ints"], np.int64)
+    else:
+        raise NodeError("only tensor, float(s) and int(s) constants are supported (no sparse or string values)")
+    return [ctx.constant(arr, "value")]
+
+
+@converts("Reshape")
+def _reshape(ctx: NodeContext):
+    props = {"allowzero": _flag(ctx.attr("allowzero", 0))}
+    return _out(ctx.emit(graph.ReshapeOp, [ctx.input(0), ctx.input(1)], props))
+
+
+@converts("Flatten")
+def _flatten(ctx: NodeContext):
+    rank = ctx.rank(0)
+    axis = ctx.attr("axis", 1)
+    if not -rank <= axis <= rank:
+        raise NodeError(f"axis {axis} is out of range for rank {rank}")
+    return _out(ctx.emit(graph.FlattenOp, [ctx.input(0)], {"axis": int_attr(axis + rank if axis < 0 else axis)}))
+
+
+@converts("Transpose")
+def _transpose(ctx: NodeContext):
+    perm = ctx.attr("perm", list(range(ctx.rank(0)))[::-1])
+    return _out(ctx.emit(graph.TransposeOp, [ctx.input(0)], {"perm": int_array(perm)}))
+
+
+@converts("Concat")
+def _concat(ctx: NodeContext):
+    axis = _axis(ctx, ctx.attr("axis"), ctx.rank(0))
+    return _out(ctx.emit(graph.ConcatOp, [[ctx.input(i) for i in range(len(ctx.inputs))]], {"axis": int_attr(axis)}))
+
+
+@converts("Split")
+def _split(ctx: NodeContext):
+    axis = _axis(ctx, ctx.attr("axis", 0), ctx.rank(0))
+    dim = shape_of(ctx.type(0))[axis]
+    n = len(ctx.node.output)
+    if ctx.opset < 13:
+        sizes = list(ctx.attr("split", []))
+    else:
+        sizes = [int(s) for s in ctx.const(1, "split")] if ctx.has_input(1) else []
+    if not sizes:
+        if "num_outputs" in ctx.attrs:
+            n = ctx.attr("num_outputs")
+            chunk = -(-dim // n)
+            sizes = [chunk] * (n - 1) + [dim - chunk * (n - 1)]
+        else:
+            if dim % n:
+                raise NodeError(f"dim {dim} does not split evenly into {n} outputs")
+            sizes = [dim // n] * n
+    op = ctx.emit(graph.SplitOp, [ctx.input(0)], {"axis": int_attr(axis), "sizes": int_array(sizes)})
+    return list(op.results)
+
+
+def _clamp_slice(dim: int, start: int, end: int, step: int) -> tuple[int, int]:
+    """ONNX Slice's clamping, giving graph.slice's normalized bounds."""
+    if start < 0:
+        start += dim
+    if end < 0:
+        end += dim
+    if step > 0:
+        return min(max(start, 0), dim), min(max(end, 0), dim)
+    return min(max(start, 0), dim - 1) if dim else 0, min(max(end, -1), dim - 1)
+
+
+@converts("Slice")
+def _slice(ctx: NodeContext):
+    shape = shape_of(ctx.type(0))
+    rank = len(shape)
+    if ctx.opset < 10:
+        starts, ends = list(ctx.attr("starts")), list(ctx.attr("ends"))
+        axes = list(ctx.attr("axes", range(len(starts))))
+        steps = [1] * len(starts)
+    else:
+        starts = [int(v) for v in ctx.const(1, "starts")]
+        ends = [int(v) for v in ctx.const(2, "ends")]
+        axes = [int(v) for v in ctx.const(3, "axes")] if ctx.has_input(3) else list(range(len(starts)))
+        steps = [int(v) for v in ctx.const(4, "steps")] if ctx.has_input(4) else [1] * len(starts)
+    if not len(starts) == len(ends) == len(axes) == len(steps):
+        raise NodeError("starts, ends, axes and steps must have the same length")
+    full_s, full_e, full_st = [0] * rank, list(shape), [1] * rank
+    for s, e, a, st in zip(starts, ends, axes, steps):
+        a = _axis(ctx, a, rank)
+        if st == 0:
+            raise NodeError("steps must be non-zero")
+        # int64 extremes (INT_MAX / INT_MIN) mean "to the end"; clamp them first.
+        s, e = max(min(s, 2**62), -(2**62)), max(min(e, 2**62), -(2**62))
+        full_s[a], full_e[a] = _clamp_slice(shape[a], s, e, st)
+        full_st[a] = st
+    props = {"starts": int_array(full_s), "ends": int_array(full_e), "steps": int_array(full_st)}
+    return _out(ctx.emit(graph.SliceOp, [ctx.input(0)], props))
+
+
+@converts("Gather")
+def _gather(ctx: NodeContext):
+    axis = _axis(ctx, ctx.attr("axis", 0), ctx.rank(0))
+    return _out(ctx.emit(graph.GatherOp, [ctx.input(0), ctx.input(1)], {"axis": int_attr(axis)}))
+
+
+@converts("Squeeze")
+def _squeeze(ctx: NodeContext):
+    shape = shape_of(ctx.type(0))
+    if ctx.opset < 13:
+        axes = ctx.attr("axes")
+    else:
+        axes = [int(a) for a in ctx.const(1, "axes")] if ctx.has_input(1) else None
+    if axes is None:
+        axes = [i for i, d in enumerate(shape) if d == 1]
+    axes = sorted({_axis(ctx, a, len(shape)) for a in axes})
+    return _out(ctx.emit(graph.SqueezeOp, [ctx.input(0)], {"axes": int_array(axes)}))
+
+
+@converts("Unsqueeze")
+def _unsqueeze(ctx: NodeContext):
+    axes = ctx.attr("axes") if ctx.opset < 13 else [int(a) for a in ctx.const(1, "axes")]
+    rank = ctx.rank(0) + len(axes)
+    axes = sorted(_axis(ctx, a, rank) for a in axes)
+    return _out(ctx.emit(graph.UnsqueezeOp, [ctx.input(0)], {"axes": int_array(axes)}))
+
+
+@converts("Expand")
+def _expand(ctx: NodeContext):
+    return _out(ctx.emit(graph.ExpandOp, [ctx.input(0), ctx.input(1)]))
+
+
+@converts("Tile")
+def _tile(ctx: NodeContext):
+    reps = [int(r) for r in ctx.const(1, "repeats")]
+    return _out(ctx.emit(graph.TileOp, [ctx.input(0)], {"repeats": int_array(reps)}))
+
+
+@converts("Pad")
+def _pad(ctx: NodeContext):
+    rank = ctx.rank(0)
+    mode = ctx.attr("mode", b"constant")
+    mode = mode.decode() if isinstance(mode, bytes) else mode
+    if ctx.opset < 11:
+        pads, value = list(ctx.attr("pads")), float(ctx.attr("value", 0.0))
+    else:
+        pads = [int(p) for p in ctx.const(1, "pads")]
+        value = _scalar(ctx.const(2, "constant_value")) if ctx.has_input(2) else 0.0
+        if ctx.has_input(3):
+            axes = [_axis(ctx, int(a), rank) for a in ctx.const(3, "axes")]
+            full = [0] * (2 * rank)
+            for i, a in enumerate(axes):
+                full[a], full[a + rank] = pads[i], pads[i + len(axes)]
+            pads = full
+    props = {"pads": int_array(pads), "mode": StringAttr(mode), "value": float_attr(value) if mode == "constant" else None}
+    return _out(ctx.emit(graph.PadOp, [ctx.input(0)], props))
+
+
+@converts("Shape")
+def _shape(ctx: NodeContext):
+    rank = ctx.rank(0)
+    start, end = ctx.attr("start", 0), ctx.attr("end", rank)
+    start = min(max(start + rank if start < 0 else start, 0), rank)
+    end = min(max(end + rank if end < 0 else end, 0), rank)
+    props = {"start": int_attr(start) if start else None, "end": int_attr(end) if end != rank else None}
+    if end < start:
+        props["end"] = int_attr(start)
+    return _out(ctx.emit(graph.ShapeOp, [ctx.input(0)], props))
+
+
+@converts("ConstantOfShape")
+def _constant_of_shape(ctx: NodeContext):
+    value = ctx.attr("value")
+    arr = array_of_tensor(value) if isinstance(value, onnx.TensorProto) else np.zeros((1,), np.float32)
+    arr = arr.reshape(1)
+    from ge.dialects import dtypes
+
+    t = graph.tensor(dtypes.element_type(arr.dtype), (1,))
+    return _out(ctx.emit(graph.ConstantOfShapeOp, [ctx.input(0)], {"value": dense_attr(arr, t)}))
+
+
+@converts("Range")
+def _range(ctx: NodeContext):
+    return _out(ctx.emit(graph.RangeOp, [ctx.input(0), ctx.input(1), ctx.input(2)]))
+
+
+@converts("DepthToSpace")
+def _depth_to_space(ctx: NodeContext):
+    mode = ctx.attr("mode", b"DCR")
+    mode = mode.decode() if isinstance(mode, bytes) else mode
+    props = {"blocksize": int_attr(ctx.attr("blocksize")), "mode": StringAttr(mode)}
+    return _out(ctx.emit(graph.DepthToSpaceOp, [ctx.input(0)], props))
+
+
+@converts("SpaceToDepth")
+def _space_to_depth(ctx: NodeContext):
+    mode = ctx.attr("mode", b"DCR")
+    mode = mode.decode() if isinstance(mode, bytes) else mode
+    props = {"blocksize": int_attr(ctx.attr("blocksize")), "mode": StringAttr(mode) if mode != "DCR" else None}
+    return _out(ctx.emit(graph.SpaceToDepthOp, [ctx.input(0)], props))

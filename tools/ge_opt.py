@@ -1,0 +1,106 @@
+"""`ge-opt`: the pass driver, xdsl-opt with ge's dialects, passes and the ONNX frontend.
+
+Reads `.mlir`, `.onnx` and `.onnxtxt`; runs `-p pass,pass{opt=...}`; prints IR. Unlike stock
+xdsl-opt, user mistakes (malformed IR, a failing verifier, a bad model file) end with a
+located one-paragraph message and exit code 1, never a Python traceback.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+from xdsl.utils.exceptions import DiagnosticException, ParseError, PassFailedException, VerifyException
+from xdsl.xdsl_opt_main import xDSLOptMain
+
+from ge.dialects import get_all_ge_dialects
+from ge.errors import GeError
+
+UPSTREAM_DIALECTS = ("builtin", "func", "arith", "scf", "memref", "test")
+UPSTREAM_PASSES = ("canonicalize", "cse", "dce")
+
+
+class GeOptMain(xDSLOptMain):
+    version_format = "ge-opt (built on xDSL {xdsl_version})"
+
+    def register_all_dialects(self) -> None:
+        from xdsl.dialects import get_all_dialects
+
+        upstream = get_all_dialects()
+        for name in UPSTREAM_DIALECTS:
+            self.ctx.register_dialect(name, upstream[name])
+        for name, factory in get_all_ge_dialects().items():
+            self.ctx.register_dialect(name, factory)
+
+    def register_all_passes(self) -> None:
+        from xdsl.transforms import get_all_passes
+
+        from ge.transforms import get_all_ge_passes
+
+        upstream = get_all_passes()
+        for name in UPSTREAM_PASSES:
+            self.register_pass(name, upstream[name])
+        for name, factory in get_all_ge_passes().items():
+            self.register_pass(name, factory)
+
+    def register_all_frontends(self) -> None:
+        super().register_all_frontends()
+
+        def get_onnx():
+            from ge.frontend.onnx_frontend import OnnxFrontend
+
+            return OnnxFrontend
+
+        def get_onnxtxt():
+            from ge.frontend.onnx_frontend import OnnxTextFrontend
+
+            return OnnxTextFrontend
+
+        self.available_frontends["onnx"] = get_onnx
+        self.available_frontends["onnxtxt"] = get_onnxtxt
+
+
+def _input_name(argv: Sequence[str]) -> str:
+    files = [a for a in argv if not a.startswith("-") and a.endswith((".mlir", ".onnx", ".onnxtxt"))]
+    return files[0] if files else "<stdin>"
+
+
+def _failing_op(e: Exception) -> str:
+    """The offending op's line from the annotated IR that xDSL attaches as a note."""
+    for note in getattr(e, "__notes__", []):
+        lines = note.splitlines()
+        for i, line in enumerate(lines):
+            if i and line.strip() and set(line.strip()) <= {"^", "-"} and line.strip()[0] == "^":
+                return "\n  in: " + lines[i - 1].strip()
+    return ""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    where = _input_name(argv)
+    try:
+        GeOptMain(args=argv).run()
+    except ParseError as e:
+        print(f"ge-opt: error: cannot parse {where}:\n{e}", file=sys.stderr)
+        return 1
+    except (DiagnosticException, VerifyException) as e:
+        print(f"ge-opt: error: {where} does not verify: {e}{_failing_op(e)}", file=sys.stderr)
+        return 1
+    except PassFailedException as e:
+        print(f"ge-opt: error: a pass failed on {where}: {e}", file=sys.stderr)
+        return 1
+    except GeError as e:
+        print(f"ge-opt: error: {e}", file=sys.stderr)
+        return 1
+    except FileNotFoundError as e:
+        print(f"ge-opt: error: no such file: {e.filename}", file=sys.stderr)
+        return 1
+    except ValueError as e:
+        # xDSLOptMain reports unknown passes and file types as ValueError.
+        print(f"ge-opt: error: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
