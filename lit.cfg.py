@@ -12,8 +12,6 @@ config.suffixes = [".mlir", ".onnxtxt"]  # noqa: F821
 config.excludes = ["python", "Inputs"]  # noqa: F821
 
 root = os.path.dirname(os.path.abspath(__file__))
-config.test_source_root = os.path.join(root, "test")  # noqa: F821
-config.test_exec_root = config.test_source_root  # noqa: F821
 
 # lit scrubs the environment: forward what the tools need.
 bindir = os.path.dirname(sys.executable)

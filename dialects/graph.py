@@ -1446,3 +1446,14 @@ Graph = Dialect(
     ],
     [],
 )
+
+
+def argument_names(func_op) -> list[str]:
+    """The user-facing input names of a graph function: the `ge.name` argument attributes
+    the importer records (ONNX input names), else the printed `%names`."""
+    attrs = func_op.arg_attrs.data if func_op.arg_attrs is not None else ()
+    names = []
+    for i, arg in enumerate(func_op.body.block.args):
+        name = attrs[i].data.get("ge.name") if i < len(attrs) else None
+        names.append(name.data if isinstance(name, StringAttr) else arg.name_hint or f"arg{i}")
+    return names

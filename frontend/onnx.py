@@ -316,6 +316,7 @@ class Importer:
         _load_converters()
         g = self.model.graph
         self._check_supported(g)
+        self._check_old_opset(g)
         for out in g.output:
             self.used.add(out.name)
         for n in g.node:
@@ -376,6 +377,23 @@ class Importer:
                 f"{self.where}: {len(bad)} node(s) use operators ge does not support: " + ", ".join(bad)
                 + ". Supported operators: " + ", ".join(sorted(CONVERTERS)) + "."
             )
+
+    def _check_old_opset(self, g: onnx.GraphProto) -> None:
+        """A model older than MIN_OPSET is accepted when none of its operators changed
+        between its opset and MIN_OPSET (ONNX Not, Relu... have one version)."""
+        if self.opset >= MIN_OPSET:
+            return
+        changed = sorted({
+            n.op_type for n in g.node
+            if onnx.defs.get_schema(n.op_type, self.opset).since_version
+            != onnx.defs.get_schema(n.op_type, MIN_OPSET).since_version
+        })
+        if changed:
+            raise UnsupportedModelError(
+                f"{self.where}: opset {self.opset} is older than {MIN_OPSET}, and these operators changed "
+                f"meaning since: {', '.join(changed)}; convert the model with onnx.version_converter"
+            )
+        self.opset = MIN_OPSET
 
     def _opset_of(self, domain: str) -> int | str:
         for o in self.model.opset_import:
@@ -447,7 +465,7 @@ def _default_opset(model: onnx.ModelProto, where: str) -> int:
     if not versions:
         raise ModelFormatError(f"{where}: the model imports no version of the default ONNX domain")
     v = versions[0]
-    if not MIN_OPSET <= v <= MAX_OPSET:
+    if not 1 <= v <= MAX_OPSET:
         raise UnsupportedModelError(f"{where}: opset {v} is outside the supported range {MIN_OPSET}..{MAX_OPSET}")
     return v
 

@@ -42,7 +42,6 @@ EXCLUDED_PATTERNS: tuple[tuple[str, str], ...] = (
     (r"training_mode|^test_training_dropout", "training mode: ge compiles for inference"),
     (r"^test_identity_(opt|sequence)$", "optional and sequence types"),
     (r"^test_maxpool_with_argmax", "MaxPool's Indices output"),
-    (r"^test_not_\dd$", "opset-1 models (ge imports opset 7 and newer)"),
 )
 
 
@@ -127,14 +126,31 @@ def operator_table(results: list[CaseResult]) -> str:
     return "\n".join(lines)
 
 
+README_BEGIN = "<!-- BEGIN operator table (python -m ge.conformance --write-readme) -->"
+README_END = "<!-- END operator table -->"
+
+
+def readme_with_table(readme: str, table: str) -> str:
+    """The README text with the operator table between its markers replaced."""
+    head, _, rest = readme.partition(README_BEGIN)
+    _, _, tail = rest.partition(README_END)
+    return f"{head}{README_BEGIN}\n{table}\n{README_END}{tail}"
+
+
 def main() -> int:
     results = run_all()
     status = Counter(r.status for r in results)
     for r in results:
         if r.status == "fail":
             print(f"FAIL {r.name}: {r.detail}")
-    print(operator_table(results))
+    table = operator_table(results)
+    print(table)
     print(f"\n{status['pass']} passed, {status['fail']} failed, {status['excluded']} excluded")
+    if "--write-readme" in sys.argv:
+        from pathlib import Path
+
+        readme = Path(__file__).resolve().parent.parent / "README.md"
+        readme.write_text(readme_with_table(readme.read_text(), table))
     return 1 if status["fail"] else 0
 
 

@@ -16,3 +16,7 @@ class UnsupportedModelError(GeError):
 
 class ShapeError(GeError):
     """A shape cannot be made static (a symbolic dim without an input_shape override)."""
+
+
+class InputError(GeError):
+    """Inputs given to a model do not match its signature (names, shapes, dtypes)."""

@@ -26,7 +26,8 @@ from xdsl.traits import SymbolTable
 from ge.dialects import graph as g
 from ge.dialects.blobs import attr_array
 from ge.dialects.dtypes import numpy_dtype
-from ge.dialects.graph import get_float, get_int, get_ints, get_str, has_flag
+from ge.dialects.graph import argument_names, get_float, get_int, get_ints, get_str, has_flag
+from ge.errors import InputError
 
 Kernel = Callable[..., np.ndarray | tuple[np.ndarray, ...]]
 KERNELS: dict[type[Operation], Kernel] = {}
@@ -313,7 +314,10 @@ def _prelu(op: Operation, x: np.ndarray, slope: np.ndarray) -> np.ndarray:
 
 @_kernel(g.SumOp, g.MaxOp, g.MinOp, g.MeanOp)
 def _variadic(op: Operation, *xs: np.ndarray) -> np.ndarray:
+    """Sums accumulate in f32 for f16 inputs and round once."""
     fn = {g.MaxOp: np.maximum, g.MinOp: np.minimum}.get(type(op), np.add)
+    if fn is np.add:
+        xs = tuple(x.astype(_compute_dtype(x.dtype), copy=False) for x in xs)
     out = reduce(fn, xs)
     if isinstance(op, g.MeanOp):
         out = out / out.dtype.type(len(xs))
@@ -700,9 +704,11 @@ def _depth_to_space(op: Operation, x: np.ndarray) -> np.ndarray:
 
 @_kernel(g.SpaceToDepthOp)
 def _space_to_depth(op: Operation, x: np.ndarray) -> np.ndarray:
+    """DCR by default; a `mode = "CRD"` (newer ONNX opsets) keeps channels outermost."""
     b = get_int(op.properties, "blocksize")
     n, c, h, w = x.shape
-    y = x.reshape(n, c, h // b, b, w // b, b).transpose(0, 3, 5, 1, 2, 4)
+    perm = (0, 1, 3, 5, 2, 4) if get_str(op.properties, "mode", "DCR") == "CRD" else (0, 3, 5, 1, 2, 4)
+    y = x.reshape(n, c, h // b, b, w // b, b).transpose(perm)
     return y.reshape(n, c * b * b, h // b, w // b)
 
 
@@ -721,7 +727,9 @@ def evaluate(op: Operation, args: Sequence[np.ndarray]) -> list[np.ndarray]:
         out = kernel(op, *args)
     outs = out if isinstance(out, tuple | list) else (out,)
     if len(outs) != len(op.results):
-        raise RuntimeError(f"reference kernel for {op.name} returned {len(outs)} values for {len(op.results)} results")
+        raise RuntimeError(
+            f"reference kernel for {op.name} returned {len(outs)} values for {len(op.results)} results"
+        )
     results = []
     for i, value in enumerate(outs):
         arr = np.asarray(value)
@@ -757,10 +765,10 @@ def _bind(arg: SSAValue, value) -> np.ndarray:
     dtype, shape = numpy_dtype(t.element_type), tuple(t.get_shape())
     arr = np.asarray(value)
     if arr.shape != shape:
-        raise ValueError(f"input %{arg.name_hint or arg.index} has type {t} but got shape {list(arr.shape)}")
+        raise InputError(f"input %{arg.name_hint or arg.index} has type {t} but got shape {list(arr.shape)}")
     if arr.dtype != dtype:
         if not np.can_cast(arr.dtype, dtype, casting="same_kind"):
-            raise ValueError(f"input %{arg.name_hint or arg.index} has type {t} but got dtype {arr.dtype}")
+            raise InputError(f"input %{arg.name_hint or arg.index} has type {t} but got dtype {arr.dtype}")
         arr = arr.astype(dtype)
     return arr
 
@@ -773,7 +781,7 @@ def run_function(func_op: func.FuncOp, inputs: Sequence[np.ndarray]) -> list[np.
     """
     block = func_op.body.block
     if len(inputs) != len(block.args):
-        raise ValueError(f"@{func_op.sym_name.data} takes {len(block.args)} inputs, got {len(inputs)}")
+        raise InputError(f"@{func_op.sym_name.data} takes {len(block.args)} inputs, got {len(inputs)}")
     env: dict[SSAValue, np.ndarray] = {a: _bind(a, v) for a, v in zip(block.args, inputs)}
     ops = list(block.ops)
     frees = _frees(ops)
@@ -807,14 +815,13 @@ def run(
     entry: str = "main",
 ) -> list[np.ndarray]:
     """Run function `entry` of `module`; inputs as a list in argument order, or a dict keyed
-    by argument names (the names printed as `%name`, which the importer takes from ONNX)."""
+    by input names (the ONNX names the importer records as `ge.name`, else the `%names`)."""
     f = find_function(module, entry)
     if isinstance(inputs, Mapping):
-        args = f.body.block.args
-        names = [a.name_hint for a in args]
-        missing = [n or f"#{i}" for i, n in enumerate(names) if n not in inputs]
+        names = argument_names(f)
+        missing = [n for n in names if n not in inputs]
         extra = sorted(set(inputs) - set(names))
         if missing or extra:
-            raise KeyError(f"@{entry} takes inputs {names}; missing {missing}, unexpected {extra}")
+            raise InputError(f"@{entry} takes inputs {names}; missing {missing}, unexpected {extra}")
         inputs = [inputs[n] for n in names]
     return run_function(f, list(inputs))

@@ -135,8 +135,18 @@ def test_shape_input_needs_a_value():
 def test_opset_out_of_range():
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])
     model = _model([helper.make_node("Relu", ["x"], ["y"])], [x], [helper.make_tensor_value_info("y", 1, None)], opset=5)
-    with pytest.raises(UnsupportedModelError, match="opset 5 is outside the supported range"):
+    with pytest.raises(UnsupportedModelError, match="opset 5 is older than 7, and these operators changed meaning since: Relu"):
         import_model(model)
+    model.opset_import[0].version = 99
+    with pytest.raises(UnsupportedModelError, match="opset 99 is outside the supported range"):
+        import_model(model)
+
+
+def test_old_opset_with_unchanged_operators_is_accepted():
+    x = helper.make_tensor_value_info("x", TensorProto.BOOL, [3])
+    model = _model([helper.make_node("Not", ["x"], ["y"])], [x], [helper.make_tensor_value_info("y", 9, None)], opset=1)
+    (out,) = run(import_model(model), [np.array([True, False, True])])
+    np.testing.assert_array_equal(out, [False, True, False])
 
 
 def test_onnx_text_syntax(tmp_path):

@@ -33,3 +33,14 @@ def test_node_case(name, case):
 def test_excluded_case_is_refused(name, case):
     with pytest.raises(GeError):
         run_case(case)
+
+
+def test_readme_operator_table_is_current():
+    """The README's table is what `python -m ge.conformance --write-readme` writes."""
+    from pathlib import Path
+
+    from ge.conformance import README_BEGIN, README_END, operator_table, run_all
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    current = readme.split(README_BEGIN)[1].split(README_END)[0].strip()
+    assert current == operator_table(run_all())

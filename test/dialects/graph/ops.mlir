@@ -843,6 +843,9 @@ func.func @depth_space(%d: tensor<1x8x2x3xf32>, %s: tensor<1x2x4x6xf32>) {
   %s2d = graph.space_to_depth %s {blocksize = 2 : i64} : (tensor<1x2x4x6xf32>) -> tensor<1x8x2x3xf32>
   // CHECK-NEXT: %s2d = graph.space_to_depth %s {blocksize = 2 : i64} : (tensor<1x2x4x6xf32>) -> tensor<1x8x2x3xf32>
   // CHECK-GENERIC-NEXT: %s2d = "graph.space_to_depth"(%s) <{blocksize = 2 : i64}> : (tensor<1x2x4x6xf32>) -> tensor<1x8x2x3xf32>
+  %s2d_crd = graph.space_to_depth %s {blocksize = 2 : i64, mode = "CRD"} : (tensor<1x2x4x6xf32>) -> tensor<1x8x2x3xf32>
+  // CHECK-NEXT: %s2d_crd = graph.space_to_depth %s {blocksize = 2 : i64, mode = "CRD"} : (tensor<1x2x4x6xf32>) -> tensor<1x8x2x3xf32>
+  // CHECK-GENERIC-NEXT: %s2d_crd = "graph.space_to_depth"(%s) <{blocksize = 2 : i64, mode = "CRD"}> : (tensor<1x2x4x6xf32>) -> tensor<1x8x2x3xf32>
   func.return
   // CHECK-NEXT: func.return
   // CHECK-GENERIC-NEXT: "func.return"() : () -> ()
