@@ -9,7 +9,7 @@ import lit.formats
 config.name = "ge"  # noqa: F821
 config.test_format = lit.formats.ShTest(False)  # noqa: F821
 config.suffixes = [".mlir", ".onnxtxt"]  # noqa: F821
-config.excludes = ["python", "Inputs"]  # noqa: F821
+config.excludes = ["python", "Inputs", ".venv", "build", "bench", "examples"]  # noqa: F821
 
 root = os.path.dirname(os.path.abspath(__file__))
 

@@ -15,9 +15,11 @@ from typing import ClassVar
 
 import numpy as np
 from xdsl.dialects.builtin import (
+    I64,
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
     DenseResourceAttr,
+    Float32Type,
     FloatAttr,
     IntegerAttr,
     StringAttr,
@@ -154,10 +156,10 @@ def check_axes(axes: Sequence[int], rank: int) -> None:
 
 
 def same_elem(types: Sequence[TensorType], what: str = "operands") -> Attribute:
-    elems = {t.element_type for t in types}
+    elems = list(dict.fromkeys(t.element_type for t in types))
     if len(elems) != 1:
         raise VerifyException(f"{what} must have one element type, got " + ", ".join(str(e) for e in elems))
-    return elems.pop()
+    return elems[0]
 
 
 def require_float(t: TensorType, what: str = "operand") -> None:
@@ -240,6 +242,9 @@ class GraphOp(IRDLOperation):
                 raise VerifyException(f"operands must be statically shaped tensors, got {v.type}")
             if v.type.element_type not in dtypes.SUPPORTED:
                 raise VerifyException(f"element type {v.type.element_type} is not supported by the graph level")
+        for r in self.results:
+            if isinstance(r.type, TensorType) and r.type.element_type not in dtypes.SUPPORTED:
+                raise VerifyException(f"element type {r.type.element_type} is not supported by the graph level")
         types = [_types_of(o) for o in operands]
         values = [_constant_value(o) if name in self.VALUE_OPERANDS else None
                   for (name, _), o in zip(self.get_irdl_definition().operands, operands)]
@@ -282,8 +287,8 @@ def _constant_value(o) -> np.ndarray | None:
 
     try:
         return attr_array(o.owner.value)
-    except (KeyError, ValueError):
-        return None
+    except (KeyError, ValueError) as e:
+        raise VerifyException(f"constant operand is unreadable: {e}") from None
 
 
 # --------------------------------------------------------------------------------------
@@ -312,6 +317,8 @@ class ConstantOp(IRDLOperation):
         t = self.output.type
         if not isinstance(t, TensorType) or any(d < 0 for d in t.get_shape()):
             raise VerifyException(f"a constant must be a statically shaped tensor, got {t}")
+        if t.element_type not in dtypes.SUPPORTED:
+            raise VerifyException(f"element type {t.element_type} is not supported by the graph level")
 
 
 # --------------------------------------------------------------------------------------
@@ -366,25 +373,25 @@ SoftplusOp = _unary("softplus", "log(1 + exp(x)).")
 SoftsignOp = _unary("softsign", "x / (1 + |x|).")
 HardSwishOp = _unary("hard_swish", "x * max(0, min(1, x/6 + 1/2)).")
 IdentityOp = _unary("identity", "x (kept by the importer; removed by graph simplification).", float_only=False)
-LeakyReluOp = _unary("leaky_relu", "x if x >= 0 else alpha * x.", props={"alpha": prop_def(FloatAttr)})
-EluOp = _unary("elu", "x if x > 0 else alpha * (exp(x) - 1).", props={"alpha": prop_def(FloatAttr)})
-CeluOp = _unary("celu", "max(0, x) + min(0, alpha * (exp(x / alpha) - 1)).", props={"alpha": prop_def(FloatAttr)})
+LeakyReluOp = _unary("leaky_relu", "x if x >= 0 else alpha * x.", props={"alpha": prop_def(FloatAttr[Float32Type])})
+EluOp = _unary("elu", "x if x > 0 else alpha * (exp(x) - 1).", props={"alpha": prop_def(FloatAttr[Float32Type])})
+CeluOp = _unary("celu", "max(0, x) + min(0, alpha * (exp(x / alpha) - 1)).", props={"alpha": prop_def(FloatAttr[Float32Type])})
 SeluOp = _unary(
     "selu", "gamma * (x if x > 0 else alpha * (exp(x) - 1)).",
-    props={"alpha": prop_def(FloatAttr), "gamma": prop_def(FloatAttr)},
+    props={"alpha": prop_def(FloatAttr[Float32Type]), "gamma": prop_def(FloatAttr[Float32Type])},
 )
 HardSigmoidOp = _unary(
     "hard_sigmoid", "max(0, min(1, alpha * x + beta)).",
-    props={"alpha": prop_def(FloatAttr), "beta": prop_def(FloatAttr)},
+    props={"alpha": prop_def(FloatAttr[Float32Type]), "beta": prop_def(FloatAttr[Float32Type])},
 )
-ThresholdedReluOp = _unary("thresholded_relu", "x if x > alpha else 0.", props={"alpha": prop_def(FloatAttr)})
+ThresholdedReluOp = _unary("thresholded_relu", "x if x > alpha else 0.", props={"alpha": prop_def(FloatAttr[Float32Type])})
 GeluOp = _unary(
     "gelu", "x * Phi(x); `approximate = \"tanh\"` uses the tanh formula.",
     props={"approximate": opt_prop_def(StringAttr)},
 )
 DropoutOp = _unary(
     "dropout", "Inference dropout: the identity (the ratio is kept for the record).",
-    float_only=False, props={"ratio": opt_prop_def(FloatAttr)},
+    float_only=False, props={"ratio": opt_prop_def(FloatAttr[Float32Type])},
 )
 
 
@@ -409,8 +416,8 @@ class ClipOp(UnaryOp):
 
     name = "graph.clip"
     FLOAT_ONLY: ClassVar[bool] = False
-    min = opt_prop_def(FloatAttr)
-    max = opt_prop_def(FloatAttr)
+    min = opt_prop_def(FloatAttr[Float32Type])
+    max = opt_prop_def(FloatAttr[Float32Type])
 
 
 @irdl_op_definition
@@ -432,7 +439,6 @@ class CastOp(GraphOp):
         a, b = self.input.type, self.output.type
         if shape_of(a) != shape_of(b):
             raise VerifyException(f"cast must keep the shape: {a} to {b}")
-        dtypes.numpy_dtype(b.element_type)
 
     @classmethod
     def to(cls, value: SSAValue, elem: Attribute) -> CastOp:
@@ -527,7 +533,7 @@ class VariadicOp(GraphOp):
     def infer(cls, types, props, values):
         (ts,) = types
         if not ts:
-            raise VerifyException("needs at least one input")
+            raise VerifyException(f"{cls.name} needs at least one input")
         return [tensor(same_elem(ts), broadcast_shapes(*(shape_of(t) for t in ts)))]
 
 
@@ -593,10 +599,10 @@ class Conv2dOp(GraphOp):
     weight = operand_def(TensorType)
     bias = opt_operand_def(TensorType)
     output = result_def(TensorType)
-    strides = prop_def(DenseArrayBase)
-    pads = prop_def(DenseArrayBase)
-    dilations = prop_def(DenseArrayBase)
-    group = prop_def(IntegerAttr)
+    strides = prop_def(DenseArrayBase[I64])
+    pads = prop_def(DenseArrayBase[I64])
+    dilations = prop_def(DenseArrayBase[I64])
+    group = prop_def(IntegerAttr[I64])
     traits = traits_def(Pure())
     assembly_format = "operands attr-dict `:` functional-type(operands, results)"
 
@@ -628,9 +634,9 @@ class PoolOp(GraphOp):
 
     input = operand_def(TensorType)
     output = result_def(TensorType)
-    kernel_shape = prop_def(DenseArrayBase)
-    strides = prop_def(DenseArrayBase)
-    pads = prop_def(DenseArrayBase)
+    kernel_shape = prop_def(DenseArrayBase[I64])
+    strides = prop_def(DenseArrayBase[I64])
+    pads = prop_def(DenseArrayBase[I64])
     ceil_mode = opt_prop_def(UnitAttr)
     traits = traits_def(Pure())
     assembly_format = "$input attr-dict `:` functional-type(operands, results)"
@@ -659,7 +665,7 @@ class MaxPoolOp(PoolOp):
     """Max pool; padded positions never win."""
 
     name = "graph.max_pool"
-    dilations = prop_def(DenseArrayBase)
+    dilations = prop_def(DenseArrayBase[I64])
     HAS_DILATION: ClassVar[bool] = True
 
 
@@ -711,7 +717,7 @@ class BatchNormOp(GraphOp):
     mean = operand_def(TensorType)
     var = operand_def(TensorType)
     output = result_def(TensorType)
-    epsilon = prop_def(FloatAttr)
+    epsilon = prop_def(FloatAttr[Float32Type])
     traits = traits_def(Pure())
     assembly_format = "operands attr-dict `:` functional-type(operands, results)"
 
@@ -719,6 +725,7 @@ class BatchNormOp(GraphOp):
     def infer(cls, types, props, values):
         x, *params = types
         require_float(x, "input")
+        same_elem([x, *params])
         if x.get_num_dims() < 2:
             raise VerifyException(f"input must have rank >= 2, got {x}")
         c = shape_of(x)[1]
@@ -737,8 +744,8 @@ class LayerNormOp(GraphOp):
     scale = operand_def(TensorType)
     bias = opt_operand_def(TensorType)
     output = result_def(TensorType)
-    axis = prop_def(IntegerAttr)
-    epsilon = prop_def(FloatAttr)
+    axis = prop_def(IntegerAttr[I64])
+    epsilon = prop_def(FloatAttr[Float32Type])
     traits = traits_def(Pure())
     assembly_format = "operands attr-dict `:` functional-type(operands, results)"
 
@@ -746,11 +753,13 @@ class LayerNormOp(GraphOp):
     def infer(cls, types, props, values):
         x, s, b = types
         require_float(x, "input")
+        same_elem([x, s] + ([b] if b else []))
         axis = get_int(props, "axis")
         check_axis(axis, x.get_num_dims())
         norm = shape_of(x)[axis:]
         for name, p in (("scale", s), ("bias", b)):
-            if p is not None and broadcast_shapes(norm, shape_of(p)) != norm:
+            ps = shape_of(p) if p is not None else ()
+            if p is not None and (len(ps) > len(norm) or any(d not in (1, t) for d, t in zip(ps[::-1], norm[::-1]))):
                 raise VerifyException(f"{name} {p} does not broadcast to the normalized shape {list(norm)}")
         return [x]
 
@@ -763,10 +772,10 @@ class LrnOp(GraphOp):
     T: ClassVar = VarConstraint("T", AnyAttr())
     input = operand_def(T)
     output = result_def(T)
-    size = prop_def(IntegerAttr)
-    alpha = prop_def(FloatAttr)
-    beta = prop_def(FloatAttr)
-    bias = prop_def(FloatAttr)
+    size = prop_def(IntegerAttr[I64])
+    alpha = prop_def(FloatAttr[Float32Type])
+    beta = prop_def(FloatAttr[Float32Type])
+    bias = prop_def(FloatAttr[Float32Type])
     traits = traits_def(Pure())
     assembly_format = "$input attr-dict `:` type($output)"
 
@@ -785,7 +794,7 @@ class AxisNormOp(GraphOp):
     T: ClassVar = VarConstraint("T", AnyAttr())
     input = operand_def(T)
     output = result_def(T)
-    axis = prop_def(IntegerAttr)
+    axis = prop_def(IntegerAttr[I64])
     traits = traits_def(Pure())
     assembly_format = "$input attr-dict `:` type($output)"
 
@@ -834,7 +843,11 @@ class MatMulOp(GraphOp):
         mb = sb if len(sb) > 1 else sb + (1,)
         if ma[-1] != mb[-2]:
             raise VerifyException(f"contraction dims differ: {a} x {b} ({ma[-1]} vs {mb[-2]})")
-        out = broadcast_shapes(ma[:-2], mb[:-2]) + (ma[-2], mb[-1])
+        try:
+            batch = broadcast_shapes(ma[:-2], mb[:-2])
+        except VerifyException:
+            raise VerifyException(f"batch dims of {a} and {b} do not broadcast") from None
+        out = batch + (ma[-2], mb[-1])
         if len(sa) == 1:
             out = out[:-2] + out[-1:]
         if len(sb) == 1:
@@ -851,8 +864,8 @@ class GemmOp(GraphOp):
     b = operand_def(TensorType)
     c = opt_operand_def(TensorType)
     output = result_def(TensorType)
-    alpha = prop_def(FloatAttr)
-    beta = prop_def(FloatAttr)
+    alpha = prop_def(FloatAttr[Float32Type])
+    beta = prop_def(FloatAttr[Float32Type])
     trans_a = opt_prop_def(UnitAttr)
     trans_b = opt_prop_def(UnitAttr)
     traits = traits_def(Pure())
@@ -868,7 +881,7 @@ class GemmOp(GraphOp):
         k2, n = shape_of(b)[:: -1 if has_flag(props, "trans_b") else 1]
         if k != k2:
             raise VerifyException(f"contraction dims differ: {k} vs {k2}")
-        if c is not None and broadcast_shapes((m, n), shape_of(c)) != (m, n):
+        if c is not None and (len(shape_of(c)) > 2 or any(d not in (1, t) for d, t in zip(shape_of(c)[::-1], (n, m)))):
             raise VerifyException(f"C {c} does not broadcast to [{m}, {n}]")
         return [tensor(elem, (m, n))]
 
@@ -883,7 +896,7 @@ class ReduceOp(GraphOp):
 
     input = operand_def(TensorType)
     output = result_def(TensorType)
-    axes = prop_def(DenseArrayBase)
+    axes = prop_def(DenseArrayBase[I64])
     keepdims = opt_prop_def(UnitAttr)
     traits = traits_def(Pure())
     assembly_format = "$input attr-dict `:` functional-type(operands, results)"
@@ -916,7 +929,7 @@ ReduceSumSquareOp = _reduce("reduce_sum_square", "sum(x^2) over axes.")
 class ArgReduceOp(GraphOp):
     input = operand_def(TensorType)
     output = result_def(TensorType)
-    axis = prop_def(IntegerAttr)
+    axis = prop_def(IntegerAttr[I64])
     keepdims = opt_prop_def(UnitAttr)
     select_last_index = opt_prop_def(UnitAttr)
     traits = traits_def(Pure())
@@ -1018,7 +1031,7 @@ class FlattenOp(GraphOp):
     name = "graph.flatten"
     input = operand_def(TensorType)
     output = result_def(TensorType)
-    axis = prop_def(IntegerAttr)
+    axis = prop_def(IntegerAttr[I64])
     traits = traits_def(Pure())
     assembly_format = "$input attr-dict `:` functional-type(operands, results)"
 
@@ -1039,7 +1052,7 @@ class TransposeOp(GraphOp):
     name = "graph.transpose"
     input = operand_def(TensorType)
     output = result_def(TensorType)
-    perm = prop_def(DenseArrayBase)
+    perm = prop_def(DenseArrayBase[I64])
     traits = traits_def(Pure())
     assembly_format = "$input attr-dict `:` functional-type(operands, results)"
 
@@ -1060,7 +1073,7 @@ class ConcatOp(GraphOp):
     name = "graph.concat"
     inputs = var_operand_def(TensorType)
     output = result_def(TensorType)
-    axis = prop_def(IntegerAttr)
+    axis = prop_def(IntegerAttr[I64])
     traits = traits_def(Pure())
     assembly_format = "$inputs attr-dict `:` functional-type(operands, results)"
 
@@ -1068,7 +1081,7 @@ class ConcatOp(GraphOp):
     def infer(cls, types, props, values):
         (ts,) = types
         if not ts:
-            raise VerifyException("needs at least one input")
+            raise VerifyException(f"{cls.name} needs at least one input")
         elem = same_elem(ts)
         axis = get_int(props, "axis")
         rank = ts[0].get_num_dims()
@@ -1090,8 +1103,8 @@ class SplitOp(GraphOp):
     name = "graph.split"
     input = operand_def(TensorType)
     outputs = var_result_def(TensorType)
-    axis = prop_def(IntegerAttr)
-    sizes = prop_def(DenseArrayBase)
+    axis = prop_def(IntegerAttr[I64])
+    sizes = prop_def(DenseArrayBase[I64])
     traits = traits_def(Pure())
     assembly_format = "$input attr-dict `:` functional-type(operands, results)"
 
@@ -1102,7 +1115,9 @@ class SplitOp(GraphOp):
         check_axis(axis, x.get_num_dims())
         sizes = get_ints(props, "sizes")
         s = shape_of(x)
-        if sum(sizes) != s[axis] or any(v < 0 for v in sizes):
+        if any(v < 0 for v in sizes):
+            raise VerifyException(f"sizes {list(sizes)} must be non-negative")
+        if sum(sizes) != s[axis]:
             raise VerifyException(f"sizes {list(sizes)} do not add up to dim {axis} of {x}")
         return [[tensor(x.element_type, s[:axis] + (v,) + s[axis + 1:]) for v in sizes]]
 
@@ -1118,9 +1133,9 @@ class SliceOp(GraphOp):
     name = "graph.slice"
     input = operand_def(TensorType)
     output = result_def(TensorType)
-    starts = prop_def(DenseArrayBase)
-    ends = prop_def(DenseArrayBase)
-    steps = prop_def(DenseArrayBase)
+    starts = prop_def(DenseArrayBase[I64])
+    ends = prop_def(DenseArrayBase[I64])
+    steps = prop_def(DenseArrayBase[I64])
     traits = traits_def(Pure())
     assembly_format = "$input attr-dict `:` functional-type(operands, results)"
 
@@ -1153,7 +1168,7 @@ class GatherOp(GraphOp):
     input = operand_def(TensorType)
     indices = operand_def(TensorType)
     output = result_def(TensorType)
-    axis = prop_def(IntegerAttr)
+    axis = prop_def(IntegerAttr[I64])
     traits = traits_def(Pure())
     assembly_format = "$input `,` $indices attr-dict `:` functional-type(operands, results)"
 
@@ -1175,7 +1190,7 @@ class SqueezeOp(GraphOp):
     name = "graph.squeeze"
     input = operand_def(TensorType)
     output = result_def(TensorType)
-    axes = prop_def(DenseArrayBase)
+    axes = prop_def(DenseArrayBase[I64])
     traits = traits_def(Pure())
     assembly_format = "$input attr-dict `:` functional-type(operands, results)"
 
@@ -1197,7 +1212,7 @@ class UnsqueezeOp(GraphOp):
     name = "graph.unsqueeze"
     input = operand_def(TensorType)
     output = result_def(TensorType)
-    axes = prop_def(DenseArrayBase)
+    axes = prop_def(DenseArrayBase[I64])
     traits = traits_def(Pure())
     assembly_format = "$input attr-dict `:` functional-type(operands, results)"
 
@@ -1231,6 +1246,8 @@ class ExpandOp(GraphOp):
         target = _shape_operand(values[1], "shape")
         if target is None:
             return [None]
+        if any(d < 0 for d in target):
+            raise VerifyException(f"shape {target} has a negative dim")
         return [tensor(x.element_type, broadcast_shapes(shape_of(x), target))]
 
     def verify_(self) -> None:
@@ -1247,7 +1264,7 @@ class TileOp(GraphOp):
     name = "graph.tile"
     input = operand_def(TensorType)
     output = result_def(TensorType)
-    repeats = prop_def(DenseArrayBase)
+    repeats = prop_def(DenseArrayBase[I64])
     traits = traits_def(Pure())
     assembly_format = "$input attr-dict `:` functional-type(operands, results)"
 
@@ -1268,9 +1285,9 @@ class PadOp(GraphOp):
     name = "graph.pad"
     input = operand_def(TensorType)
     output = result_def(TensorType)
-    pads = prop_def(DenseArrayBase)
+    pads = prop_def(DenseArrayBase[I64])
     mode = prop_def(StringAttr)
-    value = opt_prop_def(FloatAttr)
+    value = opt_prop_def(FloatAttr[Float32Type])
     traits = traits_def(Pure())
     assembly_format = "$input attr-dict `:` functional-type(operands, results)"
 
@@ -1297,8 +1314,8 @@ class ShapeOp(GraphOp):
     name = "graph.shape"
     input = operand_def(TensorType)
     output = result_def(TensorType)
-    start = opt_prop_def(IntegerAttr)
-    end = opt_prop_def(IntegerAttr)
+    start = opt_prop_def(IntegerAttr[I64])
+    end = opt_prop_def(IntegerAttr[I64])
     traits = traits_def(Pure())
     assembly_format = "$input attr-dict `:` functional-type(operands, results)"
 
@@ -1382,7 +1399,7 @@ class DepthToSpaceOp(GraphOp):
     name = "graph.depth_to_space"
     input = operand_def(TensorType)
     output = result_def(TensorType)
-    blocksize = prop_def(IntegerAttr)
+    blocksize = prop_def(IntegerAttr[I64])
     mode = prop_def(StringAttr)
     traits = traits_def(Pure())
     assembly_format = "$input attr-dict `:` functional-type(operands, results)"
@@ -1408,7 +1425,7 @@ class SpaceToDepthOp(GraphOp):
     name = "graph.space_to_depth"
     input = operand_def(TensorType)
     output = result_def(TensorType)
-    blocksize = prop_def(IntegerAttr)
+    blocksize = prop_def(IntegerAttr[I64])
     mode = opt_prop_def(StringAttr)
     traits = traits_def(Pure())
     assembly_format = "$input attr-dict `:` functional-type(operands, results)"

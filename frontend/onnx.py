@@ -29,9 +29,9 @@ from xdsl.dialects.builtin import (
     FunctionType,
     ModuleOp,
     NameLoc,
+    NoneAttr,
     StringAttr,
     TensorType,
-    UnknownLoc,
 )
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.utils.exceptions import VerifyException
@@ -197,7 +197,7 @@ class NodeContext:
         return self.importer.emit(self, op_cls, operands, props)
 
     def constant(self, arr: np.ndarray, hint: str = "c") -> SSAValue:
-        return self.importer.constant(np.asarray(arr), f"{self.node.name or self.node.op_type}_{hint}")
+        return self.importer.constant(np.asarray(arr), f"{node_name(self.node)}_{hint}")
 
 
 Converter = Callable[[NodeContext], Sequence[SSAValue | None]]
@@ -278,7 +278,7 @@ class Importer:
             by_name = dict(zip((n for n, _ in op_cls.get_irdl_definition().operands), operands))
             self.raise_if_graph_inputs([by_name[n] for n in op_cls.VALUE_OPERANDS], ctx, "a shape operand")
             raise NodeError(str(e)) from None
-        op.location = NameLoc(StringAttr(ctx.node.name or ctx.node.op_type), UnknownLoc())
+        op.location = node_location(ctx.node)
         self.ops.append(op)
         self._propagate(op)
         return op
@@ -288,7 +288,7 @@ class Importer:
         names = [self.arg_names[v] for v in values if v in self.arg_names and self.value_of(v) is None]
         if names:
             raise NeedsInputValue(
-                f"{self.where}: node '{ctx.node.name or '<unnamed>'}' ({ctx.node.op_type}) needs the value of graph "
+                f"{self.where}: node '{node_name(ctx.node)}' ({ctx.node.op_type}) needs the value of graph "
                 f"input(s) {', '.join(names)} as {what} at compile time; make them initializers or constants",
                 names,
             )
@@ -371,7 +371,7 @@ class Importer:
         for n in g.node:
             if n.domain not in ("", "ai.onnx") or n.op_type not in CONVERTERS:
                 domain = n.domain or "ai.onnx"
-                bad.append(f"'{n.name or '<unnamed>'}' ({domain}::{n.op_type}, opset {self._opset_of(n.domain)})")
+                bad.append(f"'{node_name(n)}' ({domain}::{n.op_type}, opset {self._opset_of(n.domain)})")
         if bad:
             raise UnsupportedModelError(
                 f"{self.where}: {len(bad)} node(s) use operators ge does not support: " + ", ".join(bad)
@@ -450,7 +450,7 @@ class Importer:
             outs = CONVERTERS[node.op_type](ctx)
         except NodeError as e:
             raise UnsupportedModelError(
-                f"{self.where}: node '{node.name or '<unnamed>'}' ({node.op_type}, opset {self.opset}): {e}"
+                f"{self.where}: node '{node_name(node)}' ({node.op_type}, opset {self.opset}): {e}"
             ) from None
         created = set(self.ops[first_new:])
         for name, v in zip(node.output, outs):
@@ -491,6 +491,15 @@ def elem_of_onnx(onnx_type: int) -> Attribute:
 
 def array_of_tensor(t: onnx.TensorProto) -> np.ndarray:
     return _tensor_array(t, "Constant")
+
+
+def node_name(node: onnx.NodeProto) -> str:
+    """How errors and locations name a node: its name, else its first output's name."""
+    return node.name or (node.output[0] if node.output else node.op_type)
+
+
+def node_location(node: onnx.NodeProto) -> NameLoc:
+    return NameLoc(StringAttr(node_name(node)), NoneAttr())
 
 
 _NAME_BAD = re.compile(r"[^\w$.-]")

@@ -18,7 +18,7 @@ from xdsl.dialects.builtin import StringAttr, UnitAttr
 from ge.dialects import graph
 from ge.dialects.blobs import dense_attr
 from ge.dialects.graph import float_attr, int_array, int_attr, shape_of
-from ge.frontend.onnx import NodeContext, NodeError, array_of_tensor, converts, elem_of_onnx
+from ge.frontend.onnx import NodeContext, NodeError, array_of_tensor, converts, elem_of_onnx, node_location
 
 
 def _axis(ctx: NodeContext, axis: int, rank: int) -> int:
@@ -137,9 +137,7 @@ def _emit_cast(ctx: NodeContext, value, elem):
 
 def _register(ctx: NodeContext, op):
     """Add an op built outside `emit` (cast), with location and constant propagation."""
-    from xdsl.dialects.builtin import NameLoc, UnknownLoc
-
-    op.location = NameLoc(StringAttr(ctx.node.name or ctx.node.op_type), UnknownLoc())
+    op.location = node_location(ctx.node)
     ctx.importer.ops.append(op)
     ctx.importer._propagate(op)
     return op

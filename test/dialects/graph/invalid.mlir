@@ -167,7 +167,7 @@ func.func @mixed_element_types(%a: tensor<2x3xf32>, %b: tensor<2x3xi32>) {
   %r = graph.mul %a, %b : (tensor<2x3xf32>, tensor<2x3xi32>) -> tensor<2x3xf32>
   func.return
 }
-// CHECK: Operation does not verify: operands must have one element type, got {{f32, i32|i32, f32}}
+// CHECK: Operation does not verify: operands must have one element type, got f32, i32
 // CHECK: -----
 
 // -----
@@ -194,7 +194,7 @@ func.func @variadic_empty() {
   %r = graph.max : () -> tensor<2xf32>
   func.return
 }
-// CHECK: Operation does not verify: needs at least one input
+// CHECK: Operation does not verify: graph.max needs at least one input
 // CHECK: -----
 
 // -----
@@ -412,7 +412,7 @@ func.func @matmul_batch(%a: tensor<2x2x3xf32>, %b: tensor<5x3x4xf32>) {
   %y = graph.matmul %a, %b : (tensor<2x2x3xf32>, tensor<5x3x4xf32>) -> tensor<2x2x4xf32>
   func.return
 }
-// CHECK: Operation does not verify: operand shapes 2, 5 do not broadcast
+// CHECK: Operation does not verify: batch dims of tensor<2x2x3xf32> and tensor<5x3x4xf32> do not broadcast
 // CHECK: -----
 
 // -----
@@ -448,7 +448,7 @@ func.func @gemm_c_incompatible(%a: tensor<2x3xf32>, %b: tensor<3x4xf32>, %c: ten
   %y = graph.gemm %a, %b, %c {alpha = 1.000000e+00 : f32, beta = 1.000000e+00 : f32} : (tensor<2x3xf32>, tensor<3x4xf32>, tensor<3xf32>) -> tensor<2x4xf32>
   func.return
 }
-// CHECK: Operation does not verify: operand shapes 2x4, 3 do not broadcast
+// CHECK: Operation does not verify: C tensor<3xf32> does not broadcast to [2, 4]
 // CHECK: -----
 
 // -----
@@ -523,6 +523,25 @@ func.func @reshape_two_minus_one(%x: tensor<2x3xf32>) {
 
 // -----
 
+func.func @reshape_blob_shape(%x: tensor<6xf32>) {
+  %s = graph.constant dense_resource<shape_2x3> : tensor<2xi64>
+  %y = graph.reshape %x, %s : (tensor<6xf32>, tensor<2xi64>) -> tensor<3x2xf32>
+  func.return
+}
+
+// The shape operand's value is read from the dense_resource blob (i64 [2, 3]).
+{-#
+  dialect_resources: {
+    builtin: {
+      shape_2x3: "0x0800000002000000000000000300000000000000"
+    }
+  }
+#-}
+// CHECK: Operation does not verify: result #0 has type tensor<3x2xf32>, but the operands and attributes give tensor<2x3xf32>
+// CHECK: -----
+
+// -----
+
 func.func @reshape_shape_type(%x: tensor<2x3xf32>, %s: tensor<2xi32>) {
   %y = graph.reshape %x, %s : (tensor<2x3xf32>, tensor<2xi32>) -> tensor<3x2xf32>
   func.return
@@ -581,7 +600,7 @@ func.func @concat_empty() {
   %y = graph.concat {axis = 0 : i64} : () -> tensor<2xf32>
   func.return
 }
-// CHECK: Operation does not verify: needs at least one input
+// CHECK: Operation does not verify: graph.concat needs at least one input
 // CHECK: -----
 
 // -----
@@ -901,3 +920,29 @@ func.func @unary_tied_type(%x: tensor<2x3xf32>) {
 }
 // CHECK: Operation does not verify: result 'output' at position 0 does not verify:
 // CHECK-NEXT: attribute tensor<2x3xf32> expected from variable 'T', but got tensor<3x2xf32>
+
+// -----
+
+func.func @cast_bf16(%x: tensor<2xf32>) {
+  %r = graph.cast %x : tensor<2xf32> to tensor<2xbf16>
+  func.return
+}
+// CHECK: Operation does not verify: element type bf16 is not supported by the graph level
+// CHECK: -----
+
+// -----
+
+func.func @constant_bf16() {
+  %c = graph.constant dense<1.000000e+00> : tensor<2xbf16>
+  func.return
+}
+// CHECK: Operation does not verify: element type bf16 is not supported by the graph level
+// CHECK: -----
+
+// -----
+
+func.func @split_negative(%x: tensor<4xf32>) {
+  %a, %b = graph.split %x {axis = 0 : i64, sizes = array<i64: 5, -1>} : (tensor<4xf32>) -> (tensor<5xf32>, tensor<1xf32>)
+  func.return
+}
+// CHECK: Operation does not verify: sizes [5, -1] must be non-negative
