@@ -975,6 +975,13 @@ def _shape_operand(value: np.ndarray | None, what: str) -> list[int] | None:
     return [int(v) for v in value]
 
 
+def _shape_target(t: TensorType, value: np.ndarray | None) -> list[int] | None:
+    """The value of a Reshape/Expand `shape` operand (a 1-D i64 tensor), if known."""
+    if t.element_type != i64 or t.get_num_dims() != 1:
+        raise VerifyException(f"shape must be a 1-D tensor of i64, got {t}")
+    return _shape_operand(value, "shape")
+
+
 @irdl_op_definition
 class ReshapeOp(GraphOp):
     """Reshape to the `shape` operand (ONNX rules: 0 copies the input dim unless
@@ -992,9 +999,7 @@ class ReshapeOp(GraphOp):
     @classmethod
     def infer(cls, types, props, values):
         x, s = types
-        if s.element_type != i64 or s.get_num_dims() != 1:
-            raise VerifyException(f"shape must be a 1-D tensor of i64, got {s}")
-        target = _shape_operand(values[1], "shape")
+        target = _shape_target(s, values[1])
         if target is None:
             return [None]
         return [tensor(x.element_type, reshape_target(shape_of(x), target, has_flag(props, "allowzero")))]
@@ -1241,9 +1246,7 @@ class ExpandOp(GraphOp):
     @classmethod
     def infer(cls, types, props, values):
         x, s = types
-        if s.element_type != i64 or s.get_num_dims() != 1:
-            raise VerifyException(f"shape must be a 1-D tensor of i64, got {s}")
-        target = _shape_operand(values[1], "shape")
+        target = _shape_target(s, values[1])
         if target is None:
             return [None]
         if any(d < 0 for d in target):

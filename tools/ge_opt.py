@@ -75,29 +75,31 @@ def _failing_op(e: Exception) -> str:
     return ""
 
 
+def describe_error(e: Exception, where: str) -> str | None:
+    """The one-paragraph message for a user mistake, or None for an internal error."""
+    if isinstance(e, ParseError):
+        return f"cannot parse {where}:\n{e}"
+    if isinstance(e, DiagnosticException | VerifyException):
+        return f"{where} does not verify: {e}{_failing_op(e)}"
+    if isinstance(e, PassFailedException):
+        return f"a pass failed on {where}: {e}"
+    if isinstance(e, FileNotFoundError):
+        return f"no such file: {e.filename}"
+    if isinstance(e, GeError | ValueError):
+        # xDSLOptMain reports unknown passes and file types as ValueError.
+        return str(e)
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    where = _input_name(argv)
     try:
         GeOptMain(args=argv).run()
-    except ParseError as e:
-        print(f"ge-opt: error: cannot parse {where}:\n{e}", file=sys.stderr)
-        return 1
-    except (DiagnosticException, VerifyException) as e:
-        print(f"ge-opt: error: {where} does not verify: {e}{_failing_op(e)}", file=sys.stderr)
-        return 1
-    except PassFailedException as e:
-        print(f"ge-opt: error: a pass failed on {where}: {e}", file=sys.stderr)
-        return 1
-    except GeError as e:
-        print(f"ge-opt: error: {e}", file=sys.stderr)
-        return 1
-    except FileNotFoundError as e:
-        print(f"ge-opt: error: no such file: {e.filename}", file=sys.stderr)
-        return 1
-    except ValueError as e:
-        # xDSLOptMain reports unknown passes and file types as ValueError.
-        print(f"ge-opt: error: {e}", file=sys.stderr)
+    except Exception as e:
+        message = describe_error(e, _input_name(argv))
+        if message is None:
+            raise
+        print(f"ge-opt: error: {message}", file=sys.stderr)
         return 1
     return 0
 
