@@ -17,4 +17,9 @@ def get_all_ge_dialects() -> dict[str, Callable[[], Dialect]]:
 
         return Graph
 
-    return {"graph": get_graph}
+    def get_fusion() -> Dialect:
+        from ge.dialects.fusion import Fusion
+
+        return Fusion
+
+    return {"graph": get_graph, "fusion": get_fusion}

@@ -99,3 +99,78 @@ def random_inputs(model: onnx.ModelProto, seed: int = 0) -> dict[str, np.ndarray
         else:
             out[vi.name] = rng.integers(0, 4, shape).astype(dtype)
     return out
+
+
+def encoder_layer_model(
+    seq: int = 64, hidden: int = 128, heads: int = 4, ffn: int = 512, seed: int = 0, opset: int = 17
+) -> onnx.ModelProto:
+    """A BERT-style transformer encoder layer as torch exports it (MatMul/Add projections,
+    Reshape/Transpose heads, scaled Softmax attention with an additive mask, Erf-form GELU,
+    LayerNormalization), with seeded weights. Inputs: `x` [1, seq, hidden], `mask` [1, 1, 1, seq]."""
+    rng = np.random.default_rng(seed)
+    d = hidden // heads
+    inits: list[onnx.TensorProto] = []
+    nodes: list[onnx.NodeProto] = []
+
+    def const(name: str, arr) -> str:
+        inits.append(numpy_helper.from_array(np.asarray(arr), name))
+        return name
+
+    def weight(name: str, shape) -> str:
+        return const(name, (rng.standard_normal(shape) / np.sqrt(shape[0])).astype(np.float32))
+
+    def bias(name: str, n: int) -> str:
+        return const(name, (rng.standard_normal(n) * 0.02).astype(np.float32))
+
+    def node(op: str, inputs: list[str], out: str, **attrs) -> str:
+        nodes.append(helper.make_node(op, inputs, [out], name=out, **attrs))
+        return out
+
+    def linear(x: str, name: str, n_in: int, n_out: int) -> str:
+        mm = node("MatMul", [x, weight(f"{name}.weight", (n_in, n_out))], f"{name}_mm")
+        return node("Add", [mm, bias(f"{name}.bias", n_out)], f"{name}_out")
+
+    heads_shape = const("heads_shape", np.array([1, seq, heads, d], np.int64))
+    merged_shape = const("merged_shape", np.array([1, seq, hidden], np.int64))
+
+    def split_heads(t: str, name: str, perm) -> str:
+        r = node("Reshape", [t, heads_shape], f"{name}_split")
+        return node("Transpose", [r], f"{name}_heads", perm=perm)
+
+    q = split_heads(linear("x", "query", hidden, hidden), "q", [0, 2, 1, 3])
+    k = split_heads(linear("x", "key", hidden, hidden), "k", [0, 2, 3, 1])
+    v = split_heads(linear("x", "value", hidden, hidden), "v", [0, 2, 1, 3])
+    scores = node("MatMul", [q, k], "scores")
+    scaled = node("Div", [scores, const("scale", np.array(np.sqrt(d), np.float32))], "scaled")
+    masked = node("Add", [scaled, "mask"], "masked")
+    probs = node("Softmax", [masked], "probs", axis=-1)
+    ctx = node("MatMul", [probs, v], "context")
+    ctx = node("Transpose", [ctx], "context_t", perm=[0, 2, 1, 3])
+    ctx = node("Reshape", [ctx, merged_shape], "context_merged")
+    attn = linear(ctx, "attn_out", hidden, hidden)
+    res1 = node("Add", [attn, "x"], "residual1")
+    ln1 = node(
+        "LayerNormalization",
+        [res1, const("ln1.gamma", np.ones(hidden, np.float32)), const("ln1.beta", np.zeros(hidden, np.float32))],
+        "ln1", axis=-1, epsilon=1e-5,
+    )
+    h = linear(ln1, "ffn_in", hidden, ffn)
+    # GELU as torch exports it before opset 20: x * 0.5 * (1 + erf(x / sqrt(2)))
+    e = node("Erf", [node("Div", [h, const("sqrt2", np.array(np.sqrt(2.0), np.float32))], "gelu_div")], "gelu_erf")
+    e = node("Add", [e, const("one", np.array(1.0, np.float32))], "gelu_add")
+    g = node("Mul", [node("Mul", [h, e], "gelu_mul"), const("half", np.array(0.5, np.float32))], "gelu")
+    out = linear(g, "ffn_out", ffn, hidden)
+    res2 = node("Add", [out, ln1], "residual2")
+    node(
+        "LayerNormalization",
+        [res2, const("ln2.gamma", np.ones(hidden, np.float32)), const("ln2.beta", np.zeros(hidden, np.float32))],
+        "y", axis=-1, epsilon=1e-5,
+    )
+    graph = helper.make_graph(
+        nodes, "encoder_layer",
+        [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, seq, hidden]),
+         helper.make_tensor_value_info("mask", onnx.TensorProto.FLOAT, [1, 1, 1, seq])],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1, seq, hidden])],
+        initializer=inits,
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=8)

@@ -1,0 +1,1 @@
+"""Passes that convert one level into the next (assign-layouts, fuse, tile, ...)."""

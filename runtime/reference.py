@@ -20,8 +20,8 @@ from functools import reduce
 import numpy as np
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, TensorType
-from xdsl.ir import Operation, SSAValue
-from xdsl.traits import SymbolTable
+from xdsl.ir import Block, Operation, SSAValue
+from xdsl.traits import IsTerminator, SymbolTable
 
 from ge.dialects import graph as g
 from ge.dialects.blobs import attr_array
@@ -774,32 +774,41 @@ def _bind(arg: SSAValue, value) -> np.ndarray:
 
 
 def run_function(func_op: func.FuncOp, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
-    """Interpret `func_op` on `inputs` (in argument order) and return what it returns.
+    """Interpret `func_op` on `inputs` (in argument order) and return what it returns."""
+    block = func_op.body.block
+    if len(inputs) != len(block.args):
+        raise InputError(f"@{func_op.sym_name.data} takes {len(block.args)} inputs, got {len(inputs)}")
+    return run_block(block, [_bind(a, v) for a, v in zip(block.args, inputs)])
+
+
+def run_block(block: Block, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """Interpret a single-block body up to its terminator (func.return, fusion.yield, ...)
+    and return the terminator's operand values.
 
     Each intermediate is dropped right after its last use, so peak memory follows the live
     set of the graph rather than its total size.
     """
-    block = func_op.body.block
-    if len(inputs) != len(block.args):
-        raise InputError(f"@{func_op.sym_name.data} takes {len(block.args)} inputs, got {len(inputs)}")
-    env: dict[SSAValue, np.ndarray] = {a: _bind(a, v) for a, v in zip(block.args, inputs)}
+    env: dict[SSAValue, np.ndarray] = dict(zip(block.args, inputs))
     ops = list(block.ops)
     frees = _frees(ops)
     for op, dead in zip(ops, frees):
         args = [env[v] for v in op.operands]
-        if isinstance(op, func.ReturnOp):
+        if op.has_trait(IsTerminator):
             return args
         if isinstance(op, func.CallOp):
             callee = SymbolTable.lookup_symbol(op, op.callee)
             if not isinstance(callee, func.FuncOp):
                 raise ValueError(f"func.call: no function named {op.callee}")
             results = run_function(callee, args)
+        elif op.regions and type(op) not in KERNELS:
+            # Region ops whose semantics is their body (fusion.group): run the body.
+            results = run_block(op.regions[0].block, args)
         else:
             results = evaluate(op, args)
         env.update(zip(op.results, results))
         for v in dead:
             env.pop(v, None)
-    raise ValueError(f"@{func_op.sym_name.data} has no func.return")
+    raise ValueError("the block has no terminator")
 
 
 def find_function(module: ModuleOp, name: str = "main") -> func.FuncOp:

@@ -1,10 +1,29 @@
 """Passes that rewrite IR within one level (graph optimizations, layout cleanup, ...)."""
 
+import importlib
 from collections.abc import Callable
 
 from xdsl.passes import ModulePass
 
 
+def _lazy(module: str, cls: str, package: str = "ge.transforms") -> Callable[[], type[ModulePass]]:
+    """A factory that imports `<package>.<module>` only when the pass is used."""
+
+    def load() -> type[ModulePass]:
+        return getattr(importlib.import_module(f"{package}.{module}"), cls)
+
+    return load
+
+
 def get_all_ge_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     """Lazy factories for ge's passes, keyed by their kebab-case names."""
-    return {}
+    return {
+        # lowering: graph/layout -> fusion (README "Fusion")
+        "fuse": _lazy("fuse", "FusePass", "ge.lowering"),
+        # graph level: graph-optimize and its stages (README "Graph optimization")
+        "constant-fold": _lazy("constant_fold", "ConstantFoldPass"),
+        "simplify-graph": _lazy("simplify_graph", "SimplifyGraphPass"),
+        "fold-batch-norm": _lazy("fold_batch_norm", "FoldBatchNormPass"),
+        "precision-mode": _lazy("precision", "PrecisionModePass"),
+        "graph-optimize": _lazy("graph_optimize", "GraphOptimizePass"),
+    }

@@ -1,0 +1,359 @@
+"""`fuse`: graph/layout ops -> `fusion.group` regions, one per future kernel.
+
+The rules (lowering/fusion_rules.py) run in GE's order of precedence: Cube kernels take
+their epilogues first, then reductions with their elementwise neighbours, then pools, then
+elementwise chains; every compute op left over becomes a group of its own, so after this
+pass each kernel is exactly one `fusion.group`. View ops (reshape, flatten, squeeze,
+unsqueeze) and constants stay outside groups: they cost no kernel.
+
+A group grows only by ops whose outside operands do not depend on the group, so no group
+can create a cycle (an output that reaches another input of the same group through ops
+outside it). `fuse{debug=true}` prints every decision, `fuse{switch-file="f.json"}` reads
+a GE fusion switch file.
+"""
+
+from __future__ import annotations
+
+import heapq
+import sys
+from dataclasses import dataclass, field
+
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ArrayAttr, FusedLoc, ModuleOp, NameLoc, NoneAttr, StringAttr
+from xdsl.ir import Block, Operation, OpResult, Region, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.traits import ConstantLike, IsTerminator
+
+from ge.dialects import fusion, graph
+from ge.lowering import fusion_rules as fr
+
+# Kernel kinds of ops left alone (a group of one op).
+_SINGLE_KINDS = (
+    (fr.CUBE_OPS, "cube_epilogue"),
+    (fr.POOL_OPS, "pool"),
+    (fr.REDUCE_OPS, "reduce"),
+    (fr.ELEMENTWISE_OPS, "elementwise"),
+)
+
+
+def op_label(op: Operation) -> str:
+    """How the log names an op: its ONNX node name, else its result name, else its op name."""
+    if isinstance(op.location, NameLoc):
+        return op.location.desc.data
+    if op.results and op.results[0].name_hint:
+        return op.results[0].name_hint
+    return op.name
+
+
+@dataclass
+class Candidate:
+    rule: str
+    kind: str
+    ops: list[Operation] = field(default_factory=list)
+
+
+class Fuser:
+    """Forms groups over one block (a function body)."""
+
+    def __init__(self, block: Block, enabled: dict[str, bool], log: list[str]):
+        self.block = block
+        self.enabled = enabled
+        self.log = log
+        self.order = {op: i for i, op in enumerate(block.ops)}
+        self.assigned: set[Operation] = set()
+        self.groups: list[Candidate] = []
+
+    # -- structure ---------------------------------------------------------------
+
+    def users(self, value: SSAValue) -> list[Operation]:
+        return [u.operation for u in value.uses]
+
+    def producer(self, value: SSAValue) -> Operation | None:
+        if isinstance(value, OpResult) and value.op.parent is self.block:
+            return value.op
+        return None
+
+    def is_compute(self, op: Operation) -> bool:
+        return (
+            op.dialect_name() in ("graph", "layout")
+            and not op.has_trait(ConstantLike)
+            and not fr.is_view(op)
+        )
+
+    def depends_on(self, value: SSAValue, group: set[Operation]) -> bool:
+        """Does `value` depend on an op of `group` (through ops outside it)?"""
+        first = min(self.order[o] for o in group)
+        stack, seen = [value], set()
+        while stack:
+            p = self.producer(stack.pop())
+            if p is None or p in seen or self.order[p] < first:
+                continue
+            if p in group:
+                return True
+            seen.add(p)
+            stack.extend(p.operands)
+        return False
+
+    def can_join(self, op: Operation, group: set[Operation]) -> str | None:
+        """None if `op` may join `group`, else the reason it may not."""
+        if op in self.assigned or op in group:
+            return "already in a group"
+        for v in op.operands:
+            if self.producer(v) in group:
+                continue
+            if self.depends_on(v, group):
+                return f"its operand {v.name_hint or '?'} is computed from the group outside it (a cycle)"
+        return None
+
+    # -- rules -------------------------------------------------------------------------
+
+    def run(self) -> None:
+        ops = list(self.block.ops)
+        self._anchored("TbeConvElemwiseFusionPass", ops, lambda o: isinstance(o, graph.Conv2dOp), self._epilogue)
+        self._anchored(
+            "TbeMatmulElemwiseFusionPass", ops, lambda o: isinstance(o, graph.MatMulOp | graph.GemmOp), self._epilogue
+        )
+        self._anchored("TbeReduceElemwiseFusionPass", ops, lambda o: isinstance(o, fr.REDUCE_OPS), self._reduction)
+        self._anchored("TbePoolElemwiseFusionPass", ops, lambda o: isinstance(o, fr.POOL_OPS), self._forward_elementwise)
+        self._anchored("TbeEltwiseFusionPass", ops, fr.is_elementwise, self._forward_elementwise)
+        for op in ops:
+            if op not in self.assigned and self.is_compute(op):
+                kind = next((k for classes, k in _SINGLE_KINDS if isinstance(op, classes)), "opaque")
+                self._commit(Candidate("", kind, [op]))
+
+    def _anchored(self, rule: str, ops, is_anchor, grow) -> None:
+        spec = fr.RULES_BY_NAME[rule]
+        if not self.enabled[rule]:
+            if any(is_anchor(o) and o not in self.assigned for o in ops):
+                self.log.append(f"{rule}: switched off")
+            return
+        for op in ops:
+            if op in self.assigned or not is_anchor(op):
+                continue
+            cand = Candidate(rule, spec.kind, [op])
+            grow(cand)
+            if len(cand.ops) > 1:
+                self._commit(cand)
+
+    def _commit(self, cand: Candidate) -> None:
+        cand.ops.sort(key=self.order.__getitem__)
+        self.assigned.update(cand.ops)
+        self.groups.append(cand)
+        if cand.rule:
+            self.log.append(
+                f"{cand.rule}: group #{len(self.groups)} ({cand.kind}) = " + " + ".join(op_label(o) for o in cand.ops)
+            )
+
+    def _sole_user(self, cand: Candidate, value: SSAValue) -> Operation | None:
+        users = self.users(value)
+        if len(users) != 1:
+            if len(users) > 1:
+                self.log.append(
+                    f"{cand.rule}: stop after {op_label(cand.ops[-1])}: its result has {len(users)} users"
+                )
+            return None
+        user = users[0]
+        return None if isinstance(user, func.ReturnOp) else user
+
+    def _epilogue(self, cand: Candidate) -> None:
+        """Cube op + bias/scale + activation + residual add + activation, in that order."""
+        anchor = cand.ops[0]
+        channel_axis = 1 if isinstance(anchor, graph.Conv2dOp) else -1
+        stage = 0  # 0: bias/scale allowed; 1: after activation; 2: after residual; 3: done
+        tail = anchor.results[0]
+        while stage < 3 and (user := self._sole_user(cand, tail)) is not None:
+            group = set(cand.ops)
+            if (reason := self.can_join(user, group)) is not None:
+                self.log.append(f"{cand.rule}: {op_label(user)} not fused: {reason}")
+                return
+            if stage == 0 and self._is_affine(user, tail, channel_axis):
+                pass
+            elif stage in (0, 2) and isinstance(user, fr.ACTIVATION_OPS) and self._constant_rest(user, tail):
+                stage = 1 if stage == 0 else 3
+            elif stage in (0, 1) and self._is_residual(user, tail):
+                stage = 2
+            else:
+                self.log.append(f"{cand.rule}: {op_label(user)} ({user.name}) is not an epilogue op here")
+                return
+            cand.ops.append(user)
+            tail = user.results[0]
+
+    def _constant_rest(self, op: Operation, tail: SSAValue) -> bool:
+        return all(v is tail or self._is_constant(v) for v in op.operands)
+
+    def _is_constant(self, v: SSAValue) -> bool:
+        return isinstance(v, OpResult) and v.op.has_trait(ConstantLike)
+
+    def _is_affine(self, op: Operation, tail: SSAValue, channel_axis: int) -> bool:
+        """A per-channel bias or scale: Add/Sub/Mul/Div with a constant, or BatchNorm."""
+        if isinstance(op, graph.BatchNormOp):
+            return op.input is tail and all(self._is_constant(v) for v in op.operands[1:])
+        if not isinstance(op, graph.AddOp | graph.SubOp | graph.MulOp | graph.DivOp) or op.lhs is not tail:
+            return False
+        other = op.rhs
+        if not self._is_constant(other):
+            return False
+        out = graph.shape_of(tail.type)
+        shape = graph.shape_of(other.type)
+        axis = channel_axis % len(out)
+        padded = (1,) * (len(out) - len(shape)) + tuple(shape)
+        return len(shape) <= len(out) and all(d == 1 or (i == axis and d == out[i]) for i, d in enumerate(padded))
+
+    def _is_residual(self, op: Operation, tail: SSAValue) -> bool:
+        if not isinstance(op, graph.AddOp | graph.SumOp) or len(op.operands) != 2:
+            return False
+        other = op.operands[1] if op.operands[0] is tail else op.operands[0]
+        return other is not tail and not self._is_constant(other) and other.type == tail.type
+
+    def _forward_elementwise(self, cand: Candidate) -> None:
+        """Absorb elementwise ops that consume the group, as long as no cycle appears."""
+        self._grow_forward(cand, fr.is_elementwise)
+
+    def _reduction(self, cand: Candidate) -> None:
+        """Elementwise producers feeding the reduction (single use), then elementwise and
+        further reductions consuming it (decomposed LayerNorm has two)."""
+        anchor = cand.ops[0]
+        frontier = [anchor]
+        while frontier:
+            op = frontier.pop()
+            for v in op.operands:
+                p = self.producer(v)
+                if (
+                    p is not None and fr.is_elementwise(p) and p not in self.assigned and p not in cand.ops
+                    and all(u in cand.ops for u in self.users(v)) and len(p.results) == 1
+                ):
+                    cand.ops.append(p)
+                    frontier.append(p)
+        self._grow_forward(cand, lambda o: fr.is_elementwise(o) or isinstance(o, graph.ReduceOp))
+
+    def _grow_forward(self, cand: Candidate, accepts) -> None:
+        grew = True
+        while grew:
+            grew = False
+            group = set(cand.ops)
+            users = sorted(
+                {u for op in cand.ops for r in op.results for u in self.users(r) if u not in group},
+                key=lambda o: self.order.get(o, len(self.order)),
+            )
+            for user in users:
+                if isinstance(user, func.ReturnOp) or not accepts(user):
+                    continue
+                if (reason := self.can_join(user, group)) is not None:
+                    self.log.append(f"{cand.rule}: {op_label(user)} not fused: {reason}")
+                    continue
+                cand.ops.append(user)
+                grew = True
+                break
+
+
+def _materialize(block: Block, cand: Candidate) -> fusion.GroupOp:
+    """Move the candidate's ops into a new fusion.group placed where its last op was."""
+    members = set(cand.ops)
+    inputs: list[SSAValue] = []
+    for op in cand.ops:
+        for v in op.operands:
+            if not (isinstance(v, OpResult) and v.op in members) and v not in inputs:
+                inputs.append(v)
+    outputs = [r for op in cand.ops for r in op.results if any(u.operation not in members for u in r.uses)]
+    body = Block(arg_types=[v.type for v in inputs])
+    mapping: dict[SSAValue, SSAValue] = dict(zip(inputs, body.args))
+    for v, arg in zip(inputs, body.args):
+        arg.name_hint = v.name_hint
+    for op in cand.ops:
+        clone = op.clone(value_mapper=mapping)
+        body.add_op(clone)
+        for old, new in zip(op.results, clone.results):
+            mapping[old] = new
+    body.add_op(fusion.YieldOp(*[mapping[r] for r in outputs]))
+    group = fusion.GroupOp(inputs, [r.type for r in outputs], cand.kind, [cand.rule] if cand.rule else [], Region(body))
+    group.location = _location([op_label(o) for o in cand.ops])
+    block.insert_op_after(group, cand.ops[-1])
+    for old, new in zip(outputs, group.results):
+        new.name_hint = old.name_hint
+        old.replace_all_uses_with(new)
+    for op in reversed(cand.ops):
+        block.erase_op(op)
+    return group
+
+
+def _location(names: list[str]) -> NameLoc | FusedLoc:
+    """loc("conv1") for one op, loc(fused["conv1", "relu1"]) for several."""
+    locs = [NameLoc(StringAttr(n), NoneAttr()) for n in names]
+    return locs[0] if len(locs) == 1 else FusedLoc(ArrayAttr(locs), NoneAttr())
+
+
+def _topological_sort(block: Block) -> None:
+    """Reorder the block so every value is defined before use, keeping the old order
+    wherever dependencies allow (groups sit where their last member was)."""
+    ops = list(block.ops)
+    pos = {op: i for i, op in enumerate(ops)}
+    waiting = {op: 0 for op in ops}
+    dependents: dict[Operation, list[Operation]] = {op: [] for op in ops}
+    for op in ops:
+        producers = {v.op for v in op.operands if isinstance(v, OpResult) and v.op in pos}
+        waiting[op] = len(producers)
+        for p in producers:
+            dependents[p].append(op)
+    heap = [pos[op] for op in ops if waiting[op] == 0]
+    heapq.heapify(heap)
+    ordered = []
+    while heap:
+        op = ops[heapq.heappop(heap)]
+        ordered.append(op)
+        for d in dependents[op]:
+            waiting[d] -= 1
+            if waiting[d] == 0:
+                heapq.heappush(heap, pos[d])
+    if ordered == ops:
+        return
+    terminator = ops[-1] if ops and ops[-1].has_trait(IsTerminator) else None
+    for op in ops:
+        op.detach()
+    for op in ordered:
+        if op is not terminator:
+            block.add_op(op)
+    if terminator is not None:
+        block.add_op(terminator)
+
+
+def fuse_function(fn: func.FuncOp, enabled: dict[str, bool], log: list[str]) -> int:
+    """Fuse one function body; returns the number of groups (kernels)."""
+    block = fn.body.block
+    fuser = Fuser(block, enabled, log)
+    fuser.run()
+    for cand in fuser.groups:
+        _materialize(block, cand)
+    _topological_sort(block)
+    return len(fuser.groups)
+
+
+def count_kernels(module: ModuleOp) -> int:
+    return sum(1 for op in module.walk() if isinstance(op, fusion.GroupOp))
+
+
+def enabled_rules(switch_file: str | None) -> dict[str, bool]:
+    if switch_file is None:
+        return {r.name: True for r in fr.RULES}
+    return fr.parse_switch_file(switch_file)
+
+
+@dataclass(frozen=True)
+class FusePass(ModulePass):
+    """Group graph/layout ops into `fusion.group` kernels."""
+
+    name = "fuse"
+    switch_file: str | None = None
+    debug: bool = False
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        enabled = enabled_rules(self.switch_file)
+        log: list[str] = []
+        total = 0
+        for fn in op.walk():
+            if isinstance(fn, func.FuncOp) and fn.body.blocks:
+                total += fuse_function(fn, enabled, log)
+        if self.debug:
+            for line in log:
+                print(f"[fuse] {line}", file=sys.stderr)
+            print(f"[fuse] {total} kernels", file=sys.stderr)

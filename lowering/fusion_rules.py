@@ -1,0 +1,164 @@
+"""The fusion rules of the `fuse` pass, and the fusion switch file that turns them on and off.
+
+Rule names follow GE's UB-fusion pass names, so an ATC user's `--fusion_switch_file` reads
+the same here. Each rule says which op anchors a group, which ops it may absorb, and what
+kind of kernel the group becomes. The switch file comes in GE's two spellings:
+
+    {"Switch": {"GraphFusion": {"ALL": "off"}, "UBFusion": {"TbeEltwiseFusionPass": "off"}}}
+
+    # one rule per line
+    TbeEltwiseFusionPass:off
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from ge.dialects import graph
+from ge.errors import GeError
+
+# Ops that compute nothing (views of the same bytes): they never become kernels.
+VIEW_OPS = (graph.ReshapeOp, graph.FlattenOp, graph.SqueezeOp, graph.UnsqueezeOp, graph.IdentityOp, graph.DropoutOp)
+
+ELEMENTWISE_OPS = (
+    graph.UnaryOp, graph.BinaryOp, graph.VariadicOp, graph.ClipOp, graph.CastOp, graph.PReluOp, graph.WhereOp,
+)
+ACTIVATION_OPS = (
+    graph.ReluOp, graph.LeakyReluOp, graph.ClipOp, graph.SigmoidOp, graph.TanhOp, graph.GeluOp, graph.EluOp,
+    graph.SeluOp, graph.CeluOp, graph.HardSigmoidOp, graph.HardSwishOp, graph.SoftplusOp, graph.PReluOp,
+    graph.ThresholdedReluOp,
+)
+CUBE_OPS = (graph.Conv2dOp, graph.MatMulOp, graph.GemmOp)
+POOL_OPS = (graph.MaxPoolOp, graph.AvgPoolOp, graph.GlobalAvgPoolOp, graph.GlobalMaxPoolOp)
+REDUCE_OPS = (graph.ReduceOp, graph.SoftmaxOp, graph.LogSoftmaxOp, graph.LayerNormOp, graph.LrnOp)
+
+
+def is_view(op) -> bool:
+    return isinstance(op, VIEW_OPS)
+
+
+def is_elementwise(op) -> bool:
+    return isinstance(op, ELEMENTWISE_OPS) and not is_view(op)
+
+
+@dataclass(frozen=True)
+class FusionRule:
+    name: str
+    category: str  # "UBFusion" or "GraphFusion", as in GE's switch file
+    kind: str  # the fusion.group kind it produces
+    doc: str
+
+
+RULES: tuple[FusionRule, ...] = (
+    FusionRule(
+        "TbeConvElemwiseFusionPass", "UBFusion", "cube_epilogue",
+        "Conv2d + per-channel bias/scale (Add/Mul with a constant, BatchNorm) + activation + one residual "
+        "Add (+ activation): the epilogue runs on the conv result while it is still on chip.",
+    ),
+    FusionRule(
+        "TbeMatmulElemwiseFusionPass", "UBFusion", "cube_epilogue",
+        "MatMul/Gemm + bias/scale + activation + residual Add, as for convolutions.",
+    ),
+    FusionRule(
+        "TbeReduceElemwiseFusionPass", "UBFusion", "reduce",
+        "A reduction (Softmax, LayerNorm, ReduceMean, LRN, ...) with the elementwise ops that feed it and "
+        "that consume it, incl. decomposed LayerNorm/Softmax patterns (two reductions in one kernel).",
+    ),
+    FusionRule(
+        "TbePoolElemwiseFusionPass", "UBFusion", "pool",
+        "A pooling op with the elementwise ops that follow it.",
+    ),
+    FusionRule(
+        "TbeEltwiseFusionPass", "UBFusion", "elementwise",
+        "Chains of elementwise and broadcast ops into one vector kernel.",
+    ),
+    FusionRule(
+        "TbeTransDataFusionPass", "UBFusion", "opaque",
+        "A layout conversion (trans_data) done by the copy-in or copy-out of the kernel next to it.",
+    ),
+)
+RULES_BY_NAME = {r.name: r for r in RULES}
+CATEGORIES = ("GraphFusion", "UBFusion")
+
+
+class FusionSwitchError(GeError):
+    """A fusion switch file that cannot be read or names an unknown rule."""
+
+
+def _known() -> str:
+    return ", ".join(r.name for r in RULES)
+
+
+def parse_switch_file(path: str | Path) -> dict[str, bool]:
+    """Read a fusion switch file; returns {rule name: enabled} for every rule."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise FusionSwitchError(f"{path}: cannot read the fusion switch file: {e.strerror}") from None
+    return parse_switch_text(text, str(path))
+
+
+def parse_switch_text(text: str, where: str = "<switch>") -> dict[str, bool]:
+    enabled = {r.name: True for r in RULES}
+    stripped = text.lstrip()
+    if stripped.startswith("{"):
+        _apply_json(text, where, enabled)
+    else:
+        _apply_lines(text, where, enabled)
+    return enabled
+
+
+def _state(value: object, where: str, what: str) -> bool:
+    if isinstance(value, str) and value.lower() in ("on", "off"):
+        return value.lower() == "on"
+    raise FusionSwitchError(f"{where}: {what} must be \"on\" or \"off\", got {value!r}")
+
+
+def _apply_json(text: str, where: str, enabled: dict[str, bool]) -> None:
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise FusionSwitchError(f"{where}: not valid JSON: {e.msg} (line {e.lineno}, column {e.colno})") from None
+    switch = doc.get("Switch") if isinstance(doc, dict) else None
+    if not isinstance(switch, dict):
+        raise FusionSwitchError(f'{where}: expected {{"Switch": {{"GraphFusion": {{...}}, "UBFusion": {{...}}}}}}')
+    for category, entries in switch.items():
+        if category not in CATEGORIES:
+            raise FusionSwitchError(f"{where}: unknown section '{category}' (expected {', '.join(CATEGORIES)})")
+        if not isinstance(entries, dict):
+            raise FusionSwitchError(f"{where}: section '{category}' must map rule names to \"on\"/\"off\"")
+        in_category = [r.name for r in RULES if r.category == category]
+        if "ALL" in entries:
+            state = _state(entries["ALL"], where, f"{category}.ALL")
+            for name in in_category:
+                enabled[name] = state
+        for name, value in entries.items():
+            if name == "ALL":
+                continue
+            if name not in in_category:
+                raise FusionSwitchError(
+                    f"{where}: unknown {category} rule '{name}'; known rules: "
+                    + (", ".join(in_category) or f"none in {category}") + f" (all rules: {_known()})"
+                )
+            enabled[name] = _state(value, where, f"{category}.{name}")
+
+
+def _apply_lines(text: str, where: str, enabled: dict[str, bool]) -> None:
+    for lineno, raw in enumerate(text.splitlines(), 1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        name, sep, value = (p.strip() for p in line.partition(":"))
+        if not sep:
+            raise FusionSwitchError(f"{where}:{lineno}: expected 'RuleName:on' or 'RuleName:off', got '{raw.strip()}'")
+        state = _state(value, f"{where}:{lineno}", name)
+        if name == "ALL":
+            for rule in enabled:
+                enabled[rule] = state
+        elif name in enabled:
+            enabled[name] = state
+        else:
+            raise FusionSwitchError(f"{where}:{lineno}: unknown fusion rule '{name}'; known rules: {_known()}")
