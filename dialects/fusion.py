@@ -56,25 +56,19 @@ class GroupOp(IRDLOperation):
         if self.kind.data not in KINDS:
             raise VerifyException(f"unknown group kind '{self.kind.data}' (one of {', '.join(KINDS)})")
         block = self.body.block
-        arg_types = [a.type for a in block.args]
-        in_types = [v.type for v in self.inputs]
-        if arg_types != in_types:
-            raise VerifyException(
-                f"the body's arguments ({', '.join(map(str, arg_types))}) must match the inputs "
-                f"({', '.join(map(str, in_types))})"
-            )
+        _same_types("the body's arguments", block.args, "must match the inputs", self.inputs)
         last = block.last_op
         if not isinstance(last, YieldOp):
             raise VerifyException("the body must end with fusion.yield")
-        yielded = [v.type for v in last.values]
-        out_types = [r.type for r in self.outputs]
-        if yielded != out_types:
-            raise VerifyException(
-                f"fusion.yield gives ({', '.join(map(str, yielded))}) but the group returns "
-                f"({', '.join(map(str, out_types))})"
-            )
+        _same_types("fusion.yield gives", last.values, "but the group returns", self.outputs)
         if not any(op is not last for op in block.ops):
             raise VerifyException("a group must contain at least one op")
+
+
+def _same_types(what: str, values, relation: str, others) -> None:
+    a, b = [v.type for v in values], [v.type for v in others]
+    if a != b:
+        raise VerifyException(f"{what} ({', '.join(map(str, a))}) {relation} ({', '.join(map(str, b))})")
 
 
 @irdl_op_definition
