@@ -41,3 +41,14 @@ def parse_module(text: str, name: str = "<text>") -> ModuleOp:
     module = Parser(make_context(), text, name).parse_module()
     module.verify()
     return module
+
+
+def run_passes(module: ModuleOp, pipeline: str) -> ModuleOp:
+    """Apply a `ge-opt -p` pipeline spec (e.g. "graph-optimize,fuse{debug=true}") in process."""
+    from xdsl.passes import PassPipeline
+
+    from ge.transforms import get_all_ge_passes
+
+    PassPipeline.parse_spec(get_all_ge_passes(), pipeline).apply(make_context(), module)
+    module.verify()
+    return module

@@ -51,6 +51,12 @@ class Candidate:
     rule: str
     kind: str
     ops: list[Operation] = field(default_factory=list)
+    extra_rules: list[str] = field(default_factory=list)
+
+    @property
+    def rules(self) -> list[str]:
+        """Names of the rules that formed the group (the anchor rule first)."""
+        return ([self.rule] if self.rule else []) + self.extra_rules
 
 
 class Fuser:
@@ -62,6 +68,7 @@ class Fuser:
         self.log = log
         self.order = {op: i for i, op in enumerate(block.ops)}
         self.assigned: set[Operation] = set()
+        self.group_of: dict[Operation, Candidate] = {}
         self.groups: list[Candidate] = []
 
     # -- structure ---------------------------------------------------------------
@@ -118,9 +125,43 @@ class Fuser:
         self._anchored("TbePoolElemwiseFusionPass", ops, lambda o: isinstance(o, fr.POOL_OPS), self._forward_elementwise)
         self._anchored("TbeEltwiseFusionPass", ops, fr.is_elementwise, self._forward_elementwise)
         for op in ops:
-            if op not in self.assigned and self.is_compute(op):
+            if op not in self.assigned and self.is_compute(op) and not fr.is_trans_data(op):
                 kind = next((k for classes, k in _SINGLE_KINDS if isinstance(op, classes)), "opaque")
                 self._commit(Candidate("", kind, [op]))
+        self._absorb_trans_data(ops)
+        for op in ops:
+            if op not in self.assigned and fr.is_trans_data(op):
+                self._commit(Candidate("", "opaque", [op]))
+
+    def _absorb_trans_data(self, ops: list[Operation]) -> None:
+        """TbeTransDataFusionPass: a conversion whose input has no other user joins the
+        kernel that produces it (converted on copy-out); else one whose result has a single
+        user joins that kernel (converted on copy-in)."""
+        rule = "TbeTransDataFusionPass"
+        pending = [op for op in ops if fr.is_trans_data(op) and op not in self.assigned]
+        if not self.enabled[rule]:
+            if pending:
+                self.log.append(f"{rule}: switched off")
+            return
+        for op in pending:
+            source = op.operands[0]
+            producer = self.producer(source)
+            users = self.users(op.results[0])
+            host = None
+            if producer in self.group_of and len(self.users(source)) == 1:
+                host, how = self.group_of[producer], "copy-out of"
+            elif len(users) == 1 and users[0] in self.group_of:
+                host, how = self.group_of[users[0]], "copy-in of"
+            if host is None or self.can_join(op, set(host.ops)) is not None:
+                self.log.append(f"{rule}: {op_label(op)} stays a kernel of its own")
+                continue
+            host.ops.append(op)
+            host.ops.sort(key=self.order.__getitem__)
+            self.assigned.add(op)
+            self.group_of[op] = host
+            if rule not in host.rules:
+                host.extra_rules.append(rule)
+            self.log.append(f"{rule}: {op_label(op)} done by the {how} {op_label(host.ops[0])}'s group")
 
     def _anchored(self, rule: str, ops, is_anchor, grow) -> None:
         spec = fr.RULES_BY_NAME[rule]
@@ -139,6 +180,7 @@ class Fuser:
     def _commit(self, cand: Candidate) -> None:
         cand.ops.sort(key=self.order.__getitem__)
         self.assigned.update(cand.ops)
+        self.group_of.update(dict.fromkeys(cand.ops, cand))
         self.groups.append(cand)
         if cand.rule:
             self.log.append(
@@ -266,7 +308,7 @@ def _materialize(block: Block, cand: Candidate) -> fusion.GroupOp:
         for old, new in zip(op.results, clone.results):
             mapping[old] = new
     body.add_op(fusion.YieldOp(*[mapping[r] for r in outputs]))
-    group = fusion.GroupOp(inputs, [r.type for r in outputs], cand.kind, [cand.rule] if cand.rule else [], Region(body))
+    group = fusion.GroupOp(inputs, [r.type for r in outputs], cand.kind, cand.rules, Region(body))
     group.location = _location([op_label(o) for o in cand.ops])
     block.insert_op_after(group, cand.ops[-1])
     for old, new in zip(outputs, group.results):

@@ -22,8 +22,10 @@ from ge.errors import GeError
 # Ops that compute nothing (views of the same bytes): they never become kernels.
 VIEW_OPS = (graph.ReshapeOp, graph.FlattenOp, graph.SqueezeOp, graph.UnsqueezeOp, graph.IdentityOp, graph.DropoutOp)
 
+# BatchNorm at inference is a per-channel scale and shift: elementwise with a broadcast.
 ELEMENTWISE_OPS = (
     graph.UnaryOp, graph.BinaryOp, graph.VariadicOp, graph.ClipOp, graph.CastOp, graph.PReluOp, graph.WhereOp,
+    graph.BatchNormOp,
 )
 ACTIVATION_OPS = (
     graph.ReluOp, graph.LeakyReluOp, graph.ClipOp, graph.SigmoidOp, graph.TanhOp, graph.GeluOp, graph.EluOp,
@@ -37,6 +39,10 @@ REDUCE_OPS = (graph.ReduceOp, graph.SoftmaxOp, graph.LogSoftmaxOp, graph.LayerNo
 
 def is_view(op) -> bool:
     return isinstance(op, VIEW_OPS)
+
+
+def is_trans_data(op) -> bool:
+    return op.name == "layout.trans_data"
 
 
 def is_elementwise(op) -> bool:
