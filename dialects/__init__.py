@@ -17,9 +17,14 @@ def get_all_ge_dialects() -> dict[str, Callable[[], Dialect]]:
 
         return Graph
 
+    def get_layout() -> Dialect:
+        from ge.dialects.layout import Layout
+
+        return Layout
+
     def get_fusion() -> Dialect:
         from ge.dialects.fusion import Fusion
 
         return Fusion
 
-    return {"graph": get_graph, "fusion": get_fusion}
+    return {"graph": get_graph, "layout": get_layout, "fusion": get_fusion}

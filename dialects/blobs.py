@@ -9,6 +9,9 @@ a handle is registered (the printer needs it).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 import numpy as np
 from xdsl.dialect_interfaces.op_asm import OpAsmDialectInterface
 from xdsl.dialects.builtin import (
@@ -87,6 +90,24 @@ def install_resource_handle_fix() -> None:
 
 def _alignment(arr: np.ndarray) -> int:
     return max(1, arr.dtype.itemsize)
+
+
+@contextmanager
+def blob_scope() -> Iterator[None]:
+    """Forget the blobs registered (or parsed) inside the block when it ends.
+
+    The store is process-global and otherwise keeps every weight for the life of the
+    process; tests and benchmarks that import and optimize many models in one process wrap
+    each model in a scope. Modules that use those blobs must not be printed or run after it.
+    """
+    store = _store()._blob_storage
+    before = set(store)
+    try:
+        yield
+    finally:
+        for key in set(store) - before:
+            del store[key]
+            _ARRAYS.pop(key, None)
 
 
 def register_blob(name: str, arr: np.ndarray) -> str:

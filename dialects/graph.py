@@ -22,6 +22,7 @@ from xdsl.dialects.builtin import (
     Float32Type,
     FloatAttr,
     IntegerAttr,
+    NoneAttr,
     StringAttr,
     TensorType,
     UnitAttr,
@@ -198,6 +199,10 @@ class GraphOp(IRDLOperation):
     one), the properties, and the constant values of operands where they are known, and
     returns the result types in build form. A None result type means the shape depends on
     an operand value that is not a known constant.
+
+    After `assign-layouts`, operand and result types may carry a storage format
+    (`#layout.fmt<...>` encoding); `infer` still sees the origin (logical) tensors, and
+    `ge.dialects.layout.verify_graph_op` checks that the op implements those formats.
     """
 
     irdl_options = (ParsePropInAttrDict(),)
@@ -248,8 +253,14 @@ class GraphOp(IRDLOperation):
         types = [_types_of(o) for o in operands]
         values = [_constant_value(o) if name in self.VALUE_OPERANDS else None
                   for (name, _), o in zip(self.get_irdl_definition().operands, operands)]
-        expected = _flatten(self.infer(types, dict(self.properties), values), keep_none=True)
         actual = [r.type for r in self.results]
+        if (layout := _layout_level(self)) is not None:
+            # After assign-layouts: the formats must be ones the op implements, and the
+            # shapes are inferred and checked on the origin (logical) tensors.
+            layout.verify_graph_op(self)
+            types = [layout.logical_types(t) for t in types]
+            actual = [layout.logical_type(t) for t in actual]
+        expected = _flatten(self.infer(types, dict(self.properties), values), keep_none=True)
         if len(expected) != len(actual):
             raise VerifyException(f"expected {len(expected)} results, got {len(actual)}")
         for i, (e, a) in enumerate(zip(expected, actual)):
@@ -269,6 +280,17 @@ def _flatten(items, keep_none: bool = False) -> list:
         elif x is not None or keep_none:
             out.append(x)
     return out
+
+
+def _layout_level(op: IRDLOperation):
+    """`ge.dialects.layout` when a type of `op` carries an encoding (a storage format, set
+    by assign-layouts), else None. Imported lazily: the layout dialect builds on this one."""
+    if all(not isinstance(v.type, TensorType) or isinstance(v.type.encoding, NoneAttr)
+           for v in (*op.operands, *op.results)):
+        return None
+    from ge.dialects import layout
+
+    return layout
 
 
 def _types_of(o):
@@ -319,6 +341,10 @@ class ConstantOp(IRDLOperation):
             raise VerifyException(f"a constant must be a statically shaped tensor, got {t}")
         if t.element_type not in dtypes.SUPPORTED:
             raise VerifyException(f"element type {t.element_type} is not supported by the graph level")
+        if _layout_level(self) is not None:  # a weight pre-transformed to a storage format
+            from ge.dialects.layout import check_type
+
+            check_type(t)
 
 
 # --------------------------------------------------------------------------------------

@@ -101,6 +101,79 @@ def random_inputs(model: onnx.ModelProto, seed: int = 0) -> dict[str, np.ndarray
     return out
 
 
+def calibrate_weights(model: onnx.ModelProto, inputs: dict[str, np.ndarray]) -> onnx.ModelProto:
+    """A copy of `model` whose random weights behave like trained ones on `inputs`.
+
+    Deep nets with random weights are chaotic (activations grow or vanish layer after
+    layer, so rounding differences grow too). Here every BatchNormalization gets the real
+    per-channel mean and variance of its input, and every Conv / Gemm / MatMul whose output
+    does not feed a BatchNormalization is rescaled (weight and bias) to unit output RMS --
+    one forward pass through ge's reference kernels, layer by layer, so each layer sees its
+    calibrated predecessors. Weights shared by two layers, or not stored as initializers,
+    are left alone.
+    """
+    from xdsl.dialects import func
+    from xdsl.ir import SSAValue
+
+    from ge.dialects import graph
+    from ge.frontend.onnx import _value_name, import_model
+    from ge.runtime.reference import evaluate, find_function
+
+    module = import_model(model)
+    fn = find_function(module)
+    inits = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    by_hint: dict[str, list[str]] = {}
+    for name in inits:  # xDSL drops a `_<digits>` suffix from name hints: several may match
+        by_hint.setdefault(SSAValue.extract_valid_name(_value_name(name)), []).append(name)
+    updates: dict[str, np.ndarray] = {}
+    env = dict(zip(fn.body.block.args, (inputs[n] for n in graph.argument_names(fn))))
+
+    def initializer(v) -> str | None:
+        """The initializer a constant operand was imported from (same name and value)."""
+        if not isinstance(v.owner, graph.ConstantOp):
+            return None
+        value = env[v]
+        found = [n for n in by_hint.get(v.name_hint or "", []) if np.array_equal(inits[n], value)]
+        return found[0] if len(found) == 1 else None
+
+    def update(*pairs) -> bool:
+        """Record new values for initializers (all or none); False if one is not an
+        unshared initializer."""
+        names = [initializer(v) for v, _ in pairs]
+        if any(n is None or n in updates for n in names) or len(set(names)) != len(names):
+            return False
+        updates.update((n, a.astype(np.float32)) for n, (_, a) in zip(names, pairs))
+        return True
+
+    for op in fn.body.block.ops:
+        if isinstance(op, func.ReturnOp):
+            break
+        args = [env[v] for v in op.operands]
+        if isinstance(op, graph.BatchNormOp):
+            x = args[0].astype(np.float64)
+            axes = (0, *range(2, x.ndim))
+            mean, var = x.mean(axis=axes), x.var(axis=axes)
+            if update((op.mean, mean), (op.var, var)):
+                args[3], args[4] = mean.astype(np.float32), var.astype(np.float32)
+        results = evaluate(op, args)
+        if isinstance(op, graph.Conv2dOp | graph.GemmOp | graph.MatMulOp) and not any(
+            isinstance(u.operation, graph.BatchNormOp) for u in op.results[0].uses
+        ):
+            rms = float(np.sqrt(np.mean(results[0].astype(np.float64) ** 2)))
+            params = (op.weight, op.bias) if isinstance(op, graph.Conv2dOp) else (
+                (op.b, op.c) if isinstance(op, graph.GemmOp) else (op.rhs,)
+            )
+            if rms > 0 and update(*((v, env[v] / rms) for v in params if v is not None)):
+                results = [(results[0] / rms).astype(results[0].dtype)]
+        env.update(zip(op.results, results))
+
+    out = onnx.ModelProto.FromString(model.SerializeToString())
+    for t in out.graph.initializer:
+        if t.name in updates:
+            t.CopyFrom(numpy_helper.from_array(updates[t.name].astype(numpy_helper.to_array(t).dtype), t.name))
+    return out
+
+
 def encoder_layer_model(
     seq: int = 64, hidden: int = 128, heads: int = 4, ffn: int = 512, seed: int = 0, opset: int = 17
 ) -> onnx.ModelProto:

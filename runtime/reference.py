@@ -24,10 +24,12 @@ from xdsl.ir import Block, Operation, SSAValue
 from xdsl.traits import IsTerminator, SymbolTable
 
 from ge.dialects import graph as g
+from ge.dialects import layout as lt
 from ge.dialects.blobs import attr_array
 from ge.dialects.dtypes import numpy_dtype
 from ge.dialects.graph import argument_names, get_float, get_int, get_ints, get_str, has_flag
 from ge.errors import InputError
+from ge.runtime import layouts
 
 Kernel = Callable[..., np.ndarray | tuple[np.ndarray, ...]]
 KERNELS: dict[type[Operation], Kernel] = {}
@@ -50,9 +52,10 @@ def _kernel(*classes: type[Operation]) -> Callable[[Kernel], Kernel]:
 
 
 def _out_shape(op: Operation, i: int = 0) -> tuple[int, ...]:
+    """The logical shape of result `i` (the origin shape of a storage-formatted result)."""
     t = op.results[i].type
     assert isinstance(t, TensorType)
-    return tuple(t.get_shape())
+    return lt.logical_shape(t)
 
 
 def _out_dtype(op: Operation, i: int = 0) -> np.dtype:
@@ -155,6 +158,16 @@ def erf(x: np.ndarray) -> np.ndarray:
 @_kernel(g.ConstantOp)
 def _constant(op: g.ConstantOp) -> np.ndarray:
     return attr_array(op.value)
+
+
+@_kernel(lt.TransDataOp)
+def _trans_data(op: lt.TransDataOp, x: np.ndarray) -> np.ndarray:
+    return layouts.convert(x, op.input.type, op.output.type)
+
+
+# Kernels that see storage arrays as they are; every other op on storage-formatted values
+# computes on the origin tensors (see `evaluate`).
+_STORAGE_KERNELS = (g.ConstantOp, lt.TransDataOp)
 
 
 # --------------------------------------------------------------------------------------
@@ -719,10 +732,19 @@ def _space_to_depth(op: Operation, x: np.ndarray) -> np.ndarray:
 
 def evaluate(op: Operation, args: Sequence[np.ndarray]) -> list[np.ndarray]:
     """Run one op on `args` (its operand values in order); one array per result, each in its
-    result type's dtype and shape."""
+    result type's dtype and shape.
+
+    An op on storage-formatted values (after assign-layouts) computes on the origin tensors:
+    its operands are unpacked from their formats and its results packed into theirs.
+    """
     kernel = KERNELS.get(type(op))
     if kernel is None:
         raise NotImplementedError(f"no reference kernel for {op.name}")
+    on_origin = not isinstance(op, _STORAGE_KERNELS) and any(
+        lt.layout_of(v.type) is not None for v in (*op.operands, *op.results)
+    )
+    if on_origin:
+        args = [layouts.to_origin(a, v.type) for a, v in zip(args, op.operands)]
     with np.errstate(all="ignore"):  # inf / nan are values here, as in onnxruntime
         out = kernel(op, *args)
     outs = out if isinstance(out, tuple | list) else (out,)
@@ -736,12 +758,13 @@ def evaluate(op: Operation, args: Sequence[np.ndarray]) -> list[np.ndarray]:
         dtype = _out_dtype(op, i)
         if arr.dtype != dtype:
             arr = arr.astype(dtype)
-        if arr.shape != _out_shape(op, i):
+        t = op.results[i].type
+        if arr.shape != (_out_shape(op, i) if on_origin else tuple(t.get_shape())):
             raise RuntimeError(
                 f"reference kernel for {op.name} produced shape {list(arr.shape)}, "
-                f"but result #{i} has type {op.results[i].type}"
+                f"but result #{i} has type {t}"
             )
-        results.append(arr)
+        results.append(layouts.to_storage(arr, t) if on_origin else arr)
     return results
 
 

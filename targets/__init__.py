@@ -1,0 +1,184 @@
+"""Hardware descriptions: one TOML data file per chip, read into a typed `Target`.
+
+Every pass that needs a buffer size, an alignment, the cube's fractal shape, a bandwidth or
+an instruction start-up cost reads it from here, never from a constant of its own. The
+module being compiled names its chip in the `ge.target` attribute of its `builtin.module`
+(`target_of(module)`); `load_target("ascend910")` reads `targets/ascend910.toml` once.
+
+Each figure in the data files carries a comment with its source (or "estimate").
+"""
+
+from __future__ import annotations
+
+import functools
+import tomllib
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+from xdsl.dialects.builtin import ModuleOp, StringAttr
+
+from ge.errors import GeError
+
+TARGET_ATTR = "ge.target"
+DEFAULT_TARGET = "ascend910"
+_DIR = Path(__file__).parent
+
+
+class TargetError(GeError):
+    """An unknown target name, or a target file that is missing a figure or has a wrong one."""
+
+
+@dataclass(frozen=True)
+class Cores:
+    cube: int
+    vector: int
+
+
+@dataclass(frozen=True)
+class Memory:
+    """Capacities in bytes: per core for the local buffers, per chip for l2 and hbm."""
+
+    l1: int
+    l0a: int
+    l0b: int
+    l0c: int
+    ub: int
+    l2: int
+    hbm: int
+
+
+@dataclass(frozen=True)
+class Alignment:
+    """Start-address alignment of a buffer in each local memory, in bytes."""
+
+    ub: int
+    l1: int
+    l0a: int
+    l0b: int
+    l0c: int
+
+
+@dataclass(frozen=True)
+class Vector:
+    bytes_per_repeat: int
+    max_repeats: int
+    block_bytes: int
+
+
+@dataclass(frozen=True)
+class Dma:
+    """Bandwidth of one core's transfers on each path in GB/s; `hbm_total` for the chip."""
+
+    gm_to_l1: float
+    gm_to_ub: float
+    ub_to_gm: float
+    l1_to_l0a: float
+    l1_to_l0b: float
+    l0c_to_gm: float
+    l1_to_ub: float
+    hbm_total: float
+
+
+@dataclass(frozen=True)
+class Startup:
+    """Fixed cycles before an instruction of each kind starts moving data or computing."""
+
+    mte1: int
+    mte2: int
+    mte3: int
+    vector: int
+    cube: int
+    fixpipe: int
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str
+    soc_version: str
+    architecture: str  # "coupled" (Cube and Vector in one core) or "separated" (AIC + AIV)
+    clock_hz: float
+    cores: Cores
+    memory: Memory
+    alignment: Alignment
+    cube: dict[str, tuple[int, int, int]]  # input element type name -> fractal (m, k, n)
+    vector: Vector
+    dma: Dma
+    startup: Startup
+
+    def cube_fractal(self, elem: str) -> tuple[int, int, int] | None:
+        """The Cube's (m, k, n) for inputs of element type `elem` ("f16", "i8", ...), or
+        None when the Cube takes no such inputs on this chip."""
+        return self.cube.get(elem)
+
+
+_SECTIONS = {"cores": Cores, "memory": Memory, "alignment": Alignment, "vector": Vector, "dma": Dma,
+             "startup": Startup}
+_ARCHITECTURES = ("coupled", "separated")
+
+
+def available_targets() -> list[str]:
+    """Names of the chips with a data file in targets/."""
+    return sorted(p.stem for p in _DIR.glob("*.toml"))
+
+
+@functools.cache
+def load_target(name: str) -> Target:
+    """The chip described by `targets/<name>.toml` (read once per process)."""
+    path = _DIR / f"{name}.toml"
+    if not name.isidentifier() or not path.is_file():
+        raise TargetError(f"unknown target '{name}'; known targets: {', '.join(available_targets())}")
+    try:
+        data = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as e:
+        raise TargetError(f"{path.name}: not valid TOML: {e}") from None
+    return _parse(path.name, data)
+
+
+def _parse(file: str, data: dict) -> Target:
+    def need(table: dict, key: str, where: str):
+        if key not in table:
+            raise TargetError(f"{file}: missing '{where}{key}'")
+        return table[key]
+
+    sections = {}
+    for key, cls in _SECTIONS.items():
+        table = need(data, key, "")
+        values = {}
+        for f in fields(cls):
+            v = need(table, f.name, f"{key}.")
+            if isinstance(v, bool) or not isinstance(v, int | float) or v < 0:
+                raise TargetError(f"{file}: '{key}.{f.name}' must be a non-negative number, got {v!r}")
+            values[f.name] = float(v) if f.type == "float" else int(v)
+        sections[key] = cls(**values)
+    cube = {}
+    for elem, shape in need(data, "cube", "").items():
+        if not (isinstance(shape, list) and len(shape) == 3 and all(isinstance(d, int) and d > 0 for d in shape)):
+            raise TargetError(f"{file}: 'cube.{elem}' must be [m, k, n] of positive integers, got {shape!r}")
+        cube[elem] = tuple(shape)
+    arch = need(data, "architecture", "")
+    if arch not in _ARCHITECTURES:
+        raise TargetError(f"{file}: 'architecture' must be one of {', '.join(_ARCHITECTURES)}, got {arch!r}")
+    clock = need(data, "clock_hz", "")
+    if not isinstance(clock, int | float) or clock <= 0:
+        raise TargetError(f"{file}: 'clock_hz' must be a positive number, got {clock!r}")
+    return Target(
+        name=need(data, "name", ""), soc_version=need(data, "soc_version", ""), architecture=arch,
+        clock_hz=float(clock), cube=cube, **sections,
+    )
+
+
+def target_of(module: ModuleOp) -> Target | None:
+    """The target named by the module's `ge.target` attribute, or None if it names none."""
+    attr = module.attributes.get(TARGET_ATTR)
+    if attr is None:
+        return None
+    if not isinstance(attr, StringAttr):
+        raise TargetError(f"the module's '{TARGET_ATTR}' attribute must be a string, got {attr}")
+    return load_target(attr.data)
+
+
+def set_target(module: ModuleOp, name: str) -> Target:
+    """Record chip `name` on the module (checked) and return it."""
+    target = load_target(name)
+    module.attributes[TARGET_ATTR] = StringAttr(name)
+    return target

@@ -31,6 +31,9 @@ class GeOptMain(xDSLOptMain):
             self.ctx.register_dialect(name, upstream[name])
         for name, factory in get_all_ge_dialects().items():
             self.ctx.register_dialect(name, factory)
+        # Passes create dense_resource weights even when the input has none; the printer
+        # finds their blobs through the builtin dialect, which must then be loaded.
+        self.ctx.load_registered_dialect("builtin")
 
     def register_all_passes(self) -> None:
         from xdsl.transforms import get_all_passes
@@ -79,10 +82,10 @@ def describe_error(e: Exception, where: str) -> str | None:
     """The one-paragraph message for a user mistake, or None for an internal error."""
     if isinstance(e, ParseError):
         return f"cannot parse {where}:\n{e}"
+    if isinstance(e, PassFailedException):  # before DiagnosticException, its base class
+        return f"a pass failed on {where}: {e}"
     if isinstance(e, DiagnosticException | VerifyException):
         return f"{where} does not verify: {e}{_failing_op(e)}"
-    if isinstance(e, PassFailedException):
-        return f"a pass failed on {where}: {e}"
     if isinstance(e, FileNotFoundError):
         return f"no such file: {e.filename}"
     if isinstance(e, GeError | ValueError):

@@ -20,6 +20,9 @@ def get_all_ge_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     return {
         # lowering: graph/layout -> fusion (README "Fusion")
         "fuse": _lazy("fuse", "FusePass", "ge.lowering"),
+        # lowering: graph -> layout, and TransData cleanup within it (README "Targets and layouts")
+        "assign-layouts": _lazy("assign_layouts", "AssignLayoutsPass", "ge.lowering"),
+        "eliminate-trans-data": _lazy("trans_data_elimination", "EliminateTransDataPass"),
         # graph level: graph-optimize and its stages (README "Graph optimization")
         "constant-fold": _lazy("constant_fold", "ConstantFoldPass"),
         "simplify-graph": _lazy("simplify_graph", "SimplifyGraphPass"),

@@ -1,0 +1,239 @@
+"""`fold-batch-norm`: fold inference BatchNorm and per-channel Mul / Add by constants into
+the Conv / Gemm / MatMul (or BatchNorm) that produces their input.
+
+Graph level (DESIGN.md §2), part of `graph-optimize` at level 3, like onnxruntime's basic
+ConvBNFusion, ConvMulFusion, ConvAddFusion, MatMulAddFusion and BatchNormalization+Mul/Add
+fusions, and GE's BN-into-conv fusion. A BatchNorm in inference computes `y = x * s + t` per
+channel with `s = scale / sqrt(var + eps)` and `t = bias - mean * s`; a Mul / Add by a
+constant that is the same along every axis but the channel axis is the same kind of affine
+map. When `x` is the output of
+
+- `graph.conv2d x = conv(in, W, b)`: `W'[m] = W[m] * s[m]`, `b' = b * s + t`;
+- `graph.gemm x = alpha * A @ op(B) + beta * C` (channel = column n):
+  `op(B)'[:, n] = op(B)[:, n] * s[n]`, `C' = beta * C * s + t`, beta' = 1;
+- `graph.matmul x = A @ B` with a constant 2-D B and a rank-2 result: `B' = B * s` and,
+  when `t` is not zero, the MatMul becomes `graph.gemm(A, B', t)`; a Mul along the last
+  axis folds at any rank;
+- `graph.batch_norm`: `scale' = scale * s`, `bias' = bias * s + t`,
+
+the pair becomes one op. This is exact algebra, done only when it is exact for the graph:
+the producer's result has no other user (else that user would see scaled values), its
+weights and the affine parameters are constants, and the constant does not broadcast the
+result to a larger shape. The arithmetic is numpy in float64 on the weights, rounded once
+to the weight's type, so the folded weights are the correctly rounded `W * s`; the
+remaining difference to the unfolded graph is the rounding of one multiply-add per output.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern
+
+from ge.dialects import dtypes, graph
+from ge.dialects.graph import float_attr, get_float, has_flag
+from ge.transforms.graph_utils import (
+    constant_value,
+    elem_of,
+    erase_dead,
+    loc_name,
+    make_constant,
+    shape_of,
+    single_user,
+)
+
+
+@dataclass
+class Affine:
+    """y = x * scale + shift along `axis` of x (vectors in float64; shift None = 0)."""
+
+    x: SSAValue
+    scale: np.ndarray | None
+    shift: np.ndarray | None
+
+
+def _channel_vector(c: np.ndarray, out_shape: tuple[int, ...], axis: int) -> np.ndarray | None:
+    """`c` as a vector along `axis` of `out_shape`, if it is constant along every other
+    axis and broadcasting it does not enlarge the result."""
+    if c.ndim > len(out_shape) or c.size == 0:
+        return None
+    aligned = (1,) * (len(out_shape) - c.ndim) + c.shape
+    for i, (d, o) in enumerate(zip(aligned, out_shape)):
+        if d != 1 and (i != axis or d != o):
+            return None
+    vec = c.reshape(-1) if c.size > 1 else np.full(out_shape[axis], c.reshape(-1)[0])
+    return vec.astype(np.float64)
+
+
+def _affine_of(op: Operation, axis_of) -> Affine | None:
+    """The per-channel affine map `op` applies to its non-constant operand.
+
+    `axis_of(x)` gives the channel axis for the producer of x (None: not foldable)."""
+    if isinstance(op, graph.BatchNormOp):
+        params = [constant_value(v) for v in (op.scale, op.bias, op.mean, op.var)]
+        if any(p is None for p in params) or axis_of(op.input) != 1:
+            return None
+        scale, bias, mean, var = (p.astype(np.float64) for p in params)
+        s = scale / np.sqrt(var + get_float(op.properties, "epsilon"))
+        return Affine(op.input, s, bias - mean * s)
+    if not isinstance(op, graph.MulOp | graph.AddOp | graph.SubOp):
+        return None
+    pairs = [(op.lhs, op.rhs)] if isinstance(op, graph.SubOp) else [(op.lhs, op.rhs), (op.rhs, op.lhs)]
+    for x, c in pairs:
+        value = constant_value(c)
+        axis = axis_of(x)
+        if value is None or axis is None or x.type != op.output.type:
+            continue
+        vec = _channel_vector(value, shape_of(x), axis)
+        if vec is None:
+            continue
+        if isinstance(op, graph.MulOp):
+            return Affine(x, vec, None)
+        return Affine(x, None, vec if isinstance(op, graph.AddOp) else -vec)
+    return None
+
+
+def _scale_of(a: Affine, n: int) -> np.ndarray:
+    return a.scale if a.scale is not None else np.ones(n)
+
+
+def _shift_of(a: Affine, n: int) -> np.ndarray:
+    return a.shift if a.shift is not None else np.zeros(n)
+
+
+def _producer_axis(x: SSAValue) -> int | None:
+    """The channel axis of the foldable producer of x (a single-use conv / gemm / matmul /
+    batch_norm with constant weights), else None."""
+    p = x.owner
+    if not isinstance(p, graph.Conv2dOp | graph.GemmOp | graph.MatMulOp | graph.BatchNormOp):
+        return None
+    if single_user(x) is None or not dtypes.is_float(elem_of(x)):
+        return None
+    if isinstance(p, graph.Conv2dOp):
+        ok = constant_value(p.weight) is not None and (p.bias is None or constant_value(p.bias) is not None)
+        return 1 if ok else None
+    if isinstance(p, graph.GemmOp):
+        ok = constant_value(p.b) is not None and (p.c is None or constant_value(p.c) is not None)
+        return 1 if ok else None
+    if isinstance(p, graph.MatMulOp):
+        b = constant_value(p.rhs)
+        ok = b is not None and b.ndim == 2 and len(shape_of(x)) >= 2
+        return len(shape_of(x)) - 1 if ok else None
+    params = [constant_value(v) for v in (p.scale, p.bias, p.mean, p.var)]
+    return 1 if all(v is not None for v in params) else None
+
+
+def _rounded(arr: np.ndarray, like: SSAValue) -> np.ndarray:
+    """float64 arithmetic rounded once to the type of `like`."""
+    return arr.astype(dtypes.numpy_dtype(elem_of(like)))
+
+
+class FoldAffineIntoProducer(RewritePattern):
+    """BatchNorm / Mul / Add / Sub by per-channel constants -> rewritten producer weights."""
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
+        a = _affine_of(op, _producer_axis)
+        if a is None:
+            return
+        p = a.x.owner
+        assert isinstance(p, Operation)
+        if isinstance(p, graph.Conv2dOp):
+            new_ops = _fold_conv(p, a)
+        elif isinstance(p, graph.GemmOp):
+            new_ops = _fold_gemm(p, a)
+        elif isinstance(p, graph.MatMulOp):
+            new_ops = _fold_matmul(p, a)
+        else:
+            assert isinstance(p, graph.BatchNormOp)
+            new_ops = _fold_batch_norm(p, a)
+        if not new_ops:
+            return
+        operands = list(op.operands)
+        rewriter.replace(op, new_ops, [new_ops[-1].results[0]])
+        erase_dead(rewriter, operands)
+
+
+def _fold_conv(conv: graph.Conv2dOp, a: Affine) -> list[Operation]:
+    w = constant_value(conv.weight)
+    assert w is not None
+    m = w.shape[0]
+    s, t = _scale_of(a, m), _shift_of(a, m)
+    b = constant_value(conv.bias) if conv.bias is not None else np.zeros(m)
+    assert b is not None
+    name = loc_name(conv)
+    w_new = make_constant(_rounded(w.astype(np.float64) * s[:, None, None, None], conv.weight), None, f"{name}_w", conv)
+    b_new = make_constant(_rounded(b.astype(np.float64) * s + t, conv.output), None, f"{name}_b", conv)
+    new = graph.Conv2dOp.make([conv.input, w_new.output, b_new.output], dict(conv.properties))
+    new.location = conv.location
+    return [w_new, b_new, new]
+
+
+def _fold_gemm(gemm: graph.GemmOp, a: Affine) -> list[Operation]:
+    b = constant_value(gemm.b)
+    assert b is not None
+    n = shape_of(gemm.output)[1]
+    s, t = _scale_of(a, n), _shift_of(a, n)
+    trans_b = has_flag(gemm.properties, "trans_b")
+    b_new = b.astype(np.float64) * (s[:, None] if trans_b else s[None, :])
+    beta = get_float(gemm.properties, "beta")
+    c = constant_value(gemm.c) if gemm.c is not None else None
+    c_new = t if c is None or beta == 0.0 else c.astype(np.float64) * beta * s + t
+    name = loc_name(gemm)
+    ops: list[Operation] = [make_constant(_rounded(b_new, gemm.b), None, f"{name}_b", gemm)]
+    c_op = None
+    if gemm.c is not None or np.any(t != 0):
+        c_op = make_constant(_rounded(c_new, gemm.output), None, f"{name}_c", gemm)
+        ops.append(c_op)
+    props = dict(gemm.properties)
+    props["beta"] = float_attr(1.0)
+    new = graph.GemmOp.make([gemm.a, ops[0].results[0], c_op.output if c_op else None], props)
+    new.location = gemm.location
+    return [*ops, new]
+
+
+def _fold_matmul(mm: graph.MatMulOp, a: Affine) -> list[Operation]:
+    b = constant_value(mm.rhs)
+    assert b is not None
+    n = b.shape[1]
+    s, t = _scale_of(a, n), _shift_of(a, n)
+    name = loc_name(mm)
+    b_op = make_constant(_rounded(b.astype(np.float64) * s[None, :], mm.rhs), None, f"{name}_b", mm)
+    if not np.any(t != 0):
+        new = graph.MatMulOp.make([mm.lhs, b_op.output])
+        new.location = mm.location
+        return [b_op, new]
+    if len(shape_of(mm.lhs)) != 2:
+        return []  # a bias on a batched matmul stays a separate add
+    c_op = make_constant(_rounded(t, mm.output), None, f"{name}_c", mm)
+    props = {"alpha": float_attr(1.0), "beta": float_attr(1.0)}
+    new = graph.GemmOp.make([mm.lhs, b_op.output, c_op.output], props)
+    new.location = mm.location
+    return [b_op, c_op, new]
+
+
+def _fold_batch_norm(bn: graph.BatchNormOp, a: Affine) -> list[Operation]:
+    scale, bias = constant_value(bn.scale), constant_value(bn.bias)
+    assert scale is not None and bias is not None
+    n = scale.shape[0]
+    s, t = _scale_of(a, n), _shift_of(a, n)
+    name = loc_name(bn)
+    scale_op = make_constant(_rounded(scale.astype(np.float64) * s, bn.scale), None, f"{name}_scale", bn)
+    bias_op = make_constant(_rounded(bias.astype(np.float64) * s + t, bn.bias), None, f"{name}_bias", bn)
+    new = graph.BatchNormOp.make([bn.input, scale_op.output, bias_op.output, bn.mean, bn.var], dict(bn.properties))
+    new.location = bn.location
+    return [scale_op, bias_op, new]
+
+
+@dataclass(frozen=True)
+class FoldBatchNormPass(ModulePass):
+    """Fold BatchNorm and per-channel Mul/Add into Conv/Gemm/MatMul/BatchNorm weights."""
+
+    name = "fold-batch-norm"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        PatternRewriteWalker(FoldAffineIntoProducer()).rewrite_module(op)
