@@ -1,11 +1,12 @@
-"""Import an ONNX model into ge's graph dialect, run it, and compare with onnxruntime.
+"""Compile an ONNX model through ge's levels, run it, and compare with onnxruntime.
 
     python examples/run_model.py                 # resnet50 from the onnx wheel, seeded weights
     python examples/run_model.py squeezenet      # any of the nine light models
     python examples/run_model.py path/to/model.onnx [--input-shape "x:1,3,224,224"]
+    python examples/run_model.py resnet50 --precision force_fp16
 
-This is today's end of the pipeline (the graph level and its reference interpreter); later
-stages add ge-compile / ge-run on the AI Core simulator.
+Stages: import -> graph-optimize -> assign-layouts + eliminate-trans-data -> fuse, then the
+fused module runs on the reference interpreter (the simulator path comes with ge-compile).
 """
 
 from __future__ import annotations
@@ -20,14 +21,25 @@ import numpy as np
 import onnx
 
 import ge
+from ge.ir import run_passes
 from ge.runtime.reference import run
 from ge.testing import LIGHT_MODELS, light_model_path, random_inputs, with_random_weights
+
+
+def _summary(module) -> str:
+    ops = collections.Counter(op.name for op in module.walk())
+    compute = sum(n for name, n in ops.items() if name.startswith(("graph.", "layout.")) and name != "graph.constant")
+    groups = ops["fusion.group"]
+    kernels = f", {groups} kernels" if groups else ""
+    return f"{compute} compute ops, {ops['layout.trans_data']} trans_data{kernels}"
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("model", nargs="?", default="resnet50", help="a light model name or an .onnx path")
     parser.add_argument("--input-shape", default=None, help='ATC-style "name:1,3,224,224;name2:..."')
+    parser.add_argument("--precision", default="must_keep_origin_dtype",
+                        choices=["must_keep_origin_dtype", "force_fp16", "allow_mix_precision"])
     args = parser.parse_args()
 
     if args.model in LIGHT_MODELS:
@@ -35,19 +47,25 @@ def main() -> int:
     else:
         model = onnx.load(str(Path(args.model)))
     inputs = random_inputs(model, seed=0)
+    stages = [
+        ("graph-optimize", f"graph-optimize{{precision={args.precision}}}"),
+        ("layouts", "assign-layouts,eliminate-trans-data"),
+        ("fuse", "fuse"),
+    ]
     try:
         t0 = time.perf_counter()
         module = ge.load_onnx(model, input_shape=args.input_shape)
-        t1 = time.perf_counter()
+        print(f"{args.model}: import {time.perf_counter() - t0:.2f} s, {_summary(module)}")
+        for name, spec in stages:
+            t0 = time.perf_counter()
+            run_passes(module, spec)
+            print(f"  {name}: {time.perf_counter() - t0:.2f} s, {_summary(module)}")
+        t0 = time.perf_counter()
         outputs = run(module, inputs)
-        t2 = time.perf_counter()
+        print(f"  reference run of the fused module: {time.perf_counter() - t0:.2f} s")
     except ge.GeError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
-
-    ops = collections.Counter(op.name for op in module.walk() if op.name.startswith("graph."))
-    print(f"{args.model}: {sum(ops.values())} graph ops; import {t1 - t0:.2f} s, reference run {t2 - t1:.2f} s")
-    print("  " + ", ".join(f"{name[6:]} {n}" for name, n in ops.most_common()))
 
     import onnxruntime as ort
 
