@@ -27,4 +27,9 @@ def get_all_ge_dialects() -> dict[str, Callable[[], Dialect]]:
 
         return Fusion
 
-    return {"graph": get_graph, "layout": get_layout, "fusion": get_fusion}
+    def get_task() -> Dialect:
+        from ge.dialects.task import Task
+
+        return Task
+
+    return {"graph": get_graph, "layout": get_layout, "fusion": get_fusion, "task": get_task}

@@ -49,13 +49,15 @@ class Memory:
 
 @dataclass(frozen=True)
 class Alignment:
-    """Start-address alignment of a buffer in each local memory, in bytes."""
+    """Start-address alignment of a buffer in each local memory, and of a tensor in GM
+    (the model's memory plan), in bytes."""
 
     ub: int
     l1: int
     l0a: int
     l0b: int
     l0c: int
+    gm: int
 
 
 @dataclass(frozen=True)

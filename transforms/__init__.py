@@ -20,6 +20,8 @@ def get_all_ge_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     return {
         # lowering: graph/layout -> fusion (README "Fusion")
         "fuse": _lazy("fuse", "FusePass", "ge.lowering"),
+        # lowering: kernel sequence -> task (README "Building the model: memory, streams, model file")
+        "build-model": _lazy("build_model", "BuildModelPass", "ge.lowering"),
         # lowering: graph -> layout, and TransData cleanup within it (README "Targets and layouts")
         "assign-layouts": _lazy("assign_layouts", "AssignLayoutsPass", "ge.lowering"),
         "eliminate-trans-data": _lazy("trans_data_elimination", "EliminateTransDataPass"),

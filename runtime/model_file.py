@@ -1,0 +1,426 @@
+"""The model file (`.om`): a built `task.model` as one binary file the executor loads fast.
+
+DESIGN.md §4 "model file", after GE's OM file (ascend.md §4.7): a fixed 256-byte header,
+a partition table, then the partitions. All integers are little-endian.
+
+    header   magic "GEOMODEL" | format version u32 | header size u32 | total length u64 |
+             partition count u32 | flags u32 | SHA-256 checksum (32 B) | model name (32 B) |
+             target (16 B) | zeros up to 256 B
+    table    per partition: kind u32 | flags u32 | offset u64 | size u64
+    data     the partitions, each starting on a 64-byte boundary
+
+The checksum is the SHA-256 of the whole file with the checksum field zeroed, so any flipped
+byte is caught. Partitions (kinds numbered as GE's where GE has one):
+
+- MODEL_DEF (0), JSON: the GM arena and its regions, stream and event counts, every
+  buffer and view as a tensor (offset, bytes, shape, dtype, storage format), the kernels
+  (name, kind, block_dim, argument types).
+- WEIGHTS (1), raw bytes: the weights region of the arena, each weight at its offset.
+- TASK_INFO (2), JSON: the tasks in issue order (launch, copy, record, wait), tensors by id.
+- KERNELS (3, GE's TBE_KERNELS), JSON: the kernels' code, `{"format": "mlir", "text": ...}`
+  for graph-level kernels; the simulator's decoded programs take other formats.
+- METADATA (8, GE's MODEL_INOUT_INFO), JSON: inputs and outputs (names, shapes, dtypes),
+  target, precision mode, dynamic-batch gears, memory and stream summary.
+- IR_TEXT (64, optional), UTF-8: the task-level module without its weight blobs (they are
+  in WEIGHTS), for inspection only.
+
+Nothing on the load path parses MLIR: the tasks and tensors are plain JSON and the weights
+a view of the file's bytes. A truncated, corrupted, foreign, newer or inconsistent file
+raises a `ge.errors.ModelFormatError` subclass whose message names the file and the fault.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import itertools
+import json
+import struct
+from dataclasses import dataclass, field
+from enum import IntEnum
+from pathlib import Path
+from typing import Any
+
+from xdsl.dialects.builtin import BFloat16Type, MemRefType, ModuleOp, StringAttr, TensorType
+from xdsl.ir import Attribute, Operation, SSAValue
+
+from ge.errors import ModelFormatError
+
+MAGIC = b"GEOMODEL"
+FORMAT_VERSION = 1
+HEADER_SIZE = 256
+PARTITION_ALIGNMENT = 64
+_HEADER = struct.Struct("<8sIIQII32s32s16s")
+_ENTRY = struct.Struct("<IIQQ")
+_CHECKSUM = slice(32, 64)  # where the checksum sits in the header
+
+
+class PartitionKind(IntEnum):
+    MODEL_DEF = 0
+    WEIGHTS = 1
+    TASK_INFO = 2
+    KERNELS = 3
+    METADATA = 8
+    IR_TEXT = 64
+
+
+REQUIRED = (PartitionKind.MODEL_DEF, PartitionKind.WEIGHTS, PartitionKind.TASK_INFO, PartitionKind.KERNELS,
+            PartitionKind.METADATA)
+
+
+class TruncatedModelError(ModelFormatError):
+    """The file ends before the header or the length its header gives."""
+
+
+class NotAModelError(ModelFormatError):
+    """The file does not start with the model file magic."""
+
+
+class UnsupportedVersionError(ModelFormatError):
+    """A model file format version this ge cannot read."""
+
+
+class CorruptModelError(ModelFormatError):
+    """The checksum does not match, or a partition does not decode."""
+
+
+class InconsistentModelError(ModelFormatError):
+    """The partition table or the partitions contradict each other or the file's size."""
+
+
+@dataclass
+class Model:
+    """The contents of a model file."""
+
+    definition: dict[str, Any]
+    tasks: list[dict[str, Any]]
+    weights: bytes | memoryview
+    kernels: dict[str, Any]
+    metadata: dict[str, Any]
+    ir_text: str | None = None
+    version: int = FORMAT_VERSION
+    path: str | None = field(default=None, compare=False)
+
+    @property
+    def name(self) -> str:
+        return self.definition["name"]
+
+
+# --------------------------------------------------------------------------------------
+# task.model -> Model
+# --------------------------------------------------------------------------------------
+
+
+def dtype_name(elem: Attribute) -> str:
+    """The numpy name of an element type ("float32", "float16", "bool", ...)."""
+    from ge.dialects.dtypes import numpy_dtype
+
+    return "bfloat16" if isinstance(elem, BFloat16Type) else numpy_dtype(elem).name
+
+
+def tensor_entry(t: Attribute, offset: int | None = None) -> dict[str, Any]:
+    """How the model definition describes a buffer of type `t` (at `offset` of the arena)."""
+    from ge.dialects import layout, task
+
+    assert isinstance(t, TensorType | MemRefType)
+    entry: dict[str, Any] = {} if offset is None else {"offset": offset}
+    entry.update(bytes=task.byte_size(t), shape=list(t.get_shape()), dtype=dtype_name(t.element_type))
+    if (enc := layout.layout_of(t)) is not None:
+        entry.update(format=enc.format.data, origin_format=enc.origin_format.data, origin_shape=list(enc.shape))
+    return entry
+
+
+def _kernel_entry(op: Operation) -> dict[str, Any]:
+    from ge.dialects import task
+
+    signature = task.kernel_signature(op)
+    assert signature is not None
+    kind = op.attributes.get("ge.kind") or op.properties.get("kind")
+    return {
+        "name": op.properties["sym_name"].data,
+        "kind": kind.data if isinstance(kind, StringAttr) else "",
+        "block_dim": task.kernel_block_dim(op),
+        "ins": [tensor_entry(t) for t in signature[0]],
+        "outs": [tensor_entry(t) for t in signature[1]],
+    }
+
+
+def _label(op: Operation) -> str:
+    from xdsl.dialects.builtin import FusedLoc, NameLoc
+
+    loc = op.location
+    if isinstance(loc, FusedLoc):
+        return ",".join(x.desc.data for x in loc.locations.data if isinstance(x, NameLoc))
+    return loc.desc.data if isinstance(loc, NameLoc) else ""
+
+
+def model_from_module(module: ModuleOp, gears: list[dict[str, Any]] | None = None, with_ir: bool = True) -> Model:
+    """The model file contents of a module lowered by `build-model` (one `task.model`)."""
+    from ge import targets
+    from ge.dialects import blobs, task
+    from ge.ir import print_module
+
+    models = [op for op in module.ops if isinstance(op, task.ModelOp)]
+    if len(models) != 1:
+        raise ModelFormatError(f"expected one task.model in the module (run build-model), found {len(models)}")
+    model = models[0]
+    tensors: list[dict[str, Any]] = []
+    ids: dict[SSAValue, int] = {}
+    for op in model.body.block.ops:
+        if isinstance(op, (*task.DECL_OPS, task.ViewOp)):
+            ids[op.results[0]] = len(tensors)
+            tensors.append(tensor_entry(op.results[0].type, task.offset_of(op.results[0])))
+    callees = {op.callee.string_value() for op in model.body.block.ops if isinstance(op, task.LaunchOp)}
+    kernel_ops = [op for op in module.ops if op.properties.get("sym_name") is not None
+                  and op.properties["sym_name"].data in callees]
+    kernel_index = {k.properties["sym_name"].data: i for i, k in enumerate(kernel_ops)}
+    w_offset, w_size = model.region_span("weights")
+    weights = bytearray(w_size)
+    inputs, outputs, tasks = [], [], []
+    for op in model.body.block.ops:
+        if isinstance(op, task.WeightOp):
+            data = blobs.attr_array(op.value).tobytes()
+            start = op.offset.value.data - w_offset
+            weights[start:start + len(data)] = data
+        elif isinstance(op, task.InputOp | task.OutputOp):
+            io = inputs if isinstance(op, task.InputOp) else outputs
+            io.append({"index": op.index.value.data, "name": op.io_name.data, "tensor": ids[op.result]}
+                      | {k: v for k, v in tensors[ids[op.result]].items() if k != "offset"})
+        elif isinstance(op, task.LaunchOp):
+            tasks.append({"op": "launch", "kernel": kernel_index[op.callee.string_value()],
+                          "stream": op.stream.value.data, "block_dim": op.block_dim.value.data,
+                          "ins": [ids[v] for v in op.ins], "outs": [ids[v] for v in op.outs], "name": _label(op)})
+        elif isinstance(op, task.CopyOp):
+            tasks.append({"op": "copy", "stream": op.stream.value.data, "src": ids[op.source], "dst": ids[op.dest]})
+        elif isinstance(op, task.EventRecordOp | task.EventWaitOp):
+            kind = "record" if isinstance(op, task.EventRecordOp) else "wait"
+            tasks.append({"op": kind, "event": op.event.value.data, "stream": op.stream.value.data})
+    inputs.sort(key=lambda d: d["index"])
+    outputs.sort(key=lambda d: d["index"])
+    regions = {r: list(model.region_span(r)) for r in task.REGIONS}
+    definition = {
+        "name": model.sym_name.data, "arena": model.arena.value.data, "alignment": model.alignment.value.data,
+        "regions": regions, "streams": model.streams.value.data, "events": model.events.value.data,
+        "tensors": tensors, "kernels": [_kernel_entry(k) for k in kernel_ops],
+    }
+    kernel_module = ModuleOp([k.clone() for k in kernel_ops])
+    target = targets.target_of(module) or targets.load_target(targets.DEFAULT_TARGET)
+    precision = module.attributes.get("ge.precision_mode")
+    metadata = {
+        "name": model.sym_name.data, "target": target.name, "soc_version": target.soc_version,
+        "precision_mode": precision.data if isinstance(precision, StringAttr) else None,
+        "inputs": inputs, "outputs": outputs, "gears": list(gears or []),
+        "memory": {"arena": definition["arena"], **{r: s for r, (_, s) in regions.items()}},
+        "streams": definition["streams"], "events": definition["events"],
+        "kernels": len(kernel_ops), "tasks": len(tasks),
+    }
+    return Model(
+        definition, tasks, bytes(weights), {"format": "mlir", "text": print_module(kernel_module)}, metadata,
+        _ir_text(module) if with_ir else None,
+    )
+
+
+def _ir_text(module: ModuleOp) -> str:
+    """The module as text, its `dense_resource` handles without their blobs."""
+    from xdsl.printer import Printer
+
+    out = io.StringIO()
+    Printer(stream=out).print_op(module)
+    out.write("\n")
+    return out.getvalue()
+
+
+# --------------------------------------------------------------------------------------
+# Writing
+# --------------------------------------------------------------------------------------
+
+
+def _json(value: Any) -> bytes:
+    return json.dumps(value, separators=(",", ":")).encode()
+
+
+def _pad(n: int) -> int:
+    return -n % PARTITION_ALIGNMENT
+
+
+def _fixed(text: str, size: int) -> bytes:
+    return text.encode()[:size].ljust(size, b"\0")
+
+
+def save_model(path: str | Path, model: Model) -> int:
+    """Write `model` to `path`; returns the file's size in bytes."""
+    parts: list[tuple[PartitionKind, bytes | memoryview]] = [
+        (PartitionKind.MODEL_DEF, _json(model.definition)),
+        (PartitionKind.WEIGHTS, model.weights),
+        (PartitionKind.TASK_INFO, _json(model.tasks)),
+        (PartitionKind.KERNELS, _json(model.kernels)),
+        (PartitionKind.METADATA, _json(model.metadata)),
+    ]
+    if model.ir_text is not None:
+        parts.append((PartitionKind.IR_TEXT, model.ir_text.encode()))
+    top = HEADER_SIZE + _ENTRY.size * len(parts)
+    table, layout = [], []
+    for kind, data in parts:
+        top += _pad(top)
+        table.append(_ENTRY.pack(kind, 0, top, len(data)))
+        layout.append((top, data))
+        top += len(data)
+    header = bytearray(_HEADER.pack(
+        MAGIC, FORMAT_VERSION, HEADER_SIZE, top, len(parts), 0, bytes(32),
+        _fixed(model.definition["name"], 32), _fixed(str(model.metadata.get("target", "")), 16),
+    ).ljust(HEADER_SIZE, b"\0"))
+    digest = hashlib.sha256(header)
+    chunks: list[bytes | memoryview] = [b"".join(table)]
+    pos = HEADER_SIZE + len(chunks[0])
+    for offset, data in layout:
+        chunks += [bytes(offset - pos), data]
+        pos = offset + len(data)
+    for chunk in chunks:
+        digest.update(chunk)
+    header[_CHECKSUM] = digest.digest()
+    with open(path, "wb") as f:
+        f.write(header)
+        for chunk in chunks:
+            f.write(chunk)
+    return top
+
+
+# --------------------------------------------------------------------------------------
+# Reading
+# --------------------------------------------------------------------------------------
+
+
+def load_model(path: str | Path) -> Model:
+    """Read and check a model file (see the module docstring for what is checked)."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError as e:
+        raise ModelFormatError(f"{path}: cannot read the model file: {e.strerror or e}") from None
+    model = read_model(data, str(path))
+    model.path = str(path)
+    return model
+
+
+def read_model(data: bytes, name: str = "<bytes>") -> Model:
+    """Decode model file bytes; `name` is how errors name the file."""
+    view = memoryview(data)
+    parts = _partitions(view, name)
+
+    def decode(kind: PartitionKind) -> Any:
+        try:
+            return json.loads(bytes(parts[kind]))
+        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise CorruptModelError(f"{name}: the {kind.name} partition is not valid JSON ({e})") from None
+
+    model = Model(
+        decode(PartitionKind.MODEL_DEF), decode(PartitionKind.TASK_INFO), parts[PartitionKind.WEIGHTS],
+        decode(PartitionKind.KERNELS), decode(PartitionKind.METADATA),
+    )
+    if PartitionKind.IR_TEXT in parts:
+        try:
+            model.ir_text = bytes(parts[PartitionKind.IR_TEXT]).decode()
+        except UnicodeDecodeError:
+            raise CorruptModelError(f"{name}: the IR_TEXT partition is not UTF-8") from None
+    _check_contents(model, name)
+    return model
+
+
+def _partitions(view: memoryview, name: str) -> dict[PartitionKind, memoryview]:
+    """The partitions of a file, after checking its header, checksum and table."""
+    size = len(view)
+    if size >= len(MAGIC) and bytes(view[: len(MAGIC)]) != MAGIC:
+        raise NotAModelError(
+            f"{name}: not a ge model file (it starts with {bytes(view[:len(MAGIC)])!r}, expected {MAGIC!r})"
+        )
+    if size < HEADER_SIZE:
+        raise TruncatedModelError(f"{name}: truncated: {size} bytes, shorter than the {HEADER_SIZE}-byte header")
+    _, version, header_size, total, count, _, checksum, _, _ = _HEADER.unpack_from(view)
+    if version != FORMAT_VERSION:
+        raise UnsupportedVersionError(
+            f"{name}: model file format version {version} is not supported (this ge reads version {FORMAT_VERSION})"
+        )
+    if header_size != HEADER_SIZE:
+        raise InconsistentModelError(f"{name}: the header claims {header_size} bytes; version {version} has {HEADER_SIZE}")
+    if size < total:
+        raise TruncatedModelError(f"{name}: truncated: the header says {total} bytes, the file has {size}")
+    if size > total:
+        raise InconsistentModelError(f"{name}: {size - total} unexpected bytes after the {total} the header gives")
+    digest = hashlib.sha256(view[:32])
+    digest.update(bytes(32))
+    digest.update(view[64:])
+    if digest.digest() != checksum:
+        raise CorruptModelError(f"{name}: corrupted: the checksum does not match the contents")
+    table_end = HEADER_SIZE + count * _ENTRY.size
+    if table_end > total:
+        raise InconsistentModelError(f"{name}: a table of {count} partitions does not fit in {total} bytes")
+    parts: dict[PartitionKind, memoryview] = {}
+    spans = []
+    for i in range(count):
+        kind, _, offset, length = _ENTRY.unpack_from(view, HEADER_SIZE + i * _ENTRY.size)
+        try:
+            kind = PartitionKind(kind)
+        except ValueError:
+            raise InconsistentModelError(f"{name}: partition #{i} has unknown kind {kind}") from None
+        if offset < table_end or offset + length > total:
+            raise InconsistentModelError(
+                f"{name}: partition #{i} ({kind.name}) at bytes [{offset}, {offset + length}) lies outside the "
+                f"data area [{table_end}, {total})"
+            )
+        if kind in parts:
+            raise InconsistentModelError(f"{name}: partition {kind.name} appears twice")
+        spans.append((offset, offset + length, kind))
+        parts[kind] = view[offset:offset + length]
+    spans.sort(key=lambda s: (s[0], s[1]))
+    for (_, end_a, a), (start_b, _, b) in itertools.pairwise(spans):
+        if start_b < end_a:
+            raise InconsistentModelError(f"{name}: partitions {a.name} and {b.name} overlap")
+    missing = [k.name for k in REQUIRED if k not in parts]
+    if missing:
+        raise InconsistentModelError(f"{name}: missing partition(s) {', '.join(missing)}")
+    return parts
+
+
+def _check_contents(model: Model, name: str) -> None:
+    """The partitions agree: tensors inside the arena, tasks naming existing kernels,
+    tensors, streams and events, the weights partition the size of the weights region."""
+    d = model.definition
+    try:
+        arena, tensors, kernels = int(d["arena"]), d["tensors"], d["kernels"]
+        streams, events = int(d["streams"]), int(d["events"])
+        w_size = d["regions"]["weights"][1]
+        for i, t in enumerate(tensors):
+            if not 0 <= t["offset"] <= t["offset"] + t["bytes"] <= arena:
+                raise InconsistentModelError(
+                    f"{name}: tensor #{i} at [{t['offset']}, {t['offset'] + t['bytes']}) lies outside the "
+                    f"{arena}-byte arena"
+                )
+        if len(model.weights) != w_size:
+            raise InconsistentModelError(
+                f"{name}: the WEIGHTS partition holds {len(model.weights)} bytes, the weights region {w_size}"
+            )
+
+        def tensor(i: int, where: str) -> None:
+            if not (isinstance(i, int) and 0 <= i < len(tensors)):
+                raise InconsistentModelError(f"{name}: {where} names tensor #{i}; the model has {len(tensors)}")
+
+        for j, t in enumerate(model.tasks):
+            op, where = t["op"], f"task #{j} ({t['op']})"
+            if not 0 <= t["stream"] < streams:
+                raise InconsistentModelError(f"{name}: {where} runs on stream {t['stream']}; the model has {streams}")
+            if op == "launch":
+                if not 0 <= t["kernel"] < len(kernels):
+                    raise InconsistentModelError(f"{name}: {where} names kernel #{t['kernel']}; the model has {len(kernels)}")
+                for i in (*t["ins"], *t["outs"]):
+                    tensor(i, where)
+            elif op == "copy":
+                tensor(t["src"], where)
+                tensor(t["dst"], where)
+            elif op in ("record", "wait"):
+                if not 0 <= t["event"] < events:
+                    raise InconsistentModelError(f"{name}: {where} uses event {t['event']}; the model has {events}")
+            else:
+                raise InconsistentModelError(f"{name}: {where}: unknown task kind '{op}'")
+        for io in (*model.metadata["inputs"], *model.metadata["outputs"]):
+            tensor(io["tensor"], f"graph input/output '{io['name']}'")
+    except (KeyError, TypeError, ValueError) as e:
+        raise InconsistentModelError(f"{name}: the model definition is malformed ({type(e).__name__}: {e})") from None
