@@ -6,7 +6,7 @@ from __future__ import annotations
 import random
 
 import pytest
-from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, i64
+from xdsl.dialects.builtin import IntegerAttr, i64
 
 import ge
 from ge.dialects import task
