@@ -27,9 +27,14 @@ def get_all_ge_dialects() -> dict[str, Callable[[], Dialect]]:
 
         return Fusion
 
+    def get_tile() -> Dialect:
+        from ge.dialects.tile import Tile
+
+        return Tile
+
     def get_task() -> Dialect:
         from ge.dialects.task import Task
 
         return Task
 
-    return {"graph": get_graph, "layout": get_layout, "fusion": get_fusion, "task": get_task}
+    return {"graph": get_graph, "layout": get_layout, "fusion": get_fusion, "tile": get_tile, "task": get_task}

@@ -12,15 +12,19 @@ from xdsl.printer import Printer
 
 
 def make_context() -> Context:
-    """A Context with builtin, func and every ge dialect loaded."""
+    """A Context with builtin, func, arith, scf and every ge dialect loaded."""
+    from xdsl.dialects.arith import Arith
     from xdsl.dialects.builtin import Builtin
     from xdsl.dialects.func import Func
+    from xdsl.dialects.scf import Scf
 
     from ge.dialects import get_all_ge_dialects
 
     ctx = Context()
     ctx.load_dialect(Builtin)
     ctx.load_dialect(Func)
+    ctx.load_dialect(Arith)  # index arithmetic and loops of the tile level
+    ctx.load_dialect(Scf)
     for factory in get_all_ge_dialects().values():
         ctx.load_dialect(factory())
     return ctx

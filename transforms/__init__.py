@@ -20,6 +20,10 @@ def get_all_ge_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     return {
         # lowering: graph/layout -> fusion (README "Fusion")
         "fuse": _lazy("fuse", "FusePass", "ge.lowering"),
+        # lowering: fusion -> tile (README "Tiling")
+        "bufferize": _lazy("bufferize", "BufferizePass", "ge.lowering"),
+        "tile": _lazy("tile", "TilePass", "ge.lowering"),
+        "check-tile-capacity": _lazy("tile_capacity", "CheckTileCapacityPass"),
         # lowering: kernel sequence -> task (README "Building the model: memory, streams, model file")
         "build-model": _lazy("build_model", "BuildModelPass", "ge.lowering"),
         # lowering: graph -> layout, and TransData cleanup within it (README "Targets and layouts")

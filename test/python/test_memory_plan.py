@@ -6,7 +6,7 @@ from __future__ import annotations
 import random
 
 import pytest
-from xdsl.dialects.builtin import IntegerAttr, i64
+from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, i64
 
 import ge
 from ge.dialects import task
@@ -173,3 +173,17 @@ def test_light_model_plans(name):
             assert plan.lower_bound <= plan.peak <= 1.05 * plan.lower_bound, label
             assert plan.peak < plan.no_reuse
         assert reports["no-reuse"].peak == reports["no-reuse"].no_reuse == reports["single"].no_reuse
+
+
+def test_buffer_level_kernel_sequence():
+    """After `bufferize` (GM memrefs, `tile.launch` of `tile.kernel` symbols) build-model
+    plans the same buffers as at the fusion level and keeps the kernels as they are."""
+    fused = _three_kernel_module()
+    [at_fusion] = build_model(fused.clone())
+    module = run_passes(fused, "bufferize,build-model")
+    model = next(op for op in module.ops if isinstance(op, task.ModelOp))
+    check_model(model)
+    callees = {op.callee.string_value() for op in model.body.block.ops if isinstance(op, task.LaunchOp)}
+    kernels = {op.properties["sym_name"].data: op.name for op in module.ops if op.name == "tile.kernel"}
+    assert len(callees) == 4 and callees <= set(kernels)
+    assert model.workspace == DenseArrayBase.from_list(i64, [2048, at_fusion.plan.peak])

@@ -1,0 +1,259 @@
+"""`tile`: untiled kernels -> loops over tiles that fit the AI Core's buffers.
+
+For every `tile.kernel` whose body is still a `tile.untiled` (from `bufferize`) the pass
+picks tile sizes, loop order, buffer counts and the multi-core split (`block_dim`) from
+the target's capacities and the analytic cost model (lowering/tile_cost.py), then emits
+the tiled body:
+
+- a Conv / MatMul / Gemm group -> a Cube kernel (lowering/tile_cube.py): L1 chunks,
+  img2col / L0 loads, mmad into L0C, the fused epilogue in UB;
+- a Concat -> one copy loop per input; every other group -> a vector kernel
+  (lowering/tile_vector.py): CopyIn / Compute / CopyOut over the tiles of its output.
+
+Each kernel records its choice as attributes: `tile.plan` (the tiles), `tile.cycles` (the
+modeled cycles) and `tile.bound` (the roofline bound: max of compute at peak and GM
+traffic at HBM bandwidth). `tile{debug=true}` prints the same per kernel on stderr. The
+choice is deterministic (a fixed candidate order; ties keep the first). A kernel whose
+smallest tiling does not fit a local memory is a compile error naming the kernel, the
+memory and the bytes needed and available; every emitted kernel is checked again by
+`check_kernel` (transforms/tile_capacity.py).
+
+`tile{target=ascend910b}` names the chip when the module does not (`ge.target`, default
+ascend910).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from dataclasses import dataclass
+
+import numpy as np
+from xdsl.context import Context
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr, TensorType, i64
+from xdsl.ir import Block, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import PassFailedException
+
+from ge import targets
+from ge.dialects import graph as g
+from ge.dialects import tile as t
+from ge.dialects.blobs import attr_array, constant_attr
+from ge.lowering import tile_cube as cube
+from ge.lowering import tile_vector as vec
+from ge.lowering.tile_cost import Machine, Roofline
+from ge.lowering.tile_ir import KernelBuilder
+from ge.runtime import layouts
+from ge.transforms.tile_capacity import (
+    TileCapacityError,
+    check_kernel,
+    describe_kernel,
+    node_names,
+    overflow_message,
+)
+
+
+@dataclass
+class KernelReport:
+    """What `tile` chose for one kernel (also what the debug log prints)."""
+
+    name: str
+    what: str
+    plan: str
+    blocks: int
+    cycles: float
+    bound: Roofline
+    candidates: int
+    nodes: tuple[str, ...] = ()
+    chosen: object = None  # the CubePlan / VectorPlan / ConcatPlan
+    problem: object = None  # the CubeProblem of a cube kernel
+
+    def line(self) -> str:
+        return (f"{self.what}: {self.plan} | cycles {self.cycles:.0f}, bound {self.bound.bound:.0f} "
+                f"(compute {self.bound.compute:.0f}, gm {self.bound.memory:.0f}) | {self.candidates} candidates")
+
+
+def _shape(v: SSAValue) -> str:
+    ty = v.type
+    assert isinstance(ty, TensorType)
+    return "x".join(map(str, ty.get_shape())) + f"x{ty.element_type}"
+
+
+class _KernelTiler:
+    def __init__(self, module: ModuleOp, kernel: t.KernelOp, mach: Machine, launch: t.LaunchOp | None):
+        self.module, self.kernel, self.mach, self.launch = module, kernel, mach, launch
+        untiled = kernel.body.block.first_op
+        assert isinstance(untiled, t.UntiledOp)
+        self.block: Block = untiled.body.block
+        self.name = kernel.sym_name.data
+
+    def weight_value(self, v: SSAValue) -> np.ndarray | None:
+        """The origin-format value of group argument `v` when it is a constant weight."""
+        if self.launch is None or v not in self.block.args:
+            return None
+        operand = self.launch.operands[self.block.args.index(v)]
+        owner = operand.owner
+        if not isinstance(owner, t.ConstOp):
+            return None
+        ty = v.type
+        assert isinstance(ty, TensorType)
+        return layouts.to_origin(np.asarray(attr_array(owner.value)).reshape(ty.get_shape()), ty)
+
+    def run(self) -> KernelReport:
+        ops = list(self.block.ops)[:-1]
+        first = ops[0] if ops else None
+        if cube.is_cube_group(self.block):
+            return self.cube_kernel()
+        if isinstance(first, g.ConcatOp) and len(ops) == 1:
+            return self.concat_kernel(first)
+        return self.vector_kernel()
+
+    # -- kernel kinds --------------------------------------------------------------------
+
+    def new_kernel(self, in_types=None) -> tuple[t.KernelOp, KernelBuilder, dict[SSAValue, SSAValue]]:
+        old = self.kernel
+        ins = in_types or [a.type for a in old.ins]
+        new = t.KernelOp(self.name, ins, [a.type for a in old.outs], old.kind.data)
+        new.location = old.location
+        new.attributes.update(old.attributes)
+        for a, b in zip(old.body.block.args, new.body.block.args):
+            b.name_hint = a.name_hint
+        gm = dict(zip(self.block.args, new.ins))
+        for v, arg in zip(self.block.last_op.operands, new.outs):
+            gm.setdefault(v, arg)
+        return new, KernelBuilder(new), gm
+
+    def cube_kernel(self) -> KernelReport:
+        p = cube.cube_problem(self.block, self.weight_value)
+        plan = cube.plan_cube(p, self.mach)
+        in_types = None
+        widx = None
+        if p.weight_transform is not None:
+            widx = self.block.args.index(p.anchor.operands[1])
+            in_types = [a.type for a in self.kernel.ins]
+            in_types[widx] = t.buffer_type(p.weight_type.get_shape(), p.elem, t.MemSpace.GM)
+        new, b, gm = self.new_kernel(in_types)
+        cube.emit_cube(b, p, plan, gm)
+        if widx is not None:
+            self.replace_weight(widx, p)
+        anchor = p.anchor
+        if p.kind == "conv":
+            cv = p.conv
+            what = (f"cube conv {_shape(anchor.operands[0])} -> {_shape(anchor.results[0])} k{cv['kh']}x{cv['kw']} "
+                    f"s{cv['strides'][0]} g{cv['group']}" + (f" (extended x{cv['ext']})" if cv["ext"] > 1 else ""))
+        else:
+            what = f"cube {anchor.name.split('.')[1]} {_shape(anchor.operands[0])} x {_shape(anchor.operands[1])}"
+        if p.epilogue_ops:
+            what += " + " + " ".join(o.name.split(".")[1] for o in p.epilogue_ops)
+        report = self.finish(new, what, plan.describe(), plan.blocks, plan.cycles, cube.roofline(p, self.mach),
+                             plan.candidates)
+        report.chosen, report.problem = plan, p
+        return report
+
+    def replace_weight(self, index: int, p: cube.CubeProblem) -> None:
+        """Launch the kernel on the rebuilt weights (a new constant, the old one dropped
+        when nothing else uses it)."""
+        assert self.launch is not None and p.weight_type is not None
+        old = self.launch.operands[index]
+        name = f"{old.name_hint or 'w'}_cube"
+        const = t.ConstOp(constant_attr(p.weight_transform, p.weight_type, name),
+                          t.buffer_type(p.weight_type.get_shape(), p.elem, t.MemSpace.GM))
+        const.result.name_hint = name
+        const.location = old.owner.location if isinstance(old.owner, t.ConstOp) else self.launch.location
+        self.launch.parent.insert_op_before(const, self.launch)
+        self.launch.operands[index] = const.result
+        if isinstance(old.owner, t.ConstOp) and not old.uses:
+            old.owner.parent.erase_op(old.owner)
+
+    def vector_kernel(self) -> KernelReport:
+        kern = vec.VectorKernel.of(self.block)
+        plan = vec.plan_vector(kern, self.mach)
+        new, b, gm = self.new_kernel()
+        vec.emit_vector(b, kern, plan, gm)
+        ops = [o.name.split(".")[1] for o in list(self.block.ops)[:-1]]
+        what = f"vector {' '.join(ops)} over {_shape(kern.maps.anchor)}"
+        report = self.finish(new, what, plan.describe(), plan.blocks, plan.cycles, self.vector_bound(), plan.candidates)
+        report.chosen = plan
+        return report
+
+    def concat_kernel(self, op: g.ConcatOp) -> KernelReport:
+        plan = vec.plan_concat(op, self.mach)
+        new, b, gm = self.new_kernel()
+        vec.emit_concat(b, op, plan, gm)
+        what = f"copy concat {len(op.inputs)} inputs -> {_shape(op.output)}"
+        return self.finish(new, what, plan.describe(), plan.blocks, plan.cycles, self.vector_bound(),
+                           sum(p.candidates for p in plan.parts))
+
+    def vector_bound(self) -> Roofline:
+        """GM traffic of the group at HBM speed; vector work of its ops over all cores."""
+        mach = self.mach
+        traffic = sum(_bytes(v) for v in self.block.args) + sum(_bytes(v) for v in set(self.block.last_op.operands))
+        work = sum(mach.vector(max((_bytes(v) for v in (*o.operands, *o.results)), default=0), 1)
+                   for o in list(self.block.ops)[:-1])
+        return Roofline(work / mach.cores(cube=False), traffic / mach.hbm_bytes_per_cycle())
+
+    def finish(self, new: t.KernelOp, what: str, plan: str, blocks: int, cycles: float, bound: Roofline,
+               candidates: int) -> KernelReport:
+        new.properties["block_dim"] = IntegerAttr(blocks, i64)
+        new.attributes["tile.plan"] = StringAttr(plan)
+        new.attributes["tile.cycles"] = IntegerAttr(math.ceil(cycles), i64)
+        new.attributes["tile.bound"] = IntegerAttr(math.ceil(bound.bound), i64)
+        self.module.body.block.insert_op_before(new, self.kernel)
+        self.module.body.block.erase_op(self.kernel)
+        self.kernel = new
+        check_kernel(new, self.mach.target)
+        return KernelReport(self.name, what, plan, blocks, cycles, bound, candidates, tuple(node_names(new)))
+
+
+def _bytes(v: SSAValue) -> int:
+    ty = v.type
+    assert isinstance(ty, TensorType)
+    from ge.dialects.dtypes import numpy_dtype
+
+    return numpy_dtype(ty.element_type).itemsize * math.prod(ty.get_shape())
+
+
+def tile_module(module: ModuleOp, target: targets.Target) -> list[KernelReport]:
+    """Tile every untiled kernel of `module` for `target`; returns what was chosen."""
+    mach = Machine(target)
+    launches = {op.callee.root_reference.data: op for op in module.walk() if isinstance(op, t.LaunchOp)}
+    reports = []
+    for kernel in list(module.ops):
+        if not isinstance(kernel, t.KernelOp) or not isinstance(kernel.body.block.first_op, t.UntiledOp):
+            continue
+        tiler = _KernelTiler(module, kernel, mach, launches.get(kernel.sym_name.data))
+        try:
+            report = tiler.run()
+        except vec.Unsupported as e:
+            raise PassFailedException(f"tile: {describe_kernel(kernel)}: cannot tile: {e}") from None
+        except vec.CapacityShortfall as e:
+            raise TileCapacityError(
+                overflow_message(kernel, t.MemSpace(e.space), e.need, e.have, target) + " (smallest tiling)"
+            ) from None
+        reports.append(report)
+    return reports
+
+
+@dataclass(frozen=True)
+class TilePass(ModulePass):
+    """Tile every kernel for the target's buffers (see the module docstring)."""
+
+    name = "tile"
+
+    target: str | None = None
+    debug: bool = False
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        try:
+            current = targets.target_of(op)
+            if current is not None and self.target is not None and current.name != self.target:
+                raise PassFailedException(f"tile: the module targets '{current.name}' but the pass was given target={self.target}")
+            target = current or targets.set_target(op, self.target or targets.DEFAULT_TARGET)
+        except targets.TargetError as e:
+            raise PassFailedException(f"tile: {e}") from None
+        reports = tile_module(op, target)
+        if self.debug:
+            for r in reports:
+                print(f"[tile] @{r.name} block_dim {r.blocks} {r.line()}", file=sys.stderr)
+            total = sum(r.cycles for r in reports)
+            print(f"[tile] {len(reports)} kernels on {target.name}: {total:.0f} modeled cycles", file=sys.stderr)

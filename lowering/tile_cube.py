@@ -1,0 +1,1055 @@
+"""Cube kernels of the `tile` pass: Conv (implicit GEMM through img2col), MatMul, Gemm and
+batched MatMul, with their fused epilogues.
+
+The Ascend C cube paradigm: CopyIn (GM -> L1), Split (L1 -> L0A / L0B; for a convolution
+the A side is Load3D = `tile.img2col` from the feature map in L1), Compute (`tile.mmad`
+into L0C, f32 accumulation), then the epilogue: L0C -> UB, the group's elementwise ops on
+the tile (`tile.vector`), CopyOut UB -> GM.
+
+A problem is a GEMM per (batch, group): C[M, N] = A[M, K] x B[K, N]; for a convolution
+M = output pixels (OH * OW), N = output channels of the group, K = (C1, KH, KW, C0) over
+the group's input channels -- the order of FRACTAL_Z weights, so an L1 -> L0B load is a
+rectangle. Grouped convolutions whose groups are not C0-aligned (depthwise, ShuffleNet's
+groups of 34 channels) run as GE's "extended groups": E consecutive groups become one
+block-diagonal GEMM with C0-aligned channels (the weights are rebuilt at compile time).
+
+Loops: one flattened loop over (batch, group, outer tiles) split over `block_dim` cores;
+inner tiles; K chunks in L1; K steps in L0. The outer dim is M or N (`order`); when K fits
+one L1 chunk, the outer operand's L1 load is hoisted out of the inner loop. Tile sizes,
+order, chunking and buffer counts come from the cost model (lowering/tile_cost.py).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+from xdsl.dialects.builtin import IntegerAttr, TensorType, f32
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.utils.exceptions import VerifyException
+
+from ge.dialects import graph as g
+from ge.dialects import layout as lt
+from ge.dialects import tile as t
+from ge.dialects.blobs import dense_attr
+from ge.dialects.dtypes import numpy_dtype
+from ge.dialects.layout import Format
+from ge.lowering import fusion_rules as fr
+from ge.lowering.tile_cost import Machine, Roofline, align, elem_name, pipelined
+from ge.lowering.tile_ir import Index, KernelBuilder
+from ge.lowering.tile_vector import CapacityShortfall, Unsupported, shape_of
+
+TM = (16, 32, 48, 64, 96, 112, 128, 160, 192, 224, 256, 320, 384, 448, 512, 640, 768, 1024)
+TN = (16, 32, 48, 64, 96, 128, 160, 192, 256, 320, 384, 512)
+FRACTAL = 16  # rows of an NZ / Z fractal (M0 of FRACTAL_NZ, N0 of FRACTAL_Z)
+
+
+def _ceil(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _round(a: int, b: int) -> int:
+    return _ceil(a, b) * b
+
+
+def _itemsize(v: SSAValue | Attribute) -> int:
+    ty = v.type if isinstance(v, SSAValue) else v
+    return numpy_dtype(ty.element_type).itemsize
+
+
+# --------------------------------------------------------------------------------------
+# The problem
+# --------------------------------------------------------------------------------------
+
+
+@dataclass
+class CubeProblem:
+    """One cube kernel's GEMMs and the group around them."""
+
+    kind: str  # "conv" | "matmul"
+    anchor: Operation
+    block: Block
+    elem: Attribute  # A/B element type
+    batch: int
+    groups: int
+    m: int
+    n: int
+    k: int
+    a_fmt: str  # conv: "nc1hwc0" | "nchw"; matmul: "nd" | "nd_t" | "nz"
+    b_fmt: str  # conv: "fz"; matmul: "nd" | "nd_t" | "nz" | "nz_t"
+    out_fmt: str  # "nc1hwc0" | "nchw" | "nd" | "nz"
+    c0: int = 16
+    # conv geometry
+    conv: dict | None = None
+    # matmul batch broadcasting: does A / B have the batch dim?
+    a_batched: bool = True
+    b_batched: bool = True
+    weight_transform: np.ndarray | None = None  # rebuilt FRACTAL_Z weights (extended groups)
+    weight_type: TensorType | None = None
+    macs: int = 0
+    a_src: SSAValue | None = None  # the GM value A is read from (before a fused TransData)
+    out_value: SSAValue | None = None  # a stored output (after a fused TransData)
+    epilogue_ops: list[Operation] = field(default_factory=list)  # compute ops after the anchor
+
+
+def _conv_problem(op: g.Conv2dOp, block: Block, weight_value: np.ndarray | None, x: SSAValue,
+                  out: SSAValue) -> CubeProblem:
+    w = op.weight
+    xe, we, oe = lt.layout_of(x.type), lt.layout_of(w.type), lt.layout_of(out.type)
+    xs = xe.shape if xe else shape_of(x)
+    ws = we.shape if we else shape_of(w)
+    n, c, h, wd = xs
+    co, cg, kh, kw = ws
+    _, _, oh, ow = oe.shape if oe else shape_of(out)
+    group = op.group.value.data
+    mg = co // group
+    elem = x.type.element_type
+    if xe is not None and (xe.fmt != Format.NC1HWC0 or xe.origin_fmt != Format.NCHW):
+        raise Unsupported(f"conv input in {xe.fmt} (origin {xe.origin_fmt})")
+    if oe is not None and (oe.fmt != Format.NC1HWC0 or oe.origin_fmt != Format.NCHW):
+        raise Unsupported(f"conv output in {oe.fmt} (origin {oe.origin_fmt})")
+    c0 = shape_of(x)[4] if xe else max(1, 32 // numpy_dtype(elem).itemsize)
+    # Extended groups (GE's group "enlarge"): E groups per GEMM so channels align to C0 / 16.
+    if group == 1:
+        ext = 1
+    else:
+        ext = math.lcm(math.lcm(cg, c0) // cg, math.lcm(mg, FRACTAL) // mg)
+        ext = min(ext, group)
+    groups_e = _ceil(group, ext)
+    cg_e, mg_e = cg * ext, mg * ext
+    c1g = _ceil(cg_e, c0)
+    fz_ok = we is not None and we.fmt == Format.FRACTAL_Z and shape_of(w)[3] == c0 and ext == 1
+    prob = CubeProblem(
+        kind="conv", anchor=op, block=block, elem=elem, batch=n, groups=groups_e, m=oh * ow, n=mg_e,
+        k=c1g * kh * kw * c0, a_fmt="nc1hwc0" if xe else "nchw", b_fmt="fz", out_fmt="nc1hwc0" if oe else "nchw",
+        c0=c0, macs=n * oh * ow * co * cg * kh * kw, a_src=x,
+        conv=dict(n=n, c=c, h=h, w=wd, co=co, cg=cg, kh=kh, kw=kw, oh=oh, ow=ow, group=group, ext=ext,
+                  cg_e=cg_e, mg_e=mg_e, c1g=c1g, strides=g.get_ints(op.properties, "strides"),
+                  pads=g.get_ints(op.properties, "pads"), dilations=g.get_ints(op.properties, "dilations")),
+    )
+    if groups_e > 1 and (cg_e % c0 or mg_e % FRACTAL):
+        raise Unsupported(f"grouped conv with {cg} channels and {mg} filters per group")
+    if not fz_ok:
+        if weight_value is None:
+            raise Unsupported("conv weights that are not FRACTAL_Z constants cannot be rearranged at compile time")
+        origin = weight_value
+        if ext > 1:
+            wide = np.zeros((groups_e * mg_e, cg_e, kh, kw), dtype=origin.dtype)
+            for gi in range(group):
+                ge_, e = divmod(gi, ext)
+                wide[ge_ * mg_e + e * mg: ge_ * mg_e + (e + 1) * mg, e * cg:(e + 1) * cg] = origin[gi * mg:(gi + 1) * mg]
+            origin = wide
+        plain = TensorType(elem, list(origin.shape))
+        prob.weight_type = lt.encode(plain, Format.FRACTAL_Z, Format.NCHW)
+        if prob.weight_type.get_shape()[3] != c0:
+            raise Unsupported(f"FRACTAL_Z of {elem} has C0 {prob.weight_type.get_shape()[3]}, the feature map {c0}")
+        from ge.runtime import layouts
+
+        prob.weight_transform = layouts.to_storage(origin, prob.weight_type)
+    return prob
+
+
+def _matmul_problem(op: g.MatMulOp | g.GemmOp, block: Block) -> CubeProblem:
+    a, b = op.operands[0], op.operands[1]
+    ta = isinstance(op, g.GemmOp) and op.trans_a is not None
+    tb = isinstance(op, g.GemmOp) and op.trans_b is not None
+    ae, be, oe = lt.layout_of(a.type), lt.layout_of(b.type), lt.layout_of(op.output.type)
+    sa = list(ae.shape if ae else shape_of(a))
+    sb = list(be.shape if be else shape_of(b))
+    if len(sa) == 1:
+        sa = [1, sa[0]]
+    if len(sb) == 1:
+        sb = [sb[0], 1]
+    m, k = (sa[-1], sa[-2]) if ta else (sa[-2], sa[-1])
+    n = sb[-2] if tb else sb[-1]
+    nb = max(len(sa), len(sb)) - 2
+    out_batch = tuple(g.broadcast_shapes(sa[:-2], sb[:-2])) if nb > 0 else ()
+    batch = math.prod(out_batch) if out_batch else 1
+
+    def batched(s: list[int]) -> bool:
+        own = math.prod(s[:-2]) if len(s) > 2 else 1
+        if own == 1:
+            return False
+        if tuple(s[:-2]) != out_batch[len(out_batch) - len(s[:-2]):] or own != batch:
+            raise Unsupported("batched matmul whose batch dims broadcast partially")
+        return True
+
+    def fmt(e, transposed: bool) -> str:
+        if e is None:
+            return "nd_t" if transposed else "nd"
+        if e.fmt != Format.FRACTAL_NZ:
+            raise Unsupported(f"matmul operand in {e.fmt}")
+        return "nz_t" if transposed else "nz"
+
+    prob = CubeProblem(
+        kind="matmul", anchor=op, block=block, elem=a.type.element_type, batch=batch, groups=1, m=m, n=n, k=k,
+        a_fmt=fmt(ae, ta), b_fmt=fmt(be, tb), out_fmt="nz" if oe else "nd", a_batched=batched(sa),
+        b_batched=batched(sb), macs=batch * m * n * k,
+    )
+    if prob.a_fmt == "nz_t":
+        raise Unsupported("a transposed FRACTAL_NZ A operand")
+    if oe is not None and len(shape_of(op.output)) < 4:
+        raise Unsupported("FRACTAL_NZ output of rank < 2")
+    if prob.out_fmt == "nz" or "nz" in prob.a_fmt or "nz" in prob.b_fmt:
+        prob.c0 = max(1, 32 // numpy_dtype(prob.elem).itemsize)
+    return prob
+
+
+def is_cube_group(block: Block) -> bool:
+    """A group whose first op after its input conversions is a Conv / MatMul / Gemm."""
+    ops = [o for o in list(block.ops)[:-1] if not isinstance(o, lt.TransDataOp)]
+    return bool(ops) and isinstance(ops[0], g.Conv2dOp | g.MatMulOp | g.GemmOp)
+
+
+def cube_problem(block: Block, weight_value: Callable[[SSAValue], np.ndarray | None]) -> CubeProblem:
+    """The GEMMs of a cube group. Layout conversions fused into the group (GE's
+    TbeTransDataFusionPass) are done by the copies: a TransData of the conv input means the
+    feature map is read in its plain NCHW form, one of the result means the epilogue
+    writes NCHW."""
+    ops = list(block.ops)[:-1]
+    anchor = next(o for o in ops if not isinstance(o, lt.TransDataOp))
+    epilogue = []
+    for op in ops:
+        if op is anchor:
+            continue
+        if isinstance(op, lt.TransDataOp):
+            # input conversions (of A, or of an epilogue operand) are done by the copy-in,
+            # output conversions by the copy-out: the epilogue computes in one tile layout
+            if op.input in block.args and all(u.operation is anchor or u.operation in ops for u in op.output.uses):
+                continue
+            if op.input.owner is anchor or op.input.owner in epilogue:
+                continue
+            raise Unsupported("a layout conversion inside a cube epilogue")
+        if not (fr.is_elementwise(op) or isinstance(op, g.CastOp | g.BatchNormOp)):
+            raise Unsupported(f"{op.name} in a cube epilogue")
+        if ops.index(op) < ops.index(anchor):
+            raise Unsupported(f"{op.name} before the cube op")
+        epilogue.append(op)
+    outs = list(dict.fromkeys(block.last_op.operands))
+    if len({lt.layout_of(v.type) is None for v in outs}) > 1:
+        raise Unsupported("outputs in a storage format and in a plain one")
+    if isinstance(anchor, g.Conv2dOp):
+        x = anchor.input
+        if isinstance(x.owner, lt.TransDataOp) and x.owner in ops:
+            x = x.owner.input
+            if lt.layout_of(x.type) is not None:
+                raise Unsupported("a conv input converted between two storage formats")
+        prob = _conv_problem(anchor, block, weight_value(anchor.weight), x, outs[0])
+    elif isinstance(anchor, g.MatMulOp | g.GemmOp):
+        if len(epilogue) != len(ops) - 1:
+            raise Unsupported("layout conversions fused into a matmul kernel")
+        prob = _matmul_problem(anchor, block)
+    else:
+        raise Unsupported(f"{anchor.name} is not a cube op")
+    prob.a_src = prob.a_src or anchor.operands[0]
+    prob.out_value = outs[0]
+    prob.epilogue_ops = epilogue
+    return prob
+
+
+# --------------------------------------------------------------------------------------
+# The plan
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CubePlan:
+    tm: int
+    tn: int
+    tk: int
+    kl1: int  # K per L1 chunk
+    order: str  # "mn": M tiles outer; "nm": N tiles outer
+    l1_buffers: int
+    l0_buffers: int
+    l0c_buffers: int
+    ub_buffers: int
+    blocks: int
+    cycles: float
+    split: int = 1  # the inner tiles are split in this many parts across cores too
+    usage: tuple[tuple[str, int], ...] = ()
+    candidates: int = 0
+
+    def describe(self) -> str:
+        used = ", ".join(f"{s.upper()} {b}" for s, b in self.usage)
+        split = f" split={self.split}" if self.split > 1 else ""
+        return (f"m={self.tm} n={self.tn} k={self.tk} k_l1={self.kl1} order={self.order}{split} blocks={self.blocks} "
+                f"buffers l1={self.l1_buffers} l0={self.l0_buffers} l0c={self.l0c_buffers} ub={self.ub_buffers}; {used}")
+
+
+def _fmap_rows(p: CubeProblem, tm: int) -> int:
+    """Input rows the L1 feature map holds for an M tile of tm pixels."""
+    cv = p.conv
+    ow, oh = cv["ow"], cv["oh"]
+    rows_out = min(oh, tm // ow if tm % ow == 0 else (tm - 1) // ow + 2)
+    return (rows_out - 1) * cv["strides"][0] + (cv["kh"] - 1) * cv["dilations"][0] + 1
+
+
+@dataclass
+class _Sizes:
+    """Bytes of one tile's buffers and traffic under a candidate (per single buffer)."""
+
+    a_l1: int
+    b_l1: int
+    l0a: int
+    l0b: int
+    l0c: int
+    ub: int
+    epi_in: int  # GM bytes of epilogue operands per output tile
+    out: int
+    vec_ops: int
+
+
+def epilogue_operands(p: CubeProblem) -> list[SSAValue]:
+    """GM values the epilogue reads per tile: the conv bias / Gemm C, and the group
+    arguments the epilogue ops use."""
+    out: list[SSAValue] = []
+    anchor = p.anchor
+    if isinstance(anchor, g.Conv2dOp) and anchor.bias is not None:
+        out.append(anchor.bias)
+    if isinstance(anchor, g.GemmOp) and anchor.c is not None:
+        out.append(anchor.c)
+    for op in p.epilogue_ops:
+        for v in op.operands:
+            if isinstance(v.owner, lt.TransDataOp) and v.owner.input in p.block.args:
+                v = v.owner.input  # converted by the copy-in
+            if v in p.block.args and v not in out:
+                out.append(v)
+    return out
+
+
+@dataclass(frozen=True)
+class _Fixed:
+    """What the cost of every candidate of one problem shares (read from the IR once)."""
+
+    ab: int  # A/B element bytes
+    ob: int  # output element bytes
+    outs: int  # stored outputs
+    epi: tuple[tuple[int, int], ...]  # (element bytes, elements) per epilogue operand
+    vec_ops: int
+
+
+def _fixed(p: CubeProblem) -> _Fixed:
+    outs = list(dict.fromkeys(p.block.last_op.operands))
+    epi = tuple((_itemsize(v), math.prod(shape_of(v))) for v in epilogue_operands(p))
+    bn = sum(isinstance(o, g.BatchNormOp) for o in p.epilogue_ops)
+    return _Fixed(numpy_dtype(p.elem).itemsize, max(_itemsize(v) for v in outs), len(outs), epi,
+                  2 + len(p.epilogue_ops) + 4 * bn)
+
+
+def sizes(p: CubeProblem, tm: int, tn: int, tk: int, kl1: int, f: _Fixed | None = None) -> _Sizes:
+    f = f or _fixed(p)
+    ab = f.ab
+    if p.kind == "conv":
+        cv = p.conv
+        ncb = kl1 // (cv["kh"] * cv["kw"] * p.c0)
+        a_l1 = ncb * p.c0 * _fmap_rows(p, tm) * cv["w"] * ab
+    else:
+        a_l1 = tm * kl1 * ab
+    b_l1 = kl1 * tn * ab
+    # epilogue operand tiles (an upper bound: per-channel ones take tn elements, full ones
+    # tm x tn; twice for a copy re-laid out in UB), and a bound of the body's live values
+    epi_bytes = sum(2 * eb * min(n, tm * tn) for eb, n in f.epi)
+    temps = (2 + f.outs) * tm * tn * 4 + 8 * tn * 4 * (len(f.epi) + 1)
+    ub = tm * tn * 4 + f.outs * tm * tn * f.ob + epi_bytes + temps
+    return _Sizes(a_l1, b_l1, tm * tk * ab, tk * tn * ab, tm * tn * 4, ub, epi_bytes // 2, f.outs * tm * tn * f.ob,
+                  f.vec_ops)
+
+
+def cube_cost(p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl1: int, order: str, blocks: int,
+              l1d: bool, l0d: bool, epid: bool, split: int = 1, s: _Sizes | None = None) -> float:
+    s = s or sizes(p, tm, tn, tk, kl1)
+    m_tiles, n_tiles = _ceil(p.m, tm), _ceil(p.n, tn)
+    outer, inner = (m_tiles, n_tiles) if order == "mn" else (n_tiles, m_tiles)
+    inner = _ceil(inner, split)
+    chunks = _ceil(p.k, kl1)
+    steps = _ceil(kl1, tk)
+    hoist = chunks == 1
+    a_in, b_in = s.a_l1, s.b_l1
+    hoisted = 0.0
+    if hoist:
+        if order == "mn":
+            hoisted, a_in = mach.dma("gm_to_l1", a_in, blocks), 0
+        else:
+            hoisted, b_in = mach.dma("gm_to_l1", b_in, blocks), 0
+    mte2 = mach.dma("gm_to_l1", a_in + b_in, blocks, count=(a_in > 0) + (b_in > 0))
+    mte1 = mach.dma("l1_to_l0a", s.l0a) + mach.dma("l1_to_l0b", s.l0b)
+    cube = mach.cube(tm, tk, tn, elem_name(p.elem))
+    chunk = pipelined(steps, [mte1, cube], l0d)
+    main = pipelined(chunks, [mte2, chunk], l1d)
+    fix = mach.dma("l0c_to_ub", s.l0c)
+    epi_in = mach.dma("gm_to_ub", s.epi_in, blocks)
+    vec = mach.vector(tm * tn * 4, s.vec_ops)
+    mte3 = mach.dma("ub_to_gm", s.out, blocks)
+    gm = mach.hbm(chunks * (a_in + b_in) + s.epi_in + s.out, blocks)  # reads and writes share HBM
+    per_outer = hoisted + pipelined(inner, [main, fix, epi_in, vec, mte3, gm], epid)
+    return _ceil(p.batch * p.groups * outer * split, blocks) * per_outer
+
+
+def _divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def _m_candidates(p: CubeProblem, m0: int) -> list[int]:
+    top = _round(p.m, m0)
+    return sorted({x for x in TM if x < top and x % m0 == 0} | {top})
+
+
+def _n_candidates(p: CubeProblem, n0: int) -> list[int]:
+    top = _round(p.n, n0)
+    if p.groups > 1:  # a tile must not cross into the next group's channels
+        return [d for d in _divisors(p.n) if d % n0 == 0] or [top]
+    if "nz" in p.b_fmt or p.out_fmt == "nz":
+        n0 = max(n0, p.c0)
+    return sorted({x for x in TN if x < top and x % n0 == 0} | {top})
+
+
+def _k_options(p: CubeProblem, k0: int) -> list[tuple[int, list[int]]]:
+    """(K per L1 chunk, K steps that divide it) options."""
+    out = []
+    if p.kind == "conv":
+        cv = p.conv
+        per_block = cv["kh"] * cv["kw"] * p.c0
+        c1g = cv["c1g"]
+        for ncb in sorted({1, 2, 4, 8, 16, 32, 64, c1g}):
+            if ncb > c1g:
+                continue
+            kl1 = ncb * per_block
+            blocks = ncb * cv["kh"] * cv["kw"]  # C0-wide K rows in the chunk
+            units = {d for d in _divisors(blocks)} | {2 ** i for i in range(10) if 2 ** i < blocks}
+            steps = sorted(d * p.c0 for d in units if (d * p.c0) % k0 == 0)
+            out.append((kl1, steps))
+        return out
+    unit = k0
+    if "nz" in p.a_fmt or "nz" in p.b_fmt:
+        unit = math.lcm(k0, FRACTAL, p.c0)
+    top = _round(p.k, unit)
+    tks = sorted({unit * 2 ** i for i in range(12) if unit * 2 ** i < top} | {top})
+    for kl1 in tks:
+        out.append((kl1, [tk for tk in tks if tk <= kl1 and kl1 % tk == 0]))
+    return out
+
+
+_PLANS: dict[tuple, CubePlan] = {}
+
+
+def plan_cube(p: CubeProblem, mach: Machine) -> CubePlan:
+    """The cheapest tiling of `p` whose buffers fit every local memory (the same problem
+    on the same target is planned once per process: ResNet repeats its layers)."""
+    geometry = None if p.conv is None else tuple(
+        (k, tuple(v) if isinstance(v, tuple | list) else v) for k, v in sorted(p.conv.items()))
+    key = (mach.target.name, p.kind, elem_name(p.elem), p.batch, p.groups, p.m, p.n, p.k, p.a_fmt, p.b_fmt,
+           p.out_fmt, p.c0, geometry, _fixed(p))
+    if key not in _PLANS:
+        if len(_PLANS) > 4096:
+            _PLANS.clear()
+        _PLANS[key] = _plan_cube(p, mach)
+    return _PLANS[key]
+
+
+def _plan_cube(p: CubeProblem, mach: Machine) -> CubePlan:
+    tg = mach.target
+    m0, k0, n0 = mach.fractal(elem_name(p.elem))
+    cores = mach.cores(cube=True)
+    mem, al = tg.memory, tg.alignment
+    best: CubePlan | None = None
+    smallest: tuple[str, int, int] | None = None
+    count = 0
+
+    def fits(need: dict[str, int]) -> str | None:
+        nonlocal smallest
+        for space, n in need.items():
+            have = getattr(mem, space)
+            if n > have:
+                if smallest is None or n - have < smallest[1] - smallest[2]:
+                    smallest = (space, n, have)
+                return space
+        return None
+
+    k_opts = _k_options(p, k0)
+    fixed = _fixed(p)
+    for tm in _m_candidates(p, m0):
+        for tn in _n_candidates(p, n0):
+            for kl1, tks in k_opts:
+                for tk in sorted(tks, reverse=True):
+                    if p.kind == "conv" and tk < kl1 and _ceil(kl1, tk) * tk - kl1 >= tk // 2 and kl1 % tk:
+                        continue  # a last K step mostly padding
+                    s = sizes(p, tm, tn, tk, kl1, fixed)
+                    single = {
+                        "l0a": align(s.l0a, al.l0a), "l0b": align(s.l0b, al.l0b), "l0c": align(s.l0c, al.l0c),
+                        "l1": align(s.a_l1, al.l1) + align(s.b_l1, al.l1), "ub": s.ub,
+                    }
+                    if fits(single) is not None:
+                        continue
+                    l0d = 2 * single["l0a"] <= mem.l0a and 2 * single["l0b"] <= mem.l0b
+                    l1d = 2 * single["l1"] <= mem.l1
+                    l0cd = 2 * single["l0c"] <= mem.l0c
+                    ubd = 2 * s.ub <= mem.ub
+                    for order in ("mn", "nm"):
+                        outer, inner = (_ceil(p.m, tm), _ceil(p.n, tn))[:: 1 if order == "mn" else -1]
+                        items = p.batch * p.groups * outer
+                        for split in (1, 2, 4, 8, 16, 32):
+                            if split > inner or (split > 1 and items * split > 2 * cores):
+                                break
+                            blocks = min(cores, items * split)
+                            cyc = cube_cost(p, mach, tm, tn, tk, kl1, order, blocks, l1d, l0d, l0cd and ubd, split, s)
+                            count += 1
+                            if best is None or cyc < best.cycles:
+                                usage = (("l1", single["l1"] * (2 if l1d else 1)),
+                                         ("l0a", single["l0a"] * (2 if l0d else 1)),
+                                         ("l0b", single["l0b"] * (2 if l0d else 1)),
+                                         ("l0c", single["l0c"] * (2 if l0cd else 1)))
+                                best = CubePlan(tm, tn, tk, kl1, order, 2 if l1d else 1, 2 if l0d else 1,
+                                                2 if l0cd else 1, 2 if ubd else 1, blocks, cyc, split, usage)
+    if best is None:
+        space, need, have = smallest or ("ub", 0, 0)
+        raise CapacityShortfall(space, need, have)
+    return replace(best, candidates=count)
+
+
+def roofline(p: CubeProblem, mach: Machine) -> Roofline:
+    cores = mach.cores(cube=True)
+    compute = p.macs / mach.peak_macs(elem_name(p.elem), cores)
+    traffic = sum(_nbytes_full(v) for v in p.block.args) + sum(_nbytes_full(v) for v in set(p.block.last_op.operands))
+    return Roofline(compute, traffic / mach.hbm_bytes_per_cycle())
+
+
+def _nbytes_full(v: SSAValue) -> int:
+    return _itemsize(v) * math.prod(shape_of(v))
+
+
+# --------------------------------------------------------------------------------------
+# Emission
+# --------------------------------------------------------------------------------------
+
+
+class _OperandTile:
+    """Where the epilogue's tile of a GM operand comes from and how the body sees it:
+    a rectangle `sizes` of the GM `view` at `offsets(b, g, m0, n0, builder)`, optionally
+    re-laid out in UB (`convert` = (source view, perm, destination view)) into the tile
+    layout of the epilogue, read by the body as shape `region`."""
+
+    def __init__(self, view, offsets: Callable, sizes, region, convert=None):
+        self.view, self.offsets, self.sizes, self.region, self.convert = view, offsets, sizes, region, convert
+
+
+def _acc_region_shape(p: CubeProblem, tm: int, tn: int) -> tuple[int, ...]:
+    if p.out_fmt == "nc1hwc0":
+        return (1, tn // p.c0, tm, 1, p.c0)
+    if p.out_fmt == "nchw":
+        return (1, tn, tm, 1)
+    rank = len(shape_of(p.anchor.results[0]))
+    if p.out_fmt == "nd":
+        return (*([1] * max(0, rank - 2)), tm, tn)
+    return (*([1] * (rank - 4)), tn // p.c0, tm // FRACTAL, FRACTAL, p.c0)
+
+
+def _conv_operand_tile(p: CubeProblem, v: SSAValue, tm: int, tn: int, channel_only: bool) -> _OperandTile:
+    """A conv epilogue operand: its GM tile in its own storage format (NC1HWC0 or plain
+    NCHW), converted in UB to the epilogue's tile layout when the two differ."""
+    cv = p.conv
+    oh, ow, co, c0 = cv["oh"], cv["ow"], cv["co"], p.c0
+    mg_e = cv["mg_e"]
+    s = shape_of(v)
+    enc = lt.layout_of(v.type)
+
+    def ch(gi: Index, n0: Index, bld: KernelBuilder) -> Index:
+        return bld.add_(bld.mul(gi, mg_e), n0)
+
+    if channel_only:  # conv bias / batch-norm parameters: [C]
+        if s != (co,):
+            raise Unsupported(f"a per-channel operand of shape {list(s)}")
+        n_, c_, hw = 1, co, 1
+    elif enc is not None:
+        if enc.fmt != Format.NC1HWC0 or enc.origin_fmt != Format.NCHW:
+            raise Unsupported(f"a conv epilogue operand in {enc.fmt}")
+        n_, c_, h_, w_ = lt.nchw_dims(enc.origin_fmt, enc.shape)
+        hw = h_ * w_
+    else:
+        n_, c_, h_, w_ = (1,) * (4 - len(s)) + s
+        hw = h_ * w_
+    if (not channel_only and (hw not in (1, oh * ow) or (hw > 1 and (h_, w_) != (oh, ow)))) \
+            or c_ not in (1, co) or n_ not in (1, cv["n"]):
+        raise Unsupported(f"an epilogue operand {v.type} that broadcasts along H or W only")
+    mt, ct = (tm if hw > 1 else 1), (tn if c_ == co else 1)
+    nb = n_ > 1
+    region5 = p.out_fmt == "nc1hwc0"
+    if enc is not None:  # GM tile [1, C1, M, C0]
+        if c_ < co:
+            raise Unsupported("an NC1HWC0 epilogue operand broadcast along C")
+
+        def offs5(b, gi, m0, n0, bld):
+            return [b if nb else 0, bld.div(ch(gi, n0, bld), c0), m0 if hw > 1 else 0, 0]
+
+        view, offsets, sizes = (n_, shape_of(v)[1], hw, shape_of(v)[4]), offs5, (1, tn // c0, mt, c0)
+        if region5:
+            return _OperandTile(view, offsets, sizes, (1, tn // c0, mt, 1, c0))
+        convert = None if mt == 1 else ((tn // c0, mt, c0), (0, 2, 1), (tn // c0, c0, mt))
+        return _OperandTile(view, offsets, sizes, (1, tn, mt, 1), convert)
+
+    def offs4(b, gi, m0, n0, bld):
+        return ([b if nb else 0] if not channel_only else []) + \
+            [ch(gi, n0, bld) if c_ == co else 0] + ([m0 if hw > 1 else 0] if not channel_only else [])
+
+    view = (co,) if channel_only else (n_, c_, hw)
+    sizes = (ct,) if channel_only else (1, ct, mt)
+    if not region5:
+        return _OperandTile(view, offs4, sizes, (1, ct, mt, 1))
+    if ct == 1:
+        return _OperandTile(view, offs4, sizes, (1, 1, mt, 1, 1))
+    if mt == 1:
+        return _OperandTile(view, offs4, sizes, (1, tn // c0, 1, 1, c0))
+    return _OperandTile(view, offs4, sizes, (1, tn // c0, mt, 1, c0),
+                        ((tn // c0, c0, mt), (0, 2, 1), (tn // c0, mt, c0)))
+
+
+def _operand_tile(p: CubeProblem, v: SSAValue, tm: int, tn: int, channel_only: bool) -> _OperandTile:
+    """The epilogue tile of operand `v` (see `_OperandTile`)."""
+    s = shape_of(v)
+    if math.prod(s) == 1:
+        return _OperandTile(s, lambda b, gi, m0, n0, bld: [0] * len(s), s, s)
+    if p.kind == "conv":
+        return _conv_operand_tile(p, v, tm, tn, channel_only)
+    enc = lt.layout_of(v.type)
+    out = p.out_value
+    if p.out_fmt == "nz" and enc is None:
+        # a plain per-column [N] (or per-row [M, 1]) operand: its tile seen in NZ order
+        core = s[next((i for i, d in enumerate(s) if d != 1), len(s)):]
+        zrank = len(shape_of(out)) - 4
+        if len(s) >= 2 and s[-1] == 1 and len(core) <= 2 and math.prod(s) == p.m:
+            return _OperandTile((p.m,), lambda b, gi, m0, n0, bld: [m0], (tm,),
+                                (*([1] * zrank), 1, tm // FRACTAL, FRACTAL, 1))
+        if len(core) == 1 and s[-1] == p.n:
+            return _OperandTile((p.n,), lambda b, gi, m0, n0, bld: [n0], (tn,),
+                                (*([1] * zrank), tn // p.c0, 1, 1, p.c0))
+        raise Unsupported(f"a plain epilogue operand of shape {list(s)} of a FRACTAL_NZ matmul")
+    if enc is not None:
+        if enc.fmt != Format.FRACTAL_NZ or tuple(enc.shape[-2:]) != (p.m, p.n):
+            raise Unsupported(f"a matmul epilogue operand {v.type}")
+        bsz = math.prod(s[:-4])
+        if bsz not in (1, p.batch):
+            raise Unsupported(f"a matmul epilogue operand {v.type} broadcast along some batch dims")
+
+        def offs_z(b, gi, m0, n0, bld):
+            return [b if bsz > 1 else 0, bld.div(n0, p.c0), bld.div(m0, FRACTAL), 0, 0]
+
+        sizes = (1, tn // p.c0, tm // FRACTAL, FRACTAL, p.c0)
+        if p.out_fmt == "nz":
+            return _OperandTile((bsz, *s[-4:]), offs_z, sizes,
+                                (*([1] * (len(s) - 4)), tn // p.c0, tm // FRACTAL, FRACTAL, p.c0))
+        region = (*([1] * max(0, len(shape_of(out)) - 2)), tm, tn)
+        return _OperandTile((bsz, *s[-4:]), offs_z, sizes, region,
+                            ((tn // p.c0, tm // FRACTAL, FRACTAL, p.c0), (1, 2, 0, 3), (tm // FRACTAL, FRACTAL, tn // p.c0, p.c0)))
+    so = shape_of(out)
+    if p.out_fmt == "nd" and len(so) < 2:
+        raise Unsupported("an epilogue operand of a vector-shaped matmul")
+    rank = len(s)
+    if rank == 1:
+        mm, nn, bb = 1, s[0], 1
+    else:
+        mm, nn, bb = s[-2], s[-1], math.prod(s[:-2])
+    if nn not in (1, p.n) or mm not in (1, p.m) or bb not in (1, p.batch):
+        raise Unsupported(f"an epilogue operand of shape {list(s)}")
+
+    def offs_n(b, gi, m0, n0, bld):
+        return [b if bb > 1 else 0, m0 if mm > 1 else 0, n0 if nn > 1 else 0]
+
+    tile = (1, tm if mm > 1 else 1, tn if nn > 1 else 1)
+    if p.out_fmt == "nz":
+        raise Unsupported(f"a plain epilogue operand of shape {list(s)} of a FRACTAL_NZ matmul")
+    region = tile[1:] if rank >= 2 else (tile[2],)
+    region = (*([1] * max(0, rank - 2)), *region)
+    return _OperandTile((bb, mm, nn), offs_n, tile, region)
+
+
+def _f32_scalar(value: float) -> g.ConstantOp:
+    return g.ConstantOp(dense_attr(np.array(value, dtype=np.float32), TensorType(f32, [])))
+
+
+def _batch_norm_ops(op: g.BatchNormOp, x: SSAValue, params: list[SSAValue], shape) -> tuple[list[Operation], SSAValue]:
+    """BatchNorm as x * inv + (bias - mean * inv), inv = scale / sqrt(var + eps), on plain
+    tiles (the reference kernel's formula)."""
+    scale, bias, mean, var = params
+    elem = x.type.element_type
+    ops: list[Operation] = []
+
+    def add(o: Operation) -> SSAValue:
+        ops.append(o)
+        return o.results[0]
+
+    def to(v: SSAValue) -> SSAValue:
+        return v if v.type.element_type == f32 else add(g.CastOp.to(v, f32))
+
+    eps = add(_f32_scalar(op.epsilon.value.data))
+    xs, sc, bi, mn, vr = to(x), to(scale), to(bias), to(mean), to(var)
+    inv = add(g.DivOp.make([sc, add(g.SqrtOp.make([add(g.AddOp.make([vr, eps]))]))]))
+    shift = add(g.SubOp.make([bi, add(g.MulOp.make([mn, inv]))]))
+    y = add(g.AddOp.make([add(g.MulOp.make([xs, inv])), shift]))
+    if elem != f32:
+        y = add(g.CastOp.to(y, elem))
+    del shape
+    return ops, y
+
+
+def build_epilogue(p: CubeProblem, tm: int, tn: int, operands: list[SSAValue], tiles: dict) -> tuple[Block, list[SSAValue]]:
+    """The tile.vector body: accumulator (+ bias / alpha, beta, C), cast, the group's ops."""
+    acc_shape = _acc_region_shape(p, tm, tn)
+    arg_types = [TensorType(f32, list(acc_shape))] + [
+        TensorType(v.type.element_type, list(tiles[v].region)) for v in operands
+    ]
+    body = Block(arg_types=arg_types)
+    body.args[0].name_hint = "acc"
+    env: dict[SSAValue, SSAValue] = {}
+    for v, a in zip(operands, body.args[1:]):
+        a.name_hint = v.name_hint
+        env[v] = a
+
+    def add(op: Operation) -> SSAValue:
+        body.add_op(op)
+        return op.results[0]
+
+    def f32_of(v: SSAValue) -> SSAValue:
+        return v if v.type.element_type == f32 else add(g.CastOp.to(v, f32))
+
+    y = body.args[0]
+    anchor = p.anchor
+    if isinstance(anchor, g.Conv2dOp) and anchor.bias is not None:
+        y = add(g.AddOp.make([y, f32_of(env[anchor.bias])]))
+    if isinstance(anchor, g.GemmOp):
+        alpha, beta = anchor.alpha.value.data, anchor.beta.value.data
+        if alpha != 1.0:
+            y = add(g.MulOp.make([y, add(_f32_scalar(alpha))]))
+        if anchor.c is not None and beta != 0.0:
+            cv = f32_of(env[anchor.c])
+            if beta != 1.0:
+                cv = add(g.MulOp.make([cv, add(_f32_scalar(beta))]))
+            y = add(g.AddOp.make([y, cv]))
+    out_elem = anchor.results[0].type.element_type
+    if out_elem != f32:
+        y = add(g.CastOp.to(y, out_elem))
+    env[anchor.results[0]] = y
+    for op in list(p.block.ops)[:-1]:
+        if isinstance(op, lt.TransDataOp):
+            if op.input in env:  # done by the copies (the epilogue has one tile layout)
+                env[op.output] = env[op.input]
+            continue
+        if op not in p.epilogue_ops:
+            continue
+        if isinstance(op, g.BatchNormOp):
+            ops, r = _batch_norm_ops(op, env[op.input], [env[v] for v in op.operands[1:]], acc_shape)
+            for o in ops:
+                body.add_op(o)
+            env[op.results[0]] = r
+            continue
+        new = type(op).create(
+            operands=[env[v] for v in op.operands],
+            result_types=[TensorType(r.type.element_type, list(acc_shape)) for r in op.results],
+            properties=dict(op.properties), attributes=dict(op.attributes),
+        )
+        for r, nr in zip(op.results, new.results):
+            nr.name_hint = r.name_hint
+            env[r] = nr
+        body.add_op(new)
+    for op in body.ops:
+        try:
+            op.verify_()
+        except VerifyException as e:
+            raise Unsupported(f"epilogue op {op.name} does not verify on its tile: {e}") from None
+    outs = list(dict.fromkeys(p.block.last_op.operands))
+    body.add_op(t.YieldOp(*[env[v] for v in outs]))
+    return body, outs
+
+
+class _CubeEmitter:
+    def __init__(self, b: KernelBuilder, p: CubeProblem, plan: CubePlan, gm: dict[SSAValue, SSAValue]):
+        self.b, self.p, self.plan, self.gm = b, p, plan, gm
+        self.elem = p.elem
+
+    # -- GM views of the operands ------------------------------------------------------
+
+    def a_view(self) -> SSAValue:
+        p, b = self.p, self.b
+        a = self.gm[p.a_src]
+        s = a.type.get_shape()
+        if p.kind == "conv":
+            return a
+        if p.a_fmt == "nz":
+            return b.view(a, (math.prod(s[:-4]) if len(s) > 4 else 1, *s[-4:]), "a_gm")
+        if len(s) == 1:
+            return b.view(a, (1, 1, s[0]) if p.a_fmt == "nd" else (1, s[0], 1), "a_gm")
+        return b.view(a, (math.prod(s[:-2]) if len(s) > 2 else 1, *s[-2:]), "a_gm")
+
+    def b_view(self) -> SSAValue:
+        p, b = self.p, self.b
+        w = self.gm[p.anchor.operands[1]]
+        s = w.type.get_shape()
+        if p.kind == "conv":
+            k1, n1, n0, c0 = s
+            return b.view(w, (k1, n1 * n0, c0), "w_gm")
+        if p.b_fmt.startswith("nz"):
+            return b.view(w, (math.prod(s[:-4]) if len(s) > 4 else 1, *s[-4:]), "b_gm")
+        if len(s) == 1:
+            return b.view(w, (1, s[0], 1), "b_gm")
+        return b.view(w, (math.prod(s[:-2]) if len(s) > 2 else 1, *s[-2:]), "b_gm")
+
+    # -- L1 chunks ---------------------------------------------------------------------
+
+    def a_l1_shape(self) -> tuple[int, ...]:
+        p, pl = self.p, self.plan
+        if p.kind == "conv":
+            cv = p.conv
+            ncb = pl.kl1 // (cv["kh"] * cv["kw"] * p.c0)
+            rows = _fmap_rows(p, pl.tm)
+            if p.a_fmt == "nc1hwc0":
+                return (1, ncb, rows, cv["w"], p.c0)
+            return (1, ncb * p.c0, rows, cv["w"])
+        if p.a_fmt == "nd":
+            return (1, pl.tm, pl.kl1)
+        if p.a_fmt == "nd_t":
+            return (1, pl.kl1, pl.tm)
+        return (1, pl.kl1 // p.c0, pl.tm // FRACTAL, FRACTAL, p.c0)
+
+    def b_l1_shape(self) -> tuple[int, ...]:
+        p, pl = self.p, self.plan
+        if p.kind == "conv":
+            return (pl.kl1 // p.c0, pl.tn, p.c0)
+        return {
+            "nd": (1, pl.kl1, pl.tn), "nd_t": (1, pl.tn, pl.kl1),
+            "nz": (1, pl.tn // p.c0, pl.kl1 // FRACTAL, FRACTAL, p.c0),
+            "nz_t": (1, pl.kl1 // p.c0, pl.tn // FRACTAL, FRACTAL, p.c0),
+        }[p.b_fmt]
+
+    def load_a(self, a_gm, a_l1, bi, gi, m0, kc) -> None:
+        p, b, pl = self.p, self.b, self.plan
+        shape = self.a_l1_shape()
+        if p.kind == "conv":
+            cv = p.conv
+            ncb = shape[1] if p.a_fmt == "nc1hwc0" else shape[1] // p.c0
+            row = b.sub(b.mul(b.div(m0, cv["ow"]), cv["strides"][0]), cv["pads"][0], "ih")
+            self.h = row
+            cstart = b.add_(b.mul(gi, cv["cg_e"]), b.mul(kc, ncb * p.c0))
+            if p.a_fmt == "nc1hwc0":
+                offs = [bi, b.div(cstart, p.c0), row, 0, 0]
+            else:
+                offs = [bi, cstart, row, 0]
+            b.copy(a_gm, offs, a_l1, None, shape, pad=0.0)
+            return
+        k = b.mul(kc, pl.kl1)
+        ba = bi if p.a_batched else 0
+        if p.a_fmt == "nd":
+            offs = [ba, m0, k]
+        elif p.a_fmt == "nd_t":
+            offs = [ba, k, m0]
+        else:
+            offs = [ba, b.div(k, p.c0), b.div(m0, FRACTAL), 0, 0]
+        b.copy(a_gm, offs, a_l1, None, shape, pad=0.0)
+
+    def load_b(self, b_gm, b_l1, bi, gi, n0, kc) -> None:
+        p, b, pl = self.p, self.b, self.plan
+        shape = self.b_l1_shape()
+        if p.kind == "conv":
+            offs = [b.mul(kc, pl.kl1 // p.c0), b.add_(b.mul(gi, p.conv["mg_e"]), n0), 0]
+            b.copy(b_gm, offs, b_l1, None, shape, pad=0.0)
+            return
+        k = b.mul(kc, pl.kl1)
+        bb = bi if p.b_batched else 0
+        offs = {
+            "nd": lambda: [bb, k, n0], "nd_t": lambda: [bb, n0, k],
+            "nz": lambda: [bb, b.div(n0, p.c0), b.div(k, FRACTAL), 0, 0],
+            "nz_t": lambda: [bb, b.div(k, p.c0), b.div(n0, FRACTAL), 0, 0],
+        }[p.b_fmt]()
+        b.copy(b_gm, offs, b_l1, None, shape, pad=0.0)
+
+    # -- L0 ------------------------------------------------------------------------------
+
+    def fill_l0a(self, a_l1, l0a, m0, kc, kj) -> None:
+        p, b, pl = self.p, self.b, self.plan
+        tm, tk = pl.tm, pl.tk
+        kin = b.mul(kj, tk)  # K offset within the chunk
+        if p.kind == "conv":
+            cv = p.conv
+            ncb = pl.kl1 // (cv["kh"] * cv["kw"] * p.c0)
+            k = b.add_(b.mul(kc, pl.kl1), kin)
+            c = b.mul(kc, ncb * p.c0)
+            op = t.Img2colOp.build(
+                operands=[a_l1, l0a, b.value(m0), b.value(k), b.value(c), b.value(self.h)],
+                properties={
+                    "kernel": t.int_array((cv["kh"], cv["kw"])), "strides": t.int_array(cv["strides"]),
+                    "dilations": t.int_array(cv["dilations"]), "pads": t.int_array(cv["pads"][:2]),
+                    "out_size": t.int_array((cv["oh"], cv["ow"])),
+                    "channels": IntegerAttr(cv["cg_e"], 64), "c0": IntegerAttr(p.c0, 64),
+                },
+            )
+            b.add(op)
+            return
+        if p.a_fmt == "nd":
+            src = b.view(a_l1, (tm, pl.kl1))
+            b.copy(src, [0, kin], l0a, None, (tm, tk))
+        elif p.a_fmt == "nd_t":
+            src = b.view(a_l1, (pl.kl1, tm))
+            b.copy(src, [kin, 0], l0a, None, (tk, tm), perm=(1, 0))
+        else:
+            src = b.view(a_l1, self.a_l1_shape()[1:])
+            dst = b.view(l0a, (tm // FRACTAL, FRACTAL, tk // p.c0, p.c0))
+            b.copy(src, [b.div(kin, p.c0), 0, 0, 0], dst, None, (tk // p.c0, tm // FRACTAL, FRACTAL, p.c0),
+                   perm=(1, 2, 0, 3))
+
+    def fill_l0b(self, b_l1, l0b, kj) -> None:
+        p, b, pl = self.p, self.b, self.plan
+        tn, tk, c0 = pl.tn, pl.tk, p.c0
+        kin = b.mul(kj, tk)
+        if p.kind == "conv":
+            dst = b.view(l0b, (tk // c0, c0, tn))
+            b.copy(b_l1, [b.div(kin, c0), 0, 0], dst, None, (tk // c0, tn, c0), perm=(0, 2, 1),
+                   pad=0.0 if pl.kl1 % tk else None)
+        elif p.b_fmt == "nd":
+            b.copy(b.view(b_l1, (pl.kl1, tn)), [kin, 0], l0b, None, (tk, tn))
+        elif p.b_fmt == "nd_t":
+            b.copy(b.view(b_l1, (tn, pl.kl1)), [0, kin], l0b, None, (tn, tk), perm=(1, 0))
+        elif p.b_fmt == "nz":
+            src = b.view(b_l1, self.b_l1_shape()[1:])
+            dst = b.view(l0b, (tk // FRACTAL, FRACTAL, tn // c0, c0))
+            b.copy(src, [0, b.div(kin, FRACTAL), 0, 0], dst, None, (tn // c0, tk // FRACTAL, FRACTAL, c0),
+                   perm=(1, 2, 0, 3))
+        else:
+            src = b.view(b_l1, self.b_l1_shape()[1:])
+            dst = b.view(l0b, (tk // c0, c0, tn // FRACTAL, FRACTAL))
+            b.copy(src, [b.div(kin, c0), 0, 0, 0], dst, None, (tk // c0, tn // FRACTAL, FRACTAL, c0),
+                   perm=(0, 3, 1, 2))
+
+    # -- epilogue ------------------------------------------------------------------------
+
+    def acc_to_ub(self, l0c, acc_ub) -> None:
+        p, b, pl = self.p, self.b, self.plan
+        tm, tn, c0 = pl.tm, pl.tn, p.c0
+        if p.out_fmt == "nc1hwc0":
+            b.copy(b.view(l0c, (tm, tn // c0, c0)), [0, 0, 0], b.view(acc_ub, (tn // c0, tm, c0)), None,
+                   (tm, tn // c0, c0), perm=(1, 0, 2))
+        elif p.out_fmt == "nchw":
+            b.copy(l0c, [0, 0], b.view(acc_ub, (tn, tm)), None, (tm, tn), perm=(1, 0))
+        elif p.out_fmt == "nd":
+            b.copy(l0c, [0, 0], b.view(acc_ub, (tm, tn)), None, (tm, tn))
+        else:
+            b.copy(b.view(l0c, (tm // FRACTAL, FRACTAL, tn // c0, c0)), [0, 0, 0, 0],
+                   b.view(acc_ub, (tn // c0, tm // FRACTAL, FRACTAL, c0)), None,
+                   (tm // FRACTAL, FRACTAL, tn // c0, c0), perm=(2, 0, 1, 3))
+
+    def out_tile(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """(GM view of an output, UB tile shape) for the output layout."""
+        p, pl = self.p, self.plan
+        tm, tn, c0 = pl.tm, pl.tn, p.c0
+        s = shape_of(p.out_value)
+        if p.out_fmt == "nc1hwc0":
+            n_, c1, h_, w_, _ = s
+            return (n_, c1, h_ * w_, c0), (1, tn // c0, tm, c0)
+        if p.out_fmt == "nchw":
+            n_, c_, h_, w_ = s
+            return (n_, c_, h_ * w_), (1, tn, tm)
+        if p.out_fmt == "nd":
+            return (p.batch, p.m, p.n), (1, tm, tn)
+        return (math.prod(s[:-4]) if len(s) > 4 else 1, *s[-4:]), (1, tn // c0, tm // FRACTAL, FRACTAL, c0)
+
+    def out_offsets(self, bi, gi, m0, n0) -> list:
+        p, b = self.p, self.b
+        if p.kind == "conv":
+            ch = b.add_(b.mul(gi, p.conv["mg_e"]), n0)
+            if p.out_fmt == "nc1hwc0":
+                return [bi, b.div(ch, p.c0), m0, 0]
+            return [bi, ch, m0]
+        if p.out_fmt == "nd":
+            return [bi, m0, n0]
+        return [bi, b.div(n0, p.c0), b.div(m0, FRACTAL), 0, 0]
+
+    # -- the whole kernel ----------------------------------------------------------------
+
+    def emit(self) -> None:
+        p, b, pl = self.p, self.b, self.plan
+        tm, tn, tk = pl.tm, pl.tn, pl.tk
+        elem = self.elem
+        a_gm, b_gm = self.a_view(), self.b_view()
+        a_l1 = b.alloc(t.MemSpace.L1, self.a_l1_shape(), elem, pl.l1_buffers, "a_l1")
+        b_l1 = b.alloc(t.MemSpace.L1, self.b_l1_shape(), elem, pl.l1_buffers, "b_l1")
+        l0a = b.alloc(t.MemSpace.L0A, (tm, tk), elem, pl.l0_buffers, "a_l0")
+        l0b = b.alloc(t.MemSpace.L0B, (tk, tn), elem, pl.l0_buffers, "b_l0")
+        l0c = b.alloc(t.MemSpace.L0C, (tm, tn), f32, pl.l0c_buffers, "c_l0")
+        view_shape, ub_shape = self.out_tile()
+        acc_ub = b.alloc(t.MemSpace.UB, ub_shape, f32, pl.ub_buffers, "acc_ub")
+        operands = epilogue_operands(p)
+        anchor = p.anchor
+        tiles = {}
+        for v in operands:
+            channel_only = (isinstance(anchor, g.Conv2dOp) and v is anchor.bias) or any(
+                isinstance(o, g.BatchNormOp) and v in o.operands[1:] for o in p.epilogue_ops)
+            tiles[v] = _operand_tile(p, v, tm, tn, channel_only)
+        op_ub = {v: b.alloc(t.MemSpace.UB, tiles[v].sizes, v.type.element_type, pl.ub_buffers,
+                            f"{v.name_hint or 'operand'}_ub") for v in operands}
+        op_in = dict(op_ub)  # what the body reads: the loaded tile, or its re-laid-out copy
+        for v in operands:
+            if tiles[v].convert is not None:
+                op_in[v] = b.alloc(t.MemSpace.UB, tiles[v].convert[2], v.type.element_type, pl.ub_buffers,
+                                   f"{v.name_hint or 'operand'}_tile")
+        body, outs = build_epilogue(p, tm, tn, operands, tiles)
+        identity = len(list(body.ops)) == 1 and all(y is body.args[0] for y in body.last_op.operands)
+        out_ub = {v: acc_ub if identity else b.alloc(t.MemSpace.UB, ub_shape, v.type.element_type, pl.ub_buffers,
+                                                      f"{v.name_hint or 'out'}_ub")
+                  for v in outs}
+        op_gm = {v: b.view(self.gm[v], tiles[v].view) for v in operands}
+        out_gm = {v: b.view(self.gm[v], view_shape) for v in outs}
+
+        m_tiles, n_tiles = _ceil(p.m, tm), _ceil(p.n, tn)
+        outer_n, inner_n = (m_tiles, n_tiles) if pl.order == "mn" else (n_tiles, m_tiles)
+        chunks, steps = _ceil(p.k, pl.kl1), _ceil(pl.kl1, tk)
+        hoist = chunks == 1
+        per_part = _ceil(inner_n, pl.split)
+        lo, hi = b.block_range(p.batch * p.groups * outer_n * pl.split, pl.blocks)
+        with b.loop(lo, hi, name="tile") as it:
+            bi, gi, oi, part = b.unravel(it, [p.batch, p.groups, outer_n, pl.split], ["image", "group", "outer", "part"])
+            first_tile = pl.order == "mn"
+
+            def scaled(i: Index, size: int) -> Index:
+                return b.mul(i, size)
+
+            if hoist:
+                if first_tile:
+                    self.load_a(a_gm, a_l1, bi, gi, scaled(oi, tm), 0)
+                else:
+                    self.load_b(b_gm, b_l1, bi, gi, scaled(oi, tn), 0)
+            inner_lo = b.mul(part, per_part)
+            inner_hi = b.min_(b.add_(inner_lo, per_part), inner_n) if pl.split > 1 else inner_n
+            with self._maybe_loop(inner_n, "inner", inner_lo, inner_hi) as ii:
+                mi, ni = (oi, ii) if first_tile else (ii, oi)
+                m0, n0 = scaled(mi, tm), scaled(ni, tn)
+                with self._maybe_loop(chunks, "chunk") as kc:
+                    if not (hoist and first_tile):
+                        self.load_a(a_gm, a_l1, bi, gi, m0, kc)
+                    if not (hoist and not first_tile):
+                        self.load_b(b_gm, b_l1, bi, gi, n0, kc)
+                    with self._maybe_loop(steps, "step") as kj:
+                        self.fill_l0a(a_l1, l0a, m0, kc, kj)
+                        self.fill_l0b(b_l1, l0b, kj)
+                        first = b.is_zero(b.add_(b.mul(kc, pl.kl1), b.mul(kj, tk)))
+                        b.add(t.MmadOp.build(operands=[l0a, l0b, l0c, first]))
+                self.acc_to_ub(l0c, acc_ub)
+                for v in operands:
+                    b.copy(op_gm[v], tiles[v].offsets(bi, gi, m0, n0, b), op_ub[v], None, tiles[v].sizes, pad=0.0)
+                    if (cv := tiles[v].convert) is not None:
+                        src_view, perm, _ = cv
+                        b.copy(b.view(op_ub[v], src_view), [0] * len(src_view), op_in[v], None, src_view, perm=perm)
+                if not identity:
+                    b.add(t.VectorOp([acc_ub, *[op_in[v] for v in operands]], [out_ub[v] for v in outs], Region(body)))
+                for v in outs:
+                    b.copy(out_ub[v], [0] * len(ub_shape), out_gm[v], self.out_offsets(bi, gi, m0, n0), ub_shape)
+
+    def _maybe_loop(self, n: int, name: str, lo: Index = 0, hi: Index | None = None):
+        """A loop over lo..hi-1 (0..n-1 by default), or the constant 0 when n == 1."""
+        from contextlib import nullcontext
+
+        if n == 1:
+            return nullcontext(0)
+        return self.b.loop(lo, n if hi is None else hi, name=name)
+
+
+def emit_cube(b: KernelBuilder, p: CubeProblem, plan: CubePlan, gm: dict[SSAValue, SSAValue]) -> None:
+    _CubeEmitter(b, p, plan, gm).emit()
+

@@ -1,0 +1,676 @@
+"""Vector kernels of the `tile` pass: elementwise chains, reductions (Softmax, LayerNorm,
+Reduce*, LRN), pools, BatchNorm, Transpose, TransData and Concat.
+
+The Ascend C vector paradigm: CopyIn (GM -> UB), Compute (vector ops on UB), CopyOut
+(UB -> GM), with double-buffered UB tiles. A kernel iterates over the tiles of one
+*iteration space* -- the storage shape of its output (or of the formatted side of a
+TransData) -- and every value of the group gets a *dim map* saying which rectangle of it a
+tile needs: a dim follows an iteration dim (`offset = tile offset * scale - shift`,
+`size = (tile size - 1) * scale + extent`: identity, a pool's halo, the C1 -> C of a
+format conversion), or is a fixed span from 0 (a reduced dim, a broadcast dim of size 1).
+Maps propagate from the output backwards through the group's ops (rules below); a dim
+that a reduction or a storage block (C0) needs whole is never split.
+
+The tile loop is one flattened `scf.for` over the tiles, split into contiguous ranges over
+`block_dim` cores. Each iteration copies the input rectangles into UB (out-of-bounds
+elements read as 0, or -inf before a max pool), runs the group's ops on the tiles in one
+`tile.vector` (a max/avg pool first runs as `tile.vpool`) and copies the results out.
+Tile sizes come from the cost model (lowering/tile_cost.py) among the shapes that fit UB.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from xdsl.dialects.builtin import TensorType
+from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.utils.exceptions import VerifyException
+
+from ge.dialects import graph as g
+from ge.dialects import layout as lt
+from ge.dialects import tile as t
+from ge.dialects.dtypes import numpy_dtype
+from ge.dialects.layout import Format
+from ge.lowering import fusion_rules as fr
+from ge.lowering.tile_cost import Machine, align, pipelined
+from ge.lowering.tile_ir import KernelBuilder, tile_type
+
+
+class Unsupported(Exception):
+    """The group has a structure the tile level cannot tile (the pass names the kernel)."""
+
+
+@dataclass(frozen=True)
+class Dim:
+    """How one dim of a value follows the iteration space (see the module docstring)."""
+
+    it: int = -1  # iteration dim; -1: a fixed span [-shift, extent - shift)
+    scale: int = 1
+    shift: int = 0
+    extent: int = 1
+
+    @property
+    def fixed(self) -> bool:
+        return self.it < 0
+
+    def size(self, tiles: Sequence[int]) -> int:
+        return self.extent if self.fixed else (tiles[self.it] - 1) * self.scale + self.extent
+
+    def scaled(self, k: int) -> Dim:
+        """This dim measured in units k times smaller (C1 blocks -> channels)."""
+        if self.fixed:
+            return Dim(extent=self.extent * k)
+        if self.shift or self.extent != 1:
+            raise Unsupported("a format conversion after a windowed op")
+        return Dim(self.it, self.scale * k, 0, k)
+
+
+def span(n: int) -> Dim:
+    return Dim(extent=n)
+
+
+def shape_of(v: SSAValue) -> tuple[int, ...]:
+    ty = v.type
+    assert isinstance(ty, TensorType)
+    return tuple(ty.get_shape())
+
+
+def fmt_of(v: SSAValue) -> Format | None:
+    enc = lt.layout_of(v.type)
+    return None if enc is None else enc.fmt
+
+
+def block_dims(v: SSAValue) -> tuple[int, ...]:
+    """Storage dims that hold one block of a format (never split)."""
+    f = fmt_of(v)
+    rank = len(shape_of(v))
+    if f == Format.NC1HWC0:
+        return (4,)
+    if f in (Format.FRACTAL_NZ, Format.FRACTAL_Z):
+        return (rank - 2, rank - 1)
+    return ()
+
+
+# --------------------------------------------------------------------------------------
+# Dim-map propagation
+# --------------------------------------------------------------------------------------
+
+
+class Maps:
+    """Dim maps of the values of one group body, and the iteration dims kept whole."""
+
+    def __init__(self, anchor: SSAValue):
+        self.anchor = anchor
+        self.extents = shape_of(anchor)
+        self.full: set[int] = set()
+        self.maps: dict[SSAValue, list[Dim]] = {}
+        self.set(anchor, [Dim(i) if d > 1 else span(1) for i, d in enumerate(self.extents)])
+
+    def set(self, v: SSAValue, dims: list[Dim]) -> None:
+        shape = shape_of(v)
+        if len(dims) != len(shape):
+            raise Unsupported(f"rank mismatch for {v.name_hint or 'a value'}")
+        # a dim of size 1 is one element in every tile, unless it is a scaled view of a
+        # block dim (the C of a 1-channel tensor converted to NC1HWC0 reads C0 channels)
+        dims = [span(1) if n == 1 and d.scale == 1 and d.extent == 1 and not d.shift else d for d, n in zip(dims, shape)]
+        old = self.maps.get(v)
+        if old is None:
+            self.maps[v] = dims
+            return
+        merged = []
+        for a, b, n in zip(old, dims, shape):
+            merged.append(self._merge(a, b, n))
+        self.maps[v] = merged
+
+    def _merge(self, a: Dim, b: Dim, n: int) -> Dim:
+        if a == b:
+            return a
+        for x, y in ((a, b), (b, a)):
+            if x.fixed and x.extent == n and not x.shift and not y.fixed and y == Dim(y.it) and self.extents[y.it] == n:
+                self.full.add(y.it)
+                return span(n)
+        raise Unsupported("two ops of the group need different tiles of one value")
+
+    def keep_whole(self, dims: list[Dim], which: Sequence[int]) -> None:
+        for i in which:
+            if not dims[i].fixed:
+                if dims[i] != Dim(dims[i].it):
+                    raise Unsupported("a reduced dim is also windowed")
+                self.full.add(dims[i].it)
+
+
+def _aligned(operand: SSAValue, result_dims: list[Dim], result: SSAValue) -> list[Dim]:
+    """An elementwise operand's dims: right-aligned to the result's, size-1 dims broadcast."""
+    s, r = shape_of(operand), shape_of(result)
+    off = len(r) - len(s)
+    if off < 0:
+        raise Unsupported("an operand of higher rank than the result")
+    return [span(1) if n == 1 and r[off + j] != 1 else result_dims[off + j] for j, n in enumerate(s)]
+
+
+def fine_to_plain(fine: SSAValue, dims: list[Dim], plain: SSAValue) -> list[Dim]:
+    """Dims of the plain side of a TransData from those of its formatted side."""
+    enc = lt.layout_of(fine.type)
+    if enc is None or lt.layout_of(plain.type) is not None:
+        raise Unsupported("a conversion between two storage formats")
+    rank = len(enc.shape)
+    if enc.fmt == Format.NC1HWC0:
+        n, c1, h, w, _ = dims
+        k = shape_of(fine)[4]
+        nchw = [n, h, w, c1.scaled(k)] if enc.origin_fmt == Format.NHWC else [n, c1.scaled(k), h, w]
+        return nchw[4 - rank:]
+    if enc.fmt == Format.FRACTAL_NZ:
+        *batch, n1, m1, _, _ = dims
+        s = shape_of(fine)
+        return [*batch, m1.scaled(s[-2]), n1.scaled(s[-1])]
+    raise Unsupported(f"TransData from {enc.fmt}")
+
+
+def _channel_dims(v: SSAValue) -> tuple[int, ...]:
+    if fmt_of(v) == Format.NC1HWC0:
+        return (1, 4)
+    if fmt_of(v) is None and len(shape_of(v)) >= 2:
+        return (1,)
+    raise Unsupported(f"channel ops on {fmt_of(v)}")
+
+
+def backward(op: Operation, m: Maps) -> None:
+    """Give the operands of `op` their dims from its results' dims."""
+    if not all(r in m.maps for r in op.results):
+        if any(r in m.maps for r in op.results) or not op.results:
+            raise Unsupported(f"{op.name} with a result the kernel does not compute")
+        return
+    res = op.results[0]
+    rd = m.maps[res]
+    if isinstance(op, g.BatchNormOp):
+        m.set(op.input, rd)
+        if fmt_of(res) == Format.NC1HWC0:
+            m.keep_whole(rd, [4])
+            c = rd[1].scaled(shape_of(res)[4])
+        elif fmt_of(res) is None:
+            c = rd[1]
+        else:
+            raise Unsupported(f"batch_norm on {fmt_of(res)}")
+        for p in op.operands[1:]:
+            m.set(p, [c])
+    elif fr.is_elementwise(op) or isinstance(op, g.CastOp):
+        for v in op.operands:
+            m.set(v, _aligned(v, rd, res))
+    elif isinstance(op, g.SoftmaxOp | g.LogSoftmaxOp):
+        if fmt_of(res) is not None:
+            raise Unsupported(f"{op.name} on a storage format")
+        m.keep_whole(rd, [op.axis.value.data])
+        m.set(op.input, rd)
+    elif isinstance(op, g.LayerNormOp):
+        if fmt_of(res) is not None:
+            raise Unsupported(f"{op.name} on a storage format")
+        axis = op.axis.value.data
+        m.keep_whole(rd, range(axis, len(rd)))
+        m.set(op.input, rd)
+        for p in op.operands[1:]:
+            m.set(p, _aligned(p, rd, res))
+    elif isinstance(op, g.ReduceOp):
+        if fmt_of(res) is not None:
+            raise Unsupported(f"{op.name} on a storage format")
+        axes = set(g.get_ints(op.properties, "axes"))
+        xs = shape_of(op.input)
+        keep = op.keepdims is not None
+        dims, j = [], 0
+        for i, n in enumerate(xs):
+            if i in axes:
+                dims.append(span(n))
+                j += keep
+            else:
+                dims.append(rd[j])
+                j += 1
+        m.set(op.input, dims)
+    elif isinstance(op, g.LrnOp):
+        m.keep_whole(rd, _channel_dims(res))
+        m.set(op.input, rd)
+    elif isinstance(op, g.GlobalPoolOp):
+        xs = shape_of(op.input)
+        m.set(op.input, [rd[i] if i not in (2, 3) else span(xs[i]) for i in range(len(xs))])
+    elif isinstance(op, g.MaxPoolOp | g.AvgPoolOp):
+        kernel, strides = g.get_ints(op.properties, "kernel_shape"), g.get_ints(op.properties, "strides")
+        pads, dil = g.get_ints(op.properties, "pads"), g.get_ints(op.properties, "dilations", (1, 1))
+        dims = list(rd)
+        for k, i in enumerate((2, 3)):
+            d = rd[i]
+            window = (kernel[k] - 1) * dil[k] + 1
+            if d.fixed:  # the whole output extent (e.g. one pixel) in every tile
+                if d.shift:
+                    raise Unsupported("a pool after a windowed op")
+                dims[i] = Dim(shift=pads[k], extent=(d.extent - 1) * strides[k] + window)
+                continue
+            if d != Dim(d.it):
+                raise Unsupported("a pool after a windowed op")
+            dims[i] = Dim(d.it, strides[k], pads[k], window)
+        m.set(op.input, dims)
+    elif isinstance(op, g.TransposeOp):
+        perm = g.get_ints(op.properties, "perm")
+        dims = [span(1)] * len(perm)
+        for i, p in enumerate(perm):
+            dims[p] = rd[i]
+        m.set(op.input, dims)
+    elif isinstance(op, lt.TransDataOp):
+        if lt.layout_of(res.type) is None:
+            raise Unsupported("TransData to a plain tensor, away from the kernel's output")
+        m.set(op.input, fine_to_plain(res, rd, op.input))
+    elif isinstance(op, fr.VIEW_OPS):
+        raise Unsupported(f"{op.name} inside a kernel")
+    else:
+        raise Unsupported(f"{op.name} has no vector tiling")
+
+
+def analyze(block: Block) -> Maps:
+    """Dim maps of every value of a group body, from one of its outputs (the largest, the
+    last computed first) so that every output is covered."""
+    yielded = list(dict.fromkeys(block.last_op.operands))
+    order = {op: i for i, op in enumerate(block.ops)}
+    ranked = sorted(yielded, key=lambda v: (-math.prod(shape_of(v)), -order.get(v.owner, -1)))
+    error: Unsupported | None = None
+    for anchor in ranked:
+        try:
+            return _analyze_from(block, anchor, yielded)
+        except Unsupported as e:
+            error = error or e
+    assert error is not None
+    raise error
+
+
+def _analyze_from(block: Block, anchor: SSAValue, yielded: list[SSAValue]) -> Maps:
+    owner = anchor.owner
+    if isinstance(owner, lt.TransDataOp) and lt.layout_of(anchor.type) is None:
+        # TransData to a plain tensor: iterate over its formatted input, the finer side.
+        m = Maps(owner.input)
+        m.set(anchor, fine_to_plain(owner.input, m.maps[owner.input], anchor))
+    else:
+        m = Maps(anchor)
+    for op in reversed(list(block.ops)[:-1]):
+        if isinstance(op, lt.TransDataOp) and op.input is m.anchor:
+            continue
+        backward(op, m)
+    for v in yielded:
+        if v not in m.maps:
+            raise Unsupported("an output the kernel's tiles do not cover")
+    for v in list(m.maps):
+        m.keep_whole(m.maps[v], block_dims(v))
+    return m
+
+
+# --------------------------------------------------------------------------------------
+# Plan: tile sizes from the cost model
+# --------------------------------------------------------------------------------------
+
+
+def nbytes(v: SSAValue, shape: Sequence[int]) -> int:
+    return numpy_dtype(v.type.element_type).itemsize * math.prod(shape)
+
+
+@dataclass
+class VectorPlan:
+    tiles: tuple[int, ...]
+    counts: tuple[int, ...]
+    buffers: int
+    blocks: int
+    cycles: float
+    ub_bytes: int
+    candidates: int = 0
+
+    @property
+    def ntiles(self) -> int:
+        return math.prod(self.counts)
+
+    def describe(self) -> str:
+        return (f"tile [{', '.join(map(str, self.tiles))}] x{self.ntiles} on {self.blocks} cores, "
+                f"UB {self.ub_bytes} B (buffers {self.buffers})")
+
+
+@dataclass
+class VectorKernel:
+    """One group body, analyzed: what it reads, computes and writes per tile."""
+
+    block: Block
+    maps: Maps
+    pool: Operation | None  # a max/avg pool run as tile.vpool before the body
+    inputs: list[SSAValue]  # group arguments copied into UB
+    region_args: list[SSAValue]  # values the tile.vector body takes
+    region_ops: list[Operation]
+    outputs: list[SSAValue] = field(default_factory=list)
+
+    pool_source: SSAValue | None = None  # a plain input the pool's input is converted from in UB
+
+    @classmethod
+    def of(cls, block: Block) -> VectorKernel:
+        ops = list(block.ops)[:-1]
+        maps = analyze(block)
+        lead = 0
+        while lead < len(ops) and isinstance(ops[lead], lt.TransDataOp):
+            lead += 1
+        first = ops[lead] if lead < len(ops) else None
+        pool = first if isinstance(first, g.MaxPoolOp | g.AvgPoolOp) else None
+        if any(isinstance(o, g.MaxPoolOp | g.AvgPoolOp) for o in ops if o is not pool):
+            raise Unsupported("a pool that is not the first op of its group")
+        region_ops = [o for o in ops if o is not pool]
+        source = None
+        if pool is not None:
+            x = pool.operands[0]
+            conv = x.owner
+            if isinstance(conv, lt.TransDataOp) and conv in ops[:lead] and all(u.operation is pool for u in x.uses):
+                # the copy-in converts the plain NCHW input to the pool's NC1HWC0 tile
+                enc = lt.layout_of(x.type)
+                if enc is None or enc.fmt != Format.NC1HWC0 or lt.layout_of(conv.input.type) is not None or len(enc.shape) != 4:
+                    raise Unsupported("a pool input converted from a format other than NCHW")
+                source = conv.input
+                region_ops.remove(conv)
+        used = {v for o in region_ops for v in o.operands} | set(block.last_op.operands)
+        pool_in = None if pool is None else (source or pool.operands[0])
+        inputs = [a for a in block.args if a in used or a is pool_in]
+        region_args = [a for a in block.args if a in used]
+        if pool is not None and pool.results[0] in used:
+            region_args.append(pool.results[0])
+        for v in (*inputs, *region_args):
+            if v not in maps.maps:
+                raise Unsupported("an input the kernel's tiles do not cover")
+        return cls(block, maps, pool, inputs, region_args, region_ops, list(block.last_op.operands), source)
+
+    def shape(self, v: SSAValue, tiles: Sequence[int]) -> tuple[int, ...]:
+        return tuple(d.size(tiles) for d in self.maps.maps[v])
+
+    def ub_bytes(self, tiles: Sequence[int], buffers: int, alignment: int) -> int:
+        bufs = [*self.inputs, *self.stored()]
+        if self.pool is not None:
+            bufs += [self.pool.operands[0], self.pool.results[0]]
+        total = sum(align(nbytes(v, self.shape(v, tiles)), alignment) for v in dict.fromkeys(bufs)) * buffers
+        return total + self.temp_bytes(tiles)
+
+    def stored(self) -> list[SSAValue]:
+        """Values copied out: the outputs, each once."""
+        return list(dict.fromkeys(self.outputs))
+
+    def temp_bytes(self, tiles: Sequence[int]) -> int:
+        last: dict[SSAValue, int] = {}
+        for i, op in enumerate(self.region_ops):
+            for v in op.operands:
+                last[v] = i
+        live: dict[SSAValue, int] = {}
+        peak = 0
+        for i, op in enumerate(self.region_ops):
+            for r in op.results:
+                live[r] = nbytes(r, self.shape(r, tiles)) if r in self.maps.maps else 0
+            peak = max(peak, sum(live.values()))
+            for v in op.operands:
+                if last.get(v) == i:
+                    live.pop(v, None)
+        return peak
+
+    def invariant(self, plan: VectorPlan | None = None, counts: Sequence[int] | None = None) -> list[SSAValue]:
+        """Inputs whose rectangle is the same in every tile (loaded once, before the loop)."""
+        counts = plan.counts if plan is not None else counts
+        return [v for v in self.inputs if all(d.fixed or counts[d.it] == 1 for d in self.maps.maps[v])]
+
+    def cost(self, mach: Machine, tiles: Sequence[int], blocks: int, double: bool) -> float:
+        counts = [math.ceil(e / s) for e, s in zip(self.maps.extents, tiles)]
+        once = self.invariant(counts=counts)
+        hoisted = sum(mach.dma("gm_to_ub", nbytes(v, self.shape(v, tiles)), blocks) for v in once)
+        mte2 = sum(mach.dma("gm_to_ub", nbytes(v, self.shape(v, tiles)), blocks) for v in self.inputs if v not in once)
+        vec = 0.0
+        if self.pool is not None:
+            k = g.get_ints(self.pool.properties, "kernel_shape")
+            vec += mach.vector(nbytes(self.pool.results[0], self.shape(self.pool.results[0], tiles)), k[0] * k[1])
+        for op in self.region_ops:
+            sizes = [nbytes(v, self.shape(v, tiles)) for v in (*op.operands, *op.results) if v in self.maps.maps]
+            vec += mach.vector(max(sizes, default=0))
+        mte3 = sum(mach.dma("ub_to_gm", nbytes(v, self.shape(v, tiles)), blocks) for v in self.stored())
+        gm = mach.hbm(sum(nbytes(v, self.shape(v, tiles)) for v in (*self.inputs, *self.stored()) if v not in once), blocks)
+        per_core = math.ceil(math.prod(counts) / blocks)
+        return hoisted + pipelined(per_core, [mte2, vec, mte3, gm], double)
+
+
+def _sizes(extent: int) -> list[int]:
+    """Candidate tile sizes along one dim: the whole dim, powers of two and even splits."""
+    out = {extent}
+    p = 1
+    while p < extent:
+        out.add(p)
+        p *= 2
+    for k in (2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64):
+        out.add(math.ceil(extent / k))
+    return sorted(out, reverse=True)
+
+
+def plan_vector(kern: VectorKernel, mach: Machine, share: int = 1) -> VectorPlan:
+    """The cheapest tiling of `kern` whose buffers fit UB -- `1 / share` of it when other
+    loops of the kernel hold their own buffers (raises CapacityShortfall with the smallest
+    need when none fits: the caller reports the overflow)."""
+    target = mach.target
+    ext = kern.maps.extents
+    rank = len(ext)
+    cap, al = target.memory.ub // share, target.alignment.ub
+    cores = mach.cores(cube=False)
+    best: VectorPlan | None = None
+    smallest = None
+    seen: set[tuple[int, ...]] = set()
+    n = 0
+    for split in reversed(range(max(rank, 1))):
+        for size in _sizes(ext[split]) if rank else [1]:
+            tiles = tuple(
+                e if (d > split or d in kern.maps.full) else (size if d == split else 1) for d, e in enumerate(ext)
+            )
+            if tiles in seen:
+                continue
+            seen.add(tiles)
+            n += 1
+            counts = tuple(math.ceil(e / s) for e, s in zip(ext, tiles))
+            need1 = kern.ub_bytes(tiles, 1, al)
+            if smallest is None or need1 < smallest:
+                smallest = need1
+            if need1 > cap:
+                continue
+            buffers = 2 if kern.ub_bytes(tiles, 2, al) <= cap else 1
+            blocks = min(cores, math.prod(counts))
+            cycles = kern.cost(mach, tiles, blocks, buffers == 2)
+            if best is None or cycles < best.cycles:
+                best = VectorPlan(tiles, counts, buffers, blocks, cycles, kern.ub_bytes(tiles, buffers, al))
+    if best is None:  # (with a share: what all the loops' buffers would need of the whole UB)
+        raise CapacityShortfall("ub", (smallest or 0) * share, target.memory.ub)
+    best.candidates = n
+    return best
+
+
+class CapacityShortfall(Exception):
+    """No tiling fits: the smallest tile needs `need` bytes of `space`, which holds `have`."""
+
+    def __init__(self, space: str, need: int, have: int):
+        super().__init__(space, need, have)
+        self.space, self.need, self.have = space, need, have
+
+
+# --------------------------------------------------------------------------------------
+# Emission
+# --------------------------------------------------------------------------------------
+
+
+def pad_value(v: SSAValue, kern: VectorKernel) -> float:
+    """Out-of-bounds elements: -inf before a max pool (never the maximum), else 0."""
+    pool = kern.pool
+    if isinstance(pool, g.MaxPoolOp) and v in (pool.operands[0], kern.pool_source):
+        return -math.inf
+    return 0.0
+
+
+def build_region(kern: VectorKernel, tiles: Sequence[int]) -> tuple[Block, list[SSAValue]]:
+    """The tile.vector body: the group's ops retyped to their tiles. Returns the body and
+    the region values it yields (one per stored output that the body computes)."""
+    args = kern.region_args
+    body = Block(arg_types=[tile_type(v.type, kern.shape(v, tiles)) for v in args])
+    mapping: dict[SSAValue, SSAValue] = {}
+    for v, a in zip(args, body.args):
+        a.name_hint = v.name_hint
+        mapping[v] = a
+    for op in kern.region_ops:
+        new = type(op).create(
+            operands=[mapping[v] for v in op.operands],
+            result_types=[tile_type(r.type, kern.shape(r, tiles)) for r in op.results],
+            properties=dict(op.properties), attributes=dict(op.attributes),
+        )
+        for r, nr in zip(op.results, new.results):
+            nr.name_hint = r.name_hint
+            mapping[r] = nr
+        body.add_op(new)
+        try:
+            new.verify_()
+        except VerifyException as e:
+            raise Unsupported(f"{op.name} does not verify on its tile: {e}") from None
+    computed = [v for v in kern.stored() if v not in args]
+    body.add_op(t.YieldOp(*[mapping[v] for v in computed]))
+    return body, computed
+
+
+def emit_vector(b: KernelBuilder, kern: VectorKernel, plan: VectorPlan, gm: dict[SSAValue, SSAValue]) -> None:
+    """The tiled body of a vector kernel; `gm` maps group values to kernel arguments."""
+    tiles, ext = plan.tiles, kern.maps.extents
+    dims = kern.maps.maps
+    ub: dict[SSAValue, SSAValue] = {}
+    for v in dict.fromkeys([*kern.inputs, *kern.stored(), *((kern.pool.operands[0], kern.pool.results[0]) if kern.pool else ())]):
+        shape = kern.shape(v, tiles)
+        ub[v] = b.alloc(t.MemSpace.UB, shape, v.type.element_type, plan.buffers, f"{v.name_hint or 'v'}_ub")
+    body, computed = build_region(kern, tiles)
+
+    def load(v: SSAValue, offsets: list) -> None:
+        needs_pad = _may_leave(dims[v], shape_of(v), plan)
+        b.copy(gm[v], offsets, ub[v], None, kern.shape(v, tiles), pad=pad_value(v, kern) if needs_pad else None)
+
+    fixed = [v for v in kern.inputs if v in kern.invariant(plan)]
+    for v in fixed:  # the same rectangle for every tile: loaded once, before the loop
+        load(v, [-d.shift for d in dims[v]])
+    lo, hi = b.block_range(plan.ntiles, plan.blocks)
+    with b.loop(lo, hi, name="tile") as it:
+        coords = b.unravel(it, plan.counts, [f"t{d}" for d in range(len(ext))])
+        offs = [b.mul(c, s) for c, s in zip(coords, tiles)]
+
+        def offsets(v: SSAValue) -> list:
+            return [-d.shift if d.fixed else b.sub(b.mul(offs[d.it], d.scale), d.shift) for d in dims[v]]
+
+        for v in kern.inputs:
+            if v not in fixed:
+                load(v, offsets(v))
+        if kern.pool_source is not None:  # NCHW tile -> NC1HWC0 tile
+            x = kern.pool.operands[0]
+            n, c1, h, w, c0 = kern.shape(x, tiles)
+            src = b.view(ub[kern.pool_source], (n, c1, c0, h, w))
+            b.copy(src, [0] * 5, ub[x], None, (n, c1, c0, h, w), perm=(0, 1, 3, 4, 2))
+        if kern.pool is not None:
+            _emit_vpool(b, kern, ub, offsets(kern.pool.operands[0]))
+        if computed:
+            vec = t.VectorOp([ub[v] for v in kern.region_args], [ub[v] for v in computed], Region(body))
+            b.add(vec)
+        for v in kern.stored():
+            b.copy(ub[v], [0] * len(dims[v]), gm[v], offsets(v), kern.shape(v, tiles))
+
+
+def _may_leave(dims: list[Dim], shape: Sequence[int], plan: VectorPlan) -> bool:
+    """Can a tile's rectangle of this value reach outside it (edge tiles, halos)?"""
+    for d, n in zip(dims, shape):
+        if d.fixed:
+            if d.shift > 0 or d.extent - d.shift > n:
+                return True
+            continue
+        lo = -d.shift
+        hi = (plan.counts[d.it] - 1) * plan.tiles[d.it] * d.scale - d.shift + d.size(plan.tiles)
+        if lo < 0 or hi > n:
+            return True
+    return False
+
+
+def _emit_vpool(b: KernelBuilder, kern: VectorKernel, ub: dict, src_offsets: list) -> None:
+    op = kern.pool
+    assert op is not None
+    props = op.properties
+    x = op.operands[0]
+    in_hw = shape_of(x)[2:4]
+    pads = g.get_ints(props, "pads")
+    new = t.VPoolOp.build(
+        operands=[ub[x], ub[op.results[0]], b.value(src_offsets[2]), b.value(src_offsets[3])],
+        properties={
+            "mode": g.StringAttr("max" if isinstance(op, g.MaxPoolOp) else "avg"),
+            "kernel": t.int_array(g.get_ints(props, "kernel_shape")),
+            "strides": t.int_array(g.get_ints(props, "strides")),
+            "dilations": t.int_array(g.get_ints(props, "dilations", (1, 1))),
+            "in_size": t.int_array(in_hw),
+            "pads": t.int_array(pads),
+            **({"count_include_pad": g.UnitAttr()} if "count_include_pad" in props else {}),
+        },
+    )
+    b.add(new)
+
+
+# --------------------------------------------------------------------------------------
+# Concat: one copy loop per input
+# --------------------------------------------------------------------------------------
+
+
+def concat_axis(op: g.ConcatOp) -> int:
+    """The storage dim a concat joins along."""
+    axis = op.axis.value.data
+    enc = lt.layout_of(op.output.type)
+    if enc is None:
+        return axis
+    if enc.fmt != Format.NC1HWC0 or len(enc.shape) != 4:
+        raise Unsupported(f"concat in {enc.fmt}")
+    nchw_to_storage = {0: 0, 1: 1, 2: 2, 3: 3} if enc.origin_fmt == Format.NCHW else {0: 0, 3: 1, 1: 2, 2: 3}
+    return nchw_to_storage[axis]
+
+
+@dataclass
+class ConcatPlan:
+    parts: list[VectorPlan]
+    offsets: list[int]
+    axis: int
+
+    @property
+    def cycles(self) -> float:
+        return sum(p.cycles for p in self.parts)
+
+    @property
+    def blocks(self) -> int:
+        return max(p.blocks for p in self.parts)
+
+    def describe(self) -> str:
+        return "; ".join(f"input {i}: {p.describe()}" for i, p in enumerate(self.parts))
+
+
+def _copy_kernel(v: SSAValue, axis: int) -> VectorKernel:
+    """A pass-through kernel over concat input `v` (load a tile, store it). The concat
+    axis stays whole: an edge tile along it would spill into the next input's part."""
+    m = Maps(v)
+    m.keep_whole(m.maps[v], (*block_dims(v), axis))
+    return VectorKernel(Block(), m, None, [v], [], [], [v])
+
+
+def plan_concat(op: g.ConcatOp, mach: Machine) -> ConcatPlan:
+    axis = concat_axis(op)
+    offsets, pos = [], 0
+    for v in op.inputs:
+        offsets.append(pos)
+        pos += shape_of(v)[axis]
+    share = len(op.inputs)  # every input's loop keeps its own UB buffers
+    return ConcatPlan([plan_vector(_copy_kernel(v, axis), mach, share) for v in op.inputs], offsets, axis)
+
+
+def emit_concat(b: KernelBuilder, op: g.ConcatOp, plan: ConcatPlan, gm: dict[SSAValue, SSAValue]) -> None:
+    out = gm[op.output]
+    for i, (v, p, base) in enumerate(zip(op.inputs, plan.parts, plan.offsets)):
+        shape = p.tiles
+        buf = b.alloc(t.MemSpace.UB, shape, v.type.element_type, p.buffers, f"part{i}_ub")
+        lo, hi = b.block_range(p.ntiles, p.blocks)
+        with b.loop(lo, hi, name=f"tile{i}") as it:
+            coords = b.unravel(it, p.counts, [f"t{d}" for d in range(len(shape))])
+            offs = [b.mul(c, s) for c, s in zip(coords, shape)]
+            pad = 0.0 if any(e % s for e, s in zip(shape_of(v), shape)) else None
+            b.copy(gm[v], offs, buf, None, shape, pad=pad)
+            dst = list(offs)
+            dst[plan.axis] = b.add_(offs[plan.axis], base)
+            b.copy(buf, [0] * len(shape), out, dst, shape)

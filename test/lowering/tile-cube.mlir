@@ -1,0 +1,101 @@
+// RUN: ge-opt %s -p 'fuse,bufferize,tile' --split-input-file | filecheck %s
+// RUN: ge-opt %s -p 'fuse,bufferize,tile{target=ascend910b}' --split-input-file | filecheck %s --check-prefix=B910
+// RUN: ge-opt %s -p 'fuse,bufferize,tile{target=ascend310b}' --split-input-file | filecheck %s --check-prefix=B310
+// Cube kernels: the chosen tiles for fixed shapes on the 910 (32 AI cores, L0C 256 KB), the
+// 910B (24 cube cores, L0C 128 KB, UB 192 KB) and the 310B (one core).
+
+// MatMul + bias + ReLU, weights in FRACTAL_NZ: GM -> L1 (A rows, B fractals) -> L0A / L0B
+// (B re-laid from NZ by a permuting copy) -> mmad over 2 K steps -> L0C -> UB epilogue ->
+// GM. K fits one L1 chunk, so A's L1 load is hoisted out of the N loop; 4 M tiles x 12 N
+// tiles, the N loop split in 4 so that 16 cores share the work.
+func.func @matmul(%x: tensor<256x512xf16>) -> tensor<256x384xf16> {
+  %w = graph.constant dense<0.5> : tensor<24x32x16x16xf16, #layout.fmt<FRACTAL_NZ, origin ND [512, 384]>>
+  %b = graph.constant dense<1.0> : tensor<384xf16>
+  %y = graph.matmul %x, %w : (tensor<256x512xf16>, tensor<24x32x16x16xf16, #layout.fmt<FRACTAL_NZ, origin ND [512, 384]>>) -> tensor<256x384xf16>
+  %a = graph.add %y, %b : (tensor<256x384xf16>, tensor<384xf16>) -> tensor<256x384xf16>
+  %r = graph.relu %a : tensor<256x384xf16>
+  func.return %r : tensor<256x384xf16>
+}
+// CHECK:       tile.kernel @k0_y {{.*}} block_dim 16 kind "cube_epilogue" attributes {{{.*}}tile.plan = "m=64 n=32 k=256 k_l1=512 order=mn split=4 blocks=16 buffers l1=2 l0=2 l0c=2 ub=2; L1 196608, L0A 65536, L0B 32768, L0C 16384"
+// CHECK:         %[[A1:.*]] = tile.alloc buffers 2 : memref<1x64x512xf16, #tile.space<l1>>
+// CHECK-NEXT:    %[[B1:.*]] = tile.alloc buffers 2 : memref<1x2x32x16x16xf16, #tile.space<l1>>
+// CHECK-NEXT:    %[[A0:.*]] = tile.alloc buffers 2 : memref<64x256xf16, #tile.space<l0a>>
+// CHECK-NEXT:    %[[B0:.*]] = tile.alloc buffers 2 : memref<256x32xf16, #tile.space<l0b>>
+// CHECK-NEXT:    %[[C0:.*]] = tile.alloc buffers 2 : memref<64x32xf32, #tile.space<l0c>>
+// CHECK:         scf.for %[[T:.*]] = %{{.*}} to %{{.*}} step %c1 {
+// CHECK-NEXT:      %[[OUTER:.*]] = arith.divui %[[T]], %c4 : index
+// CHECK-NEXT:      %[[PART:.*]] = arith.remui %[[T]], %c4 : index
+// CHECK-NEXT:      %[[M:.*]] = arith.muli %[[OUTER]], %c64 : index
+// CHECK-NEXT:      tile.copy %{{.*}}[%c0, %[[M]], %c0] to %[[A1]][%c0, %c0, %c0] sizes [1, 64, 512]
+// CHECK:           scf.for %[[I:.*]] = %{{.*}} to %{{.*}} step %c1 {
+// CHECK:             tile.copy %{{.*}} to %[[B1]][{{.*}}] sizes [1, 2, 32, 16, 16]
+// CHECK-NEXT:        scf.for %[[ST:.*]] = %c0 to %c2 step %c1 {
+// CHECK:               tile.copy %{{.*}} to %[[A0]][%c0, %c0] sizes [64, 256]
+// CHECK:               tile.copy %{{.*}} sizes [2, 16, 16, 16] perm [1, 2, 0, 3]
+// CHECK-NEXT:          %[[FIRST:.*]] = arith.cmpi eq, %{{.*}}, %c0 : index
+// CHECK-NEXT:          tile.mmad %[[A0]], %[[B0]], %[[C0]] init %[[FIRST]]
+// CHECK:             tile.copy %[[C0]][%c0, %c0] to %{{.*}} sizes [64, 32]
+// CHECK:             tile.vector ins({{.*}}) outs({{.*}}) {
+// CHECK-NEXT:        ^{{.*}}(%[[ACC:.*]]: tensor<64x32xf32>, %[[BIAS:.*]]: tensor<32xf16>):
+// CHECK-NEXT:          %[[H:.*]] = graph.cast %[[ACC]] : tensor<64x32xf32> to tensor<64x32xf16>
+// CHECK-NEXT:          %[[S:.*]] = graph.add %[[H]], %[[BIAS]]
+// CHECK-NEXT:          %[[R:.*]] = graph.relu %[[S]]
+// CHECK-NEXT:          tile.yield %[[R]]
+// B910:        tile.kernel @k0_y {{.*}} block_dim 16 kind "cube_epilogue" attributes {{{.*}}tile.plan = "m=64 n=32 k=256 k_l1=512 order=mn split=4 blocks=16 buffers l1=2 l0=2 l0c=2 ub=2; L1 196608, L0A 65536, L0B 32768, L0C 16384"
+// B310:        tile.kernel @k0_y {{.*}} block_dim 1 kind "cube_epilogue" attributes {{{.*}}tile.plan = "m=128 n=48 k=128 k_l1=512 order=mn blocks=1 buffers l1=2 l0=2 l0c=2 ub=2; L1 360448, L0A 65536, L0B 24576, L0C 49152"
+
+// -----
+
+// A 3x3 conv on NC1HWC0 with FRACTAL_Z weights, bias, ReLU and a residual add: implicit
+// GEMM with M = 56x56 output pixels, N = 64 channels, K = C1 x 3 x 3 x C0 = 576. The L1
+// feature map holds the 4 input rows (from row 2 * t - 1) that a tile of 112 pixels (2
+// output rows) needs; img2col builds each 112 x 144 A tile from it; the residual comes in
+// through the epilogue in NC1HWC0 tiles.
+func.func @conv(%x: tensor<1x4x56x56x16xf16, #layout.fmt<NC1HWC0, origin NCHW [1, 64, 56, 56]>>) -> tensor<1x4x56x56x16xf16, #layout.fmt<NC1HWC0, origin NCHW [1, 64, 56, 56]>> {
+  %w = graph.constant dense<0.01> : tensor<36x4x16x16xf16, #layout.fmt<FRACTAL_Z, origin NCHW [64, 64, 3, 3]>>
+  %b = graph.constant dense<0.5> : tensor<64xf16>
+  %c = graph.conv2d %x, %w, %b {strides = array<i64: 1, 1>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x4x56x56x16xf16, #layout.fmt<NC1HWC0, origin NCHW [1, 64, 56, 56]>>, tensor<36x4x16x16xf16, #layout.fmt<FRACTAL_Z, origin NCHW [64, 64, 3, 3]>>, tensor<64xf16>) -> tensor<1x4x56x56x16xf16, #layout.fmt<NC1HWC0, origin NCHW [1, 64, 56, 56]>>
+  %r = graph.relu %c : tensor<1x4x56x56x16xf16, #layout.fmt<NC1HWC0, origin NCHW [1, 64, 56, 56]>>
+  %s = graph.add %r, %x : (tensor<1x4x56x56x16xf16, #layout.fmt<NC1HWC0, origin NCHW [1, 64, 56, 56]>>, tensor<1x4x56x56x16xf16, #layout.fmt<NC1HWC0, origin NCHW [1, 64, 56, 56]>>) -> tensor<1x4x56x56x16xf16, #layout.fmt<NC1HWC0, origin NCHW [1, 64, 56, 56]>>
+  func.return %s : tensor<1x4x56x56x16xf16, #layout.fmt<NC1HWC0, origin NCHW [1, 64, 56, 56]>>
+}
+// CHECK:       tile.kernel @k0_c {{.*}} block_dim 28 kind "cube_epilogue" attributes {{{.*}}tile.plan = "m=112 n=32 k=144 k_l1=576 order=mn blocks=28 buffers l1=2 l0=2 l0c=2 ub=2; L1 131072, L0A 64512, L0B 18432, L0C 28672"
+// CHECK:         %[[FM:.*]] = tile.alloc buffers 2 : memref<1x4x4x56x16xf16, #tile.space<l1>>
+// CHECK:         %[[A0:.*]] = tile.alloc buffers 2 : memref<112x144xf16, #tile.space<l0a>>
+// CHECK:         scf.for %[[T:.*]] = %{{.*}} to %{{.*}} step %c1 {
+// CHECK-NEXT:      %[[M:.*]] = arith.muli %[[T]], %c112 : index
+// CHECK-NEXT:      %[[OH:.*]] = arith.divui %[[M]], %c56 : index
+// CHECK-NEXT:      %[[IH:.*]] = arith.subi %[[OH]], %c1 : index
+// CHECK-NEXT:      tile.copy %x[%c0, %c0, %[[IH]], %c0, %c0] to %[[FM]][%c0, %c0, %c0, %c0, %c0] sizes [1, 4, 4, 56, 16] {pad = 0.000000e+00 : f32}
+// CHECK-NEXT:      scf.for %[[I:.*]] = %c0 to %c2 step %c1 {
+// CHECK:             scf.for %[[ST:.*]] = %c0 to %c4 step %c1 {
+// CHECK-NEXT:          %[[K:.*]] = arith.muli %[[ST]], %c144 : index
+// CHECK-NEXT:          tile.img2col %[[FM]][%{{.*}}, %[[K]], %c0, %[[IH]]] to %[[A0]] {kernel = array<i64: 3, 3>, strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, pads = array<i64: 1, 1>, out_size = array<i64: 56, 56>, channels = 64 : i64, c0 = 16 : i64}
+// CHECK:               tile.mmad
+// CHECK:           tile.copy %{{.*}} sizes [112, 2, 16] perm [1, 0, 2] : memref<112x2x16xf32, #tile.space<l0c>> to memref<2x112x16xf32, #tile.space<ub>>
+// CHECK:           tile.copy %{{.*}} sizes [1, 2, 112, 16] {pad = 0.000000e+00 : f32} : memref<1x4x3136x16xf16, #tile.space<gm>> to memref<1x2x112x16xf16, #tile.space<ub>>
+// CHECK:           ^{{.*}}(%{{.*}}: tensor<1x2x112x1x16xf32>, %{{.*}}: tensor<1x2x1x1x16xf16>, %{{.*}}: tensor<1x2x112x1x16xf16>):
+// B910:        tile.kernel @k0_c {{.*}} block_dim 16 kind "cube_epilogue" attributes {{{.*}}tile.plan = "m=112 n=32 k=144 k_l1=576 order=nm split=8 blocks=16 buffers l1=2 l0=2 l0c=2 ub=2; L1 131072, L0A 64512, L0B 18432, L0C 28672"
+// B310:        tile.kernel @k0_c {{.*}} block_dim 1 kind "cube_epilogue" attributes {{{.*}}tile.plan = "m=64 n=64 k=192 k_l1=576 order=nm blocks=1 buffers l1=2 l0=2 l0c=2 ub=2; L1 219136, L0A 49152, L0B 49152, L0C 32768"
+
+// -----
+
+// A depthwise conv (32 groups of one channel): GE's extended groups -- 16 groups per GEMM,
+// weights rebuilt at compile time as a block-diagonal FRACTAL_Z of [32, 16, 3, 3] -- so
+// each C0 block of channels is one GEMM with K = 3 x 3 x 16.
+func.func @depthwise(%x: tensor<1x2x28x28x16xf16, #layout.fmt<NC1HWC0, origin NCHW [1, 32, 28, 28]>>) -> tensor<1x2x14x14x16xf16, #layout.fmt<NC1HWC0, origin NCHW [1, 32, 14, 14]>> {
+  %w = graph.constant dense<0.1> : tensor<9x2x16x16xf16, #layout.fmt<FRACTAL_Z, origin NCHW [32, 1, 3, 3]>>
+  %c = graph.conv2d %x, %w {strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 32 : i64} : (tensor<1x2x28x28x16xf16, #layout.fmt<NC1HWC0, origin NCHW [1, 32, 28, 28]>>, tensor<9x2x16x16xf16, #layout.fmt<FRACTAL_Z, origin NCHW [32, 1, 3, 3]>>) -> tensor<1x2x14x14x16xf16, #layout.fmt<NC1HWC0, origin NCHW [1, 32, 14, 14]>>
+  func.return %c : tensor<1x2x14x14x16xf16, #layout.fmt<NC1HWC0, origin NCHW [1, 32, 14, 14]>>
+}
+// CHECK:       tile.kernel @k0_c ins(%x: memref<1x2x28x28x16xf16, #tile.space<gm>>, %w: memref<9x2x16x16xf16, #tile.space<gm>>) {{.*}} block_dim 14 kind "cube_epilogue" attributes {tile.plan = "m=32 n=16 k=144 k_l1=144 order=mn blocks=14 buffers l1=2 l0=2 l0c=2 ub=2; L1 25344, L0A 18432, L0B 9216, L0C 4096"
+// CHECK:         scf.for %[[T:.*]] = {{.*}} {
+// CHECK-NEXT:      %[[G:.*]] = arith.divui %[[T]], %c7 : index
+// CHECK:           tile.img2col {{.*}} channels = 16 : i64, c0 = 16 : i64}
+// CHECK:           %[[FIRST:.*]] = arith.constant true
+// CHECK-NEXT:      tile.mmad %{{.*}}, %{{.*}}, %{{.*}} init %[[FIRST]]
+// CHECK-LABEL: func.func @depthwise
+// CHECK:         %[[W:.*]] = tile.const dense_resource<{{.*}}> : tensor<9x2x16x16xf16, #layout.fmt<FRACTAL_Z, origin NCHW [32, 16, 3, 3]>> -> memref<9x2x16x16xf16, #tile.space<gm>>
+// CHECK-NEXT:    tile.launch @k0_c ins(%x, %[[W]] : {{.*}})
+// B910:        tile.kernel @k0_c {{.*}} block_dim 14 kind "cube_epilogue" attributes {tile.plan = "m=32 n=16 k=144 k_l1=144 order=mn blocks=14 buffers l1=2 l0=2 l0c=2 ub=2; L1 25344, L0A 18432, L0B 9216, L0C 4096"
+// B310:        tile.kernel @k0_c {{.*}} block_dim 1 kind "cube_epilogue" attributes {tile.plan = "m=208 n=16 k=144 k_l1=144 order=mn blocks=1 buffers l1=2 l0=1 l0c=2 ub=2; L1 61184, L0A 59904, L0B 4608, L0C 26624"
