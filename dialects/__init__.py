@@ -37,4 +37,10 @@ def get_all_ge_dialects() -> dict[str, Callable[[], Dialect]]:
 
         return Task
 
-    return {"graph": get_graph, "layout": get_layout, "fusion": get_fusion, "tile": get_tile, "task": get_task}
+    def get_isa() -> Dialect:
+        from ge.dialects.isa import Isa
+
+        return Isa
+
+    return {"graph": get_graph, "layout": get_layout, "fusion": get_fusion, "tile": get_tile, "task": get_task,
+            "isa": get_isa}

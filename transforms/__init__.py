@@ -26,6 +26,9 @@ def get_all_ge_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "check-tile-capacity": _lazy("tile_capacity", "CheckTileCapacityPass"),
         # lowering: kernel sequence -> task (README "Building the model: memory, streams, model file")
         "build-model": _lazy("build_model", "BuildModelPass", "ge.lowering"),
+        # isa level: local memory plan and synchronization (README "ISA and simulator")
+        "plan-local-memory": _lazy("plan_local_memory", "PlanLocalMemoryPass"),
+        "insert-sync": _lazy("insert_sync", "InsertSyncPass"),
         # lowering: graph -> layout, and TransData cleanup within it (README "Targets and layouts")
         "assign-layouts": _lazy("assign_layouts", "AssignLayoutsPass", "ge.lowering"),
         "eliminate-trans-data": _lazy("trans_data_elimination", "EliminateTransDataPass"),

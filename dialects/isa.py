@@ -1,0 +1,1480 @@
+"""The `isa` dialect: AI Core instructions on pipes (DESIGN.md §2, level "isa").
+
+Below `tile`, above `task`; the public analogue is AscendNPU-IR's HIVM dialect. A kernel is
+an `isa.kernel` symbol whose arguments are GM buffers and whose body is a flat list of
+instructions, `scf.for` loops and `arith` index arithmetic (the scalar unit, pipe S). Every
+instruction op belongs to one pipe (`PIPE`), and says which elements of which buffers it
+reads and writes (`accesses()`); the memory planner, `insert-sync` and the simulator all
+work from that one description.
+
+Pipes (ascend.md §1.4, §6.1): `S` scalar, `MTE2` GM -> L1/UB, `MTE1` L1 -> L0A/L0B (and
+L1 -> UB), `M` the Cube, `V` the Vector unit, `MTE3` UB -> GM (and UB -> L1), `FIX` the
+fixpipe L0C -> GM/UB/L1.
+
+Buffers. `isa.buffer` places a local buffer (a memref in `#isa.space<l1|l0a|l0b|l0c|ub>`)
+at a byte offset of its memory; `slots 2` gives the ping-pong copies of a double buffer as
+two results, slot k at `offset + k * align(bytes)`. `plan-local-memory` fills in offsets
+that are missing; the verifier checks each offset against the target's alignment and
+capacity. GM buffers are the kernel's arguments (`#isa.space<gm>`).
+
+Addresses. Every buffer operand takes an optional element offset `%buf[%off]` (an
+`index`; absent = 0). Instructions read and write element patterns relative to it:
+- moves (`copy_*`, `fixpipe`): a rectangle of `sizes` with element strides per side
+  (row-major by default); an optional `window` (lo, hi per dim) moves only the elements
+  inside it and, with `pad`, writes `pad` into the rest -- edge tiles and halos;
+- vector ops: `repeat` (1 .. the target's max_repeats) iterations of at most
+  `bytes_per_repeat` bytes; element j < `mask` of iteration r of an operand with `epb`
+  elements per 32-byte block sits at `r * rep * epb + (j // epb) * blk * epb + j % epb`,
+  with `blk_stride` (default 1) and `rep_stride` (default: the blocks the mask spans times
+  the block stride) per operand, in blocks; longer work is several instructions or a loop;
+- `mmad`: A in L0A as ZZ fractals [m/m0, k/k0, m0, k0], B in L0B as ZN [k/k0, n/n0, n0, k0],
+  C in L0C as NZ [n/n0, m/m0, m0, n0] (ascend.md §5), fractal (m0, k0, n0) from the target.
+
+Sync (ascend.md §1.5): `isa.set_flag [P, Q, e]` fires when every earlier instruction of pipe
+P has finished; `isa.wait_flag [P, Q, e]` holds pipe Q until then; `isa.pipe_barrier [P]`
+holds P until its earlier instructions finished. Event ids are 0 .. 7 per pipe pair.
+
+What each instruction computes lives in `ge.runtime.isa_kernels`; how long it takes in
+`ge.runtime.sim_timing`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
+from xdsl.dialects.arith import ConstantOp
+from xdsl.dialects.builtin import (
+    I64,
+    DenseArrayBase,
+    FlatSymbolRefAttrConstr,
+    Float32Type,
+    Float64Type,
+    FloatAttr,
+    FunctionType,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    MemRefType,
+    ModuleOp,
+    StringAttr,
+    SymbolRefAttr,
+    UnitAttr,
+    f32,
+    i1,
+    i64,
+)
+from xdsl.dialects.utils import EnumAttribute
+from xdsl.ir import Attribute, Block, Dialect, Operation, Region, SpacedOpaqueSyntaxAttribute, SSAValue
+from xdsl.irdl import (
+    AttrSizedOperandSegments,
+    IRDLOperation,
+    ParsePropInAttrDict,
+    irdl_attr_definition,
+    irdl_op_definition,
+    operand_def,
+    opt_operand_def,
+    opt_prop_def,
+    prop_def,
+    region_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+    var_result_def,
+)
+from xdsl.parser import AttrParser, Parser
+from xdsl.printer import Printer
+from xdsl.traits import (
+    HasAncestor,
+    HasParent,
+    IsolatedFromAbove,
+    MemoryAllocEffect,
+    MemoryReadEffect,
+    MemoryWriteEffect,
+    NoTerminator,
+    Pure,
+    SymbolOpInterface,
+    SymbolTable,
+)
+from xdsl.utils.exceptions import VerifyException
+from xdsl.utils.str_enum import StrEnum
+
+from ge import targets
+from ge.dialects import dtypes
+
+# The instruction encoding has eight event ids per (set pipe, wait pipe) pair, as HIVM's
+# EVENT_ID0 .. EVENT_ID7 (ascend.md §1.4); the simulator and insert-sync use this bound.
+EVENT_IDS = 8
+
+# A discardable attribute on an scf.for of a kernel: the loop never runs more than this
+# many iterations (the leftover loop of a multi-buffered loop runs fewer than its slots).
+# insert-sync relies on it; the simulator checks it.
+MAX_TRIPS_ATTR = "isa.max_trips"
+
+
+class MemSpace(StrEnum):
+    GM = "gm"
+    L1 = "l1"
+    L0A = "l0a"
+    L0B = "l0b"
+    L0C = "l0c"
+    UB = "ub"
+
+
+LOCAL_SPACES = (MemSpace.L1, MemSpace.L0A, MemSpace.L0B, MemSpace.L0C, MemSpace.UB)
+
+
+class Pipe(StrEnum):
+    S = "S"
+    V = "V"
+    M = "M"
+    MTE1 = "MTE1"
+    MTE2 = "MTE2"
+    MTE3 = "MTE3"
+    FIX = "FIX"
+    ALL = "ALL"  # only for isa.pipe_barrier: every pipe
+
+
+PIPES = (Pipe.S, Pipe.V, Pipe.M, Pipe.MTE1, Pipe.MTE2, Pipe.MTE3, Pipe.FIX)
+
+
+@irdl_attr_definition
+class MemSpaceAttr(EnumAttribute[MemSpace]):
+    """`#isa.space<ub>`: the memory a buffer lives in (the memref's memory space)."""
+
+    name = "isa.space"
+
+    def print_parameter(self, printer: Printer) -> None:
+        with printer.in_angle_brackets():
+            printer.print_string(self.data.value)
+
+    @classmethod
+    def parse_parameter(cls, parser: AttrParser) -> MemSpace:
+        with parser.in_angle_brackets():
+            return parser.parse_str_enum(MemSpace)
+
+
+@irdl_attr_definition
+class PipeAttr(EnumAttribute[Pipe], SpacedOpaqueSyntaxAttribute):
+    """A pipe of the AI Core; printed bare inside sync ops (`[MTE2, V, 0]`)."""
+
+    name = "isa.pipe"
+
+
+# --------------------------------------------------------------------------------------
+# Small helpers: types, targets, int arrays
+# --------------------------------------------------------------------------------------
+
+
+def buffer_type(shape: Sequence[int], elem: Attribute, space: MemSpace | str) -> MemRefType:
+    """A buffer of `shape` x `elem` in memory `space`."""
+    return MemRefType(elem, [int(d) for d in shape], memory_space=MemSpaceAttr(MemSpace(space)))
+
+
+def space_of(t: Attribute) -> MemSpace | None:
+    """The memory space of an isa buffer type, None for anything else."""
+    if isinstance(t, MemRefType) and isinstance(t.memory_space, MemSpaceAttr):
+        return t.memory_space.data
+    return None
+
+
+def itemsize(t: Attribute) -> int:
+    """Bytes per element of a buffer type (or an element type)."""
+    elem = t.element_type if isinstance(t, MemRefType) else t
+    return dtypes.numpy_dtype(elem).itemsize
+
+
+def num_elements(t: MemRefType) -> int:
+    return math.prod(t.get_shape())
+
+
+def nbytes(t: MemRefType) -> int:
+    return num_elements(t) * itemsize(t)
+
+
+def align_up(n: int, alignment: int) -> int:
+    return -(-n // alignment) * alignment
+
+
+def int_array(values: Sequence[int]) -> DenseArrayBase:
+    return DenseArrayBase.from_list(i64, [int(v) for v in values])
+
+
+def ints(attr: DenseArrayBase | None, default: Sequence[int] = ()) -> tuple[int, ...]:
+    if attr is None:
+        return tuple(default)
+    return tuple(int(v) for v in attr.get_values())
+
+
+def _int(attr: IntegerAttr | None, default: int = 0) -> int:
+    return default if attr is None else attr.value.data
+
+
+def target_for(op: Operation) -> targets.Target:
+    """The target named by the nearest enclosing module's `ge.target` (the default chip
+    when no module names one)."""
+    p: Operation | None = op
+    while p is not None:
+        if isinstance(p, ModuleOp) and targets.TARGET_ATTR in p.attributes:
+            try:
+                t = targets.target_of(p)
+            except targets.TargetError as e:
+                raise VerifyException(str(e)) from None
+            assert t is not None
+            return t
+        p = p.parent_op()
+    return targets.load_target(targets.DEFAULT_TARGET)
+
+
+def alignment_of(target: targets.Target, space: MemSpace) -> int:
+    return getattr(target.alignment, space.value)
+
+
+def capacity_of(target: targets.Target, space: MemSpace) -> int:
+    return getattr(target.memory, space.value)
+
+
+def cube_fractal(target: targets.Target, elem: Attribute) -> tuple[int, int, int]:
+    """The Cube's (m0, k0, n0) for inputs of element type `elem`: the target's figure, or
+    for a type it does not list (f32) the same 32-byte K rows: k0 = block_bytes / size."""
+    size = itemsize(elem)
+    name = "f16" if dtypes.is_float(elem) and size == 2 else "i8" if dtypes.is_integer(elem) and size == 1 else None
+    frac = target.cube_fractal(name) if name else None
+    if frac is not None:
+        return frac
+    m0, _, n0 = target.cube_fractal("f16") or (16, 16, 16)
+    return m0, max(1, target.vector.block_bytes // itemsize(elem)), n0
+
+
+def static_index(v: SSAValue | None) -> int | None:
+    """The value of an index operand defined by `arith.constant` (0 for an absent offset),
+    None when it is only known at run time."""
+    if v is None:
+        return 0
+    owner = v.owner
+    if isinstance(owner, ConstantOp) and isinstance(owner.value, IntegerAttr):
+        return owner.value.value.data
+    return None
+
+
+# --------------------------------------------------------------------------------------
+# Access patterns: which elements an instruction touches
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Rect:
+    """Elements `base + sum(i_d * strides_d)` for i < shape, relative to an operand's
+    offset (all in elements)."""
+
+    base: int
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+
+    @property
+    def lo(self) -> int:
+        return self.base + sum(min(0, (n - 1) * s) for n, s in zip(self.shape, self.strides))
+
+    @property
+    def hi(self) -> int:
+        """One past the last element touched."""
+        return self.base + sum(max(0, (n - 1) * s) for n, s in zip(self.shape, self.strides)) + 1
+
+    @property
+    def count(self) -> int:
+        return math.prod(self.shape)
+
+
+def row_major(sizes: Sequence[int]) -> tuple[int, ...]:
+    strides, step = [], 1
+    for n in reversed(sizes):
+        strides.append(step)
+        step *= n
+    return tuple(reversed(strides))
+
+
+def vector_rects(repeat: int, mask: int, blk: int, rep: int, epb: int) -> tuple[Rect, ...]:
+    """The elements of a vector operand (see the module docstring), as rectangles: the
+    whole blocks of each iteration, then the partial block the mask ends in."""
+    full, rest = divmod(mask, epb)
+    out = []
+    if full:
+        out.append(Rect(0, (repeat, full, epb), (rep * epb, blk * epb, 1)))
+    if rest:
+        out.append(Rect(full * blk * epb, (repeat, 1, rest), (rep * epb, blk * epb, 1)))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class Access:
+    """One buffer operand of an instruction: the elements it may touch (a bound when the
+    instruction's window or offset is only known at run time)."""
+
+    buffer: SSAValue  # an isa.buffer result or a GM kernel argument
+    offset: SSAValue | None  # element offset operand (None: 0)
+    rects: tuple[Rect, ...]
+    write: bool
+
+    @property
+    def lo(self) -> int:
+        return min(r.lo for r in self.rects)
+
+    @property
+    def hi(self) -> int:
+        return max(r.hi for r in self.rects)
+
+
+# --------------------------------------------------------------------------------------
+# Kernels, launches, buffers
+# --------------------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class KernelOp(IRDLOperation):
+    """A kernel: GM buffers in (`ins`) and out (`outs`), run as `block_dim` blocks spread
+    over the AI cores."""
+
+    name = "isa.kernel"
+    sym_name = prop_def(StringAttr)
+    function_type = prop_def(FunctionType)
+    num_ins = prop_def(IntegerAttr[I64])
+    block_dim = prop_def(IntegerAttr[I64])
+    body = region_def("single_block")
+    traits = traits_def(IsolatedFromAbove(), SymbolOpInterface(), NoTerminator())
+
+    def __init__(self, name: str, ins: Sequence[Attribute], outs: Sequence[Attribute], block_dim: int = 1,
+                 body: Region | None = None):
+        if body is None:
+            body = Region(Block(arg_types=[*ins, *outs]))
+        super().__init__(properties=self._props(name, [*ins, *outs], len(ins), block_dim), regions=[body])
+
+    @staticmethod
+    def _props(name: str, types: Sequence[Attribute], num_ins: int, block_dim: int) -> dict[str, Attribute]:
+        return {
+            "sym_name": StringAttr(name), "function_type": FunctionType.from_lists(list(types), []),
+            "num_ins": IntegerAttr(num_ins, i64), "block_dim": IntegerAttr(block_dim, i64),
+        }
+
+    @property
+    def ins(self) -> tuple[SSAValue, ...]:
+        return tuple(self.body.block.args[: self.num_ins.value.data])
+
+    @property
+    def outs(self) -> tuple[SSAValue, ...]:
+        return tuple(self.body.block.args[self.num_ins.value.data:])
+
+    @classmethod
+    def parse(cls, parser: Parser) -> KernelOp:
+        name = parser.parse_symbol_name().data
+
+        def arguments(keyword: str) -> list[Parser.Argument]:
+            parser.parse_keyword(keyword)
+            return parser.parse_comma_separated_list(parser.Delimiter.PAREN, parser.parse_argument)
+
+        ins, outs = arguments("ins"), arguments("outs")
+        parser.parse_keyword("block_dim")
+        block_dim = parser.parse_integer(allow_negative=False, allow_boolean=False)
+        attrs = parser.parse_optional_attr_dict_with_keyword()
+        region = parser.parse_region([*ins, *outs])
+        op = cls.build(properties=cls._props(name, [a.type for a in (*ins, *outs)], len(ins), block_dim),
+                       regions=[region])
+        if attrs is not None:
+            op.attributes.update(attrs.data)
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_symbol_name(self.sym_name.data)
+        for keyword, args in (("ins", self.ins), ("outs", self.outs)):
+            printer.print_string(f" {keyword}(")
+            printer.print_list(args, printer.print_block_argument)
+            printer.print_string(")")
+        printer.print_string(f" block_dim {self.block_dim.value.data}")
+        printer.print_op_attributes(self.attributes, print_keyword=True)
+        printer.print_string(" ")
+        printer.print_region(self.body, print_entry_block_args=False)
+
+    def verify_(self) -> None:
+        args = self.body.block.args
+        if [a.type for a in args] != list(self.function_type.inputs.data):
+            raise VerifyException("the body's arguments must match the kernel's ins and outs")
+        if not 0 <= self.num_ins.value.data <= len(args):
+            raise VerifyException(f"num_ins {self.num_ins.value.data} is out of range for {len(args)} arguments")
+        if self.block_dim.value.data < 1:
+            raise VerifyException(f"block_dim must be >= 1, got {self.block_dim.value.data}")
+        for i, a in enumerate(args):
+            if space_of(a.type) != MemSpace.GM:
+                raise VerifyException(f"kernel argument #{i} must be a buffer in #isa.space<gm>, got {a.type}")
+
+
+@irdl_op_definition
+class LaunchOp(IRDLOperation):
+    """Run isa kernel `callee` on GM buffers of the graph function (any memref of the
+    same shape and element type as the kernel's arguments)."""
+
+    name = "isa.launch"
+    callee = prop_def(FlatSymbolRefAttrConstr)
+    ins = var_operand_def(MemRefType)
+    outs = var_operand_def(MemRefType)
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    traits = traits_def(MemoryReadEffect(), MemoryWriteEffect())
+    assembly_format = (
+        "$callee (`ins` `(` $ins^ `:` type($ins) `)`)? (`outs` `(` $outs^ `:` type($outs) `)`)? attr-dict"
+    )
+
+    def __init__(self, callee: str, ins: Sequence[SSAValue], outs: Sequence[SSAValue]):
+        super().__init__(operands=[list(ins), list(outs)], properties={"callee": SymbolRefAttr(callee)})
+
+    def verify_(self) -> None:
+        kernel = SymbolTable.lookup_symbol(self, self.callee)
+        if not isinstance(kernel, KernelOp):
+            raise VerifyException(f"no isa.kernel named {self.callee}")
+
+        def sig(types) -> list[tuple[tuple[int, ...], Attribute]]:
+            return [(tuple(t.get_shape()), t.element_type) for t in types]
+
+        got = (sig(v.type for v in self.ins), sig(v.type for v in self.outs))
+        want = (sig(a.type for a in kernel.ins), sig(a.type for a in kernel.outs))
+        if got != want:
+            raise VerifyException(f"the launch's buffers do not match the arguments of {self.callee}")
+
+
+@irdl_op_definition
+class BlockIdxOp(IRDLOperation):
+    """The block this core runs (0 .. block_dim - 1); scalar unit."""
+
+    name = "isa.block_idx"
+    result = result_def(IndexType)
+    traits = traits_def(Pure(), HasAncestor(KernelOp))
+    assembly_format = "attr-dict `:` type($result)"
+    PIPE: ClassVar[Pipe] = Pipe.S
+
+    def __init__(self):
+        super().__init__(result_types=[IndexType()])
+
+
+@irdl_op_definition
+class BufferOp(IRDLOperation):
+    """A local buffer at byte `offset` of its memory; `slots` results are the copies of a
+    multi-buffer, slot k at `offset + k * slot_bytes` (slot_bytes = the buffer's bytes
+    aligned to the memory's alignment). Without `offset` the buffer is not placed yet."""
+
+    name = "isa.buffer"
+    offset = opt_prop_def(IntegerAttr[I64])
+    slots = var_result_def(MemRefType)
+    traits = traits_def(MemoryAllocEffect(), HasParent(KernelOp))
+
+    def __init__(self, result_type: MemRefType, slots: int = 1, offset: int | None = None):
+        props = {} if offset is None else {"offset": IntegerAttr(offset, i64)}
+        super().__init__(result_types=[[result_type] * slots], properties=props)
+
+    @property
+    def type(self) -> MemRefType:
+        t = self.slots[0].type
+        assert isinstance(t, MemRefType)
+        return t
+
+    @property
+    def space(self) -> MemSpace:
+        s = space_of(self.type)
+        assert s is not None
+        return s
+
+    @property
+    def byte_offset(self) -> int | None:
+        return None if self.offset is None else self.offset.value.data
+
+    def slot_bytes(self, target: targets.Target) -> int:
+        return align_up(nbytes(self.type), alignment_of(target, self.space))
+
+    def total_bytes(self, target: targets.Target) -> int:
+        return self.slot_bytes(target) * len(self.slots)
+
+    def slot_offset(self, slot: int, target: targets.Target) -> int:
+        base = self.byte_offset
+        assert base is not None, "isa.buffer has no offset: run plan-local-memory"
+        return base + slot * self.slot_bytes(target)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> BufferOp:
+        props: dict[str, Attribute] = {}
+        if parser.parse_optional_keyword("offset"):
+            props["offset"] = IntegerAttr(parser.parse_integer(allow_negative=False, allow_boolean=False), i64)
+        count = 1
+        if parser.parse_optional_keyword("slots"):
+            count = parser.parse_integer(allow_negative=False, allow_boolean=False)
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        ty = parser.parse_type()
+        op = cls.build(result_types=[[ty] * count], properties=props)
+        op.attributes.update(attrs)
+        return op
+
+    def print(self, printer: Printer) -> None:
+        if self.offset is not None:
+            printer.print_string(f" offset {self.offset.value.data}")
+        if len(self.slots) != 1:
+            printer.print_string(f" slots {len(self.slots)}")
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.slots[0].type)
+
+    def verify_(self) -> None:
+        if not self.slots:
+            raise VerifyException("a buffer needs at least one slot")
+        types = {r.type for r in self.slots}
+        if len(types) != 1:
+            raise VerifyException("every slot of a buffer has the same type")
+        space = space_of(self.type)
+        if space is None:
+            raise VerifyException(f"a buffer must be a memref in an #isa.space, got {self.type}")
+        if space == MemSpace.GM:
+            raise VerifyException("GM buffers are kernel arguments; isa.buffer places local buffers only")
+        target = target_for(self)
+        if (off := self.byte_offset) is None:
+            return
+        align = alignment_of(target, space)
+        if off % align:
+            raise VerifyException(f"offset {off} of a {space.value} buffer is not a multiple of its {align}-byte alignment")
+        end, cap = off + self.total_bytes(target), capacity_of(target, space)
+        if end > cap:
+            raise VerifyException(
+                f"the buffer ends at byte {end} of {space.value}, past its {cap} bytes on {target.name}"
+            )
+
+
+# --------------------------------------------------------------------------------------
+# Sync
+# --------------------------------------------------------------------------------------
+
+
+def _check_pair(src: Pipe, dst: Pipe, event: int) -> None:
+    if Pipe.ALL in (src, dst):
+        raise VerifyException("set_flag / wait_flag name two pipes; ALL is only for pipe_barrier")
+    if src == dst:
+        raise VerifyException(f"a flag orders two different pipes; use isa.pipe_barrier [{src.value}] within one pipe")
+    if not 0 <= event < EVENT_IDS:
+        raise VerifyException(f"event id {event} is out of range 0..{EVENT_IDS - 1}")
+
+
+class _FlagOp(IRDLOperation):
+    src_pipe = prop_def(PipeAttr)
+    dst_pipe = prop_def(PipeAttr)
+    event = prop_def(IntegerAttr[I64])
+    assembly_format = "` ` `[` $src_pipe `,` $dst_pipe `,` $event `]` attr-dict"
+
+    def __init__(self, src: Pipe, dst: Pipe, event: int):
+        super().__init__(properties={"src_pipe": PipeAttr(src), "dst_pipe": PipeAttr(dst),
+                                     "event": IntegerAttr(event, i64)})
+
+    @property
+    def key(self) -> tuple[Pipe, Pipe, int]:
+        return self.src_pipe.data, self.dst_pipe.data, self.event.value.data
+
+    def verify_(self) -> None:
+        _check_pair(*self.key)
+
+
+@irdl_op_definition
+class SetFlagOp(_FlagOp):
+    """On `src_pipe`: once every earlier instruction of that pipe has finished, set event
+    `event` of the (src, dst) pair."""
+
+    name = "isa.set_flag"
+
+    @property
+    def pipe(self) -> Pipe:
+        return self.src_pipe.data
+
+
+@irdl_op_definition
+class WaitFlagOp(_FlagOp):
+    """On `dst_pipe`: hold the pipe until event `event` of (src, dst) is set, then clear it."""
+
+    name = "isa.wait_flag"
+
+    @property
+    def pipe(self) -> Pipe:
+        return self.dst_pipe.data
+
+
+@irdl_op_definition
+class PipeBarrierOp(IRDLOperation):
+    """Hold `pipe` (every pipe for ALL) until its earlier instructions have finished."""
+
+    name = "isa.pipe_barrier"
+    pipe_attr = prop_def(PipeAttr, prop_name="pipe")
+    assembly_format = "` ` `[` $pipe `]` attr-dict"
+
+    def __init__(self, pipe: Pipe):
+        super().__init__(properties={"pipe": PipeAttr(pipe)})
+
+    @property
+    def pipe(self) -> Pipe:
+        return self.pipe_attr.data
+
+
+SYNC_OPS = (SetFlagOp, WaitFlagOp, PipeBarrierOp)
+
+
+# --------------------------------------------------------------------------------------
+# Instructions: shared machinery
+# --------------------------------------------------------------------------------------
+
+
+class InstructionOp(IRDLOperation):
+    """Base of every instruction that moves or computes data. `PIPE` is its pipe;
+    `SPACES` maps each buffer operand (in `BUFFERS` order) to the memories it accepts."""
+
+    PIPE: ClassVar[Pipe]
+    BUFFERS: ClassVar[tuple[str, ...]]  # buffer operand names; offsets are `<name>_offset`
+    SPACES: ClassVar[tuple[tuple[MemSpace, ...], ...]]
+    WRITES: ClassVar[tuple[str, ...]]  # which buffer operands are written
+
+    def buffer(self, role: str) -> SSAValue:
+        return getattr(self, role)
+
+    def offset_of(self, role: str) -> SSAValue | None:
+        return getattr(self, f"{role}_offset")
+
+    def buffer_types(self) -> dict[str, MemRefType]:
+        out = {}
+        for role in self.BUFFERS:
+            t = self.buffer(role).type
+            assert isinstance(t, MemRefType)
+            out[role] = t
+        return out
+
+    def rects(self, target: targets.Target) -> dict[str, tuple[Rect, ...]]:
+        """The elements each buffer operand may touch, relative to its offset."""
+        raise NotImplementedError
+
+    def accesses(self, target: targets.Target | None = None) -> list[Access]:
+        """Each buffer operand with the elements it may touch and whether it is written."""
+        rects = self.rects(target or target_for(self))
+        return [Access(self.buffer(r), self.offset_of(r), rects[r], r in self.WRITES) for r in self.BUFFERS]
+
+    def verify_(self) -> None:
+        for role, spaces in zip(self.BUFFERS, self.SPACES):
+            t = self.buffer(role).type
+            space = space_of(t)
+            if space is None:
+                raise VerifyException(f"{role} must be a buffer in an #isa.space, got {t}")
+            if space not in spaces:
+                raise VerifyException(
+                    f"{self.name} takes its {role} in {' or '.join(s.value for s in spaces)}, got {space.value}"
+                )
+        self.verify_instruction()
+        target = target_for(self)
+        for role, rs in self.rects(target).items():
+            self._check_bounds(role, rs)
+
+    def verify_instruction(self) -> None:
+        """Op-specific checks (after the memory spaces)."""
+
+    def _check_bounds(self, role: str, rects: tuple[Rect, ...]) -> None:
+        off = static_index(self.offset_of(role))
+        if off is None or not rects:
+            return
+        t = self.buffer(role).type
+        assert isinstance(t, MemRefType)
+        n = num_elements(t)
+        lo, hi = off + min(r.lo for r in rects), off + max(r.hi for r in rects)
+        if lo < 0 or hi > n:
+            raise VerifyException(f"{role} elements [{lo}, {hi}) are outside its {n} elements")
+
+
+def _elem(v: SSAValue) -> Attribute:
+    t = v.type
+    assert isinstance(t, MemRefType)
+    return t.element_type
+
+
+# --------------------------------------------------------------------------------------
+# Moves: one op per data path
+# --------------------------------------------------------------------------------------
+
+
+class _MoveOp(InstructionOp):
+    """dst[dst_offset + i . dst_strides] = src[src_offset + i . src_strides] for i < sizes
+    (strides in elements, row-major when absent). With `window` (lo_0, hi_0, lo_1, ...),
+    only positions with lo_d <= i_d < hi_d are read; the rest of the destination rectangle
+    gets `pad`, or is left alone without it."""
+
+    src = operand_def(MemRefType)
+    src_offset = opt_operand_def(IndexType)
+    dst = operand_def(MemRefType)
+    dst_offset = opt_operand_def(IndexType)
+    window = var_operand_def(IndexType)
+    sizes = prop_def(DenseArrayBase[I64])
+    src_strides = opt_prop_def(DenseArrayBase[I64])
+    dst_strides = opt_prop_def(DenseArrayBase[I64])
+    pad = opt_prop_def(FloatAttr[Float32Type])
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    traits = traits_def(MemoryReadEffect(), MemoryWriteEffect())
+    assembly_format = (
+        "$src (`[` $src_offset^ `]`)? `to` $dst (`[` $dst_offset^ `]`)? `sizes` $sizes "
+        "(`src_strides` $src_strides^)? (`dst_strides` $dst_strides^)? (`window` ` ` `(` $window^ `)`)? "
+        "(`pad` $pad^)? attr-dict `:` type($src) `to` type($dst)"
+    )
+    BUFFERS: ClassVar[tuple[str, ...]] = ("src", "dst")
+    WRITES: ClassVar[tuple[str, ...]] = ("dst",)
+    SAME_ELEMENT: ClassVar[bool] = True
+
+    def __init__(self, src: SSAValue, dst: SSAValue, sizes: Sequence[int], *, src_offset: SSAValue | None = None,
+                 dst_offset: SSAValue | None = None, src_strides: Sequence[int] | None = None,
+                 dst_strides: Sequence[int] | None = None, window: Sequence[SSAValue] = (), pad: float | None = None,
+                 **extra: Attribute):
+        props: dict[str, Attribute] = {"sizes": int_array(sizes), **extra}
+        if src_strides is not None and tuple(src_strides) != row_major(sizes):
+            props["src_strides"] = int_array(src_strides)
+        if dst_strides is not None and tuple(dst_strides) != row_major(sizes):
+            props["dst_strides"] = int_array(dst_strides)
+        if pad is not None:
+            props["pad"] = FloatAttr(float(pad), f32)
+        super().__init__(
+            operands=[src, [] if src_offset is None else [src_offset], dst, [] if dst_offset is None else [dst_offset],
+                      list(window)],
+            properties=props,
+        )
+
+    @property
+    def static_sizes(self) -> tuple[int, ...]:
+        return ints(self.sizes)
+
+    @property
+    def static_src_strides(self) -> tuple[int, ...]:
+        return ints(self.src_strides, row_major(self.static_sizes))
+
+    @property
+    def static_dst_strides(self) -> tuple[int, ...]:
+        return ints(self.dst_strides, row_major(self.static_sizes))
+
+    @property
+    def pad_value(self) -> float | None:
+        return None if self.pad is None else float(self.pad.value.data)
+
+    def rects(self, target: targets.Target) -> dict[str, tuple[Rect, ...]]:
+        sizes = self.static_sizes
+        return {"src": (Rect(0, sizes, self.static_src_strides),), "dst": (Rect(0, sizes, self.static_dst_strides),)}
+
+    def verify_instruction(self) -> None:
+        src, dst = _elem(self.src), _elem(self.dst)
+        if self.SAME_ELEMENT and src != dst:
+            raise VerifyException(f"{self.name} keeps the element type: {src} to {dst}")
+        sizes = self.static_sizes
+        rank = len(sizes)
+        if rank == 0 or any(n < 1 for n in sizes):
+            raise VerifyException(f"sizes must be one or more positive counts, got {list(sizes)}")
+        for what in ("src_strides", "dst_strides"):
+            if len(getattr(self, f"static_{what}")) != rank:
+                raise VerifyException(f"{what} needs one stride per dim of sizes {list(sizes)}")
+        if len(self.window) not in (0, 2 * rank):
+            raise VerifyException(f"a window needs a (lo, hi) pair per dim: {2 * rank} values, got {len(self.window)}")
+        if self.pad is not None and not self.window:
+            raise VerifyException("pad fills the positions outside a window; it needs a window")
+
+
+@irdl_op_definition
+class CopyGmToL1Op(_MoveOp):
+    """MTE2: GM -> L1 (with strides: also the ND -> NZ layout change, nd2nz)."""
+
+    name = "isa.copy_gm_to_l1"
+    PIPE: ClassVar[Pipe] = Pipe.MTE2
+    SPACES: ClassVar = ((MemSpace.GM,), (MemSpace.L1,))
+
+
+@irdl_op_definition
+class CopyGmToUbOp(_MoveOp):
+    """MTE2: GM -> UB."""
+
+    name = "isa.copy_gm_to_ub"
+    PIPE: ClassVar[Pipe] = Pipe.MTE2
+    SPACES: ClassVar = ((MemSpace.GM,), (MemSpace.UB,))
+
+
+@irdl_op_definition
+class CopyUbToGmOp(_MoveOp):
+    """MTE3: UB -> GM."""
+
+    name = "isa.copy_ub_to_gm"
+    PIPE: ClassVar[Pipe] = Pipe.MTE3
+    SPACES: ClassVar = ((MemSpace.UB,), (MemSpace.GM,))
+
+
+@irdl_op_definition
+class CopyUbToL1Op(_MoveOp):
+    """MTE3: UB -> L1 (coupled cores only)."""
+
+    name = "isa.copy_ub_to_l1"
+    PIPE: ClassVar[Pipe] = Pipe.MTE3
+    SPACES: ClassVar = ((MemSpace.UB,), (MemSpace.L1,))
+
+
+@irdl_op_definition
+class CopyL1ToUbOp(_MoveOp):
+    """MTE1: L1 -> UB (coupled cores only)."""
+
+    name = "isa.copy_l1_to_ub"
+    PIPE: ClassVar[Pipe] = Pipe.MTE1
+    SPACES: ClassVar = ((MemSpace.L1,), (MemSpace.UB,))
+
+
+@irdl_op_definition
+class CopyL1ToL0aOp(_MoveOp):
+    """MTE1: L1 -> L0A (LoadData 2D; strides give the ZZ fractal order)."""
+
+    name = "isa.copy_l1_to_l0a"
+    PIPE: ClassVar[Pipe] = Pipe.MTE1
+    SPACES: ClassVar = ((MemSpace.L1,), (MemSpace.L0A,))
+
+
+@irdl_op_definition
+class CopyL1ToL0bOp(_MoveOp):
+    """MTE1: L1 -> L0B (LoadData 2D; strides give the ZN fractal order)."""
+
+    name = "isa.copy_l1_to_l0b"
+    PIPE: ClassVar[Pipe] = Pipe.MTE1
+    SPACES: ClassVar = ((MemSpace.L1,), (MemSpace.L0B,))
+
+
+@irdl_op_definition
+class CopyUbToUbOp(_MoveOp):
+    """V: UB -> UB (a strided rearrangement on the Vector unit)."""
+
+    name = "isa.copy_ub_to_ub"
+    PIPE: ClassVar[Pipe] = Pipe.V
+    SPACES: ClassVar = ((MemSpace.UB,), (MemSpace.UB,))
+
+
+@irdl_op_definition
+class FixpipeOp(_MoveOp):
+    """FIX: L0C -> GM / UB / L1, converting the f32 (i32) accumulator to the destination's
+    element type on the way (round to nearest even), with an optional ReLU before it.
+    Strides give the NZ -> ND change (nz2nd)."""
+
+    name = "isa.fixpipe"
+    relu = opt_prop_def(UnitAttr)
+    assembly_format = (
+        "$src (`[` $src_offset^ `]`)? `to` $dst (`[` $dst_offset^ `]`)? `sizes` $sizes "
+        "(`src_strides` $src_strides^)? (`dst_strides` $dst_strides^)? (`window` ` ` `(` $window^ `)`)? "
+        "(`pad` $pad^)? (`relu` $relu^)? attr-dict `:` type($src) `to` type($dst)"
+    )
+    PIPE: ClassVar[Pipe] = Pipe.FIX
+    SPACES: ClassVar = ((MemSpace.L0C,), (MemSpace.GM, MemSpace.UB, MemSpace.L1))
+    SAME_ELEMENT: ClassVar[bool] = False
+
+    def verify_instruction(self) -> None:
+        super().verify_instruction()
+        src = _elem(self.src)
+        if src not in (f32, IntegerType(32)):
+            raise VerifyException(f"fixpipe reads the f32 or i32 accumulator, got {src}")
+        if self.pad is not None:
+            raise VerifyException("fixpipe writes only the window; it has no pad value")
+
+
+MOVE_OPS = (CopyGmToL1Op, CopyGmToUbOp, CopyUbToGmOp, CopyUbToL1Op, CopyL1ToUbOp, CopyL1ToL0aOp, CopyL1ToL0bOp,
+            CopyUbToUbOp, FixpipeOp)
+
+
+@irdl_op_definition
+class Img2colOp(InstructionOp):
+    """MTE1, Load3D: the Cube's A tile in L0A (ZZ fractals) from a feature map in L1.
+
+    The feature map is `fm` = [C1, rows, W, C0] (NC1HWC0 without N) or [C, rows, W] (NCHW
+    without N) at the source offset. Logical element (i, j), i < sizes[0], j < sizes[1], is
+    the input value output pixel `m + i` multiplies with K index `k + j` (K in (c1, kh, kw,
+    c0) order over `channels` channels, C0 = `c0`); positions outside the feature map (the
+    conv's pads), pixels past `out_size` and channels past `channels` are zero. Input row 0
+    of the map is image row `h`, channel 0 is channel `c` (as `tile.img2col`)."""
+
+    name = "isa.img2col"
+    src = operand_def(MemRefType)
+    src_offset = opt_operand_def(IndexType)
+    dst = operand_def(MemRefType)
+    dst_offset = opt_operand_def(IndexType)
+    m = operand_def(IndexType)
+    k = operand_def(IndexType)
+    c = operand_def(IndexType)
+    h = operand_def(IndexType)
+    sizes = prop_def(DenseArrayBase[I64])
+    fm = prop_def(DenseArrayBase[I64])
+    kernel = prop_def(DenseArrayBase[I64])
+    strides = prop_def(DenseArrayBase[I64])
+    dilations = prop_def(DenseArrayBase[I64])
+    pads = prop_def(DenseArrayBase[I64])
+    out_size = prop_def(DenseArrayBase[I64])
+    channels = prop_def(IntegerAttr[I64])
+    c0 = prop_def(IntegerAttr[I64])
+    irdl_options = (AttrSizedOperandSegments(as_property=True), ParsePropInAttrDict())
+    traits = traits_def(MemoryReadEffect(), MemoryWriteEffect())
+    assembly_format = (
+        "$src (`[` $src_offset^ `]`)? `to` $dst (`[` $dst_offset^ `]`)? `at` ` ` `(` $m `,` $k `,` $c `,` $h `)` "
+        "attr-dict `:` type($src) `to` type($dst)"
+    )
+    PIPE: ClassVar[Pipe] = Pipe.MTE1
+    BUFFERS: ClassVar[tuple[str, ...]] = ("src", "dst")
+    SPACES: ClassVar = ((MemSpace.L1,), (MemSpace.L0A, MemSpace.L0B))
+    WRITES: ClassVar[tuple[str, ...]] = ("dst",)
+
+    def rects(self, target: targets.Target) -> dict[str, tuple[Rect, ...]]:
+        fm = ints(self.fm)
+        tm, tk = ints(self.sizes)
+        return {"src": (Rect(0, (math.prod(fm),), (1,)),), "dst": (Rect(0, (tm * tk,), (1,)),)}
+
+    def verify_instruction(self) -> None:
+        src, dst = _elem(self.src), _elem(self.dst)
+        if src != dst:
+            raise VerifyException(f"img2col keeps the element type: {src} to {dst}")
+        fm, c0 = ints(self.fm), self.c0.value.data
+        if len(fm) not in (3, 4) or (len(fm) == 4 and fm[3] != c0) or min(fm, default=0) < 1:
+            raise VerifyException(f"fm must be [C1, rows, W, {c0}] or [C, rows, W], got {list(fm)}")
+        for name in ("kernel", "strides", "dilations", "out_size", "sizes"):
+            v = ints(getattr(self, name))
+            if len(v) != 2 or min(v) < 1:
+                raise VerifyException(f"{name} must be two positive sizes, got {list(v)}")
+        if len(ints(self.pads)) != 2 or min(ints(self.pads)) < 0:
+            raise VerifyException(f"pads must be two non-negative sizes (top, left), got {list(ints(self.pads))}")
+        m0, k0, _ = cube_fractal(target_for(self), src)
+        tm, tk = ints(self.sizes)
+        if tm % m0 or tk % k0:
+            raise VerifyException(f"sizes {tm}x{tk} must be whole {m0}x{k0} fractals")
+        if self.channels.value.data < 1 or c0 < 1:
+            raise VerifyException("channels and c0 must be >= 1")
+
+
+@irdl_op_definition
+class MmadOp(InstructionOp):
+    """M (Cube): C (+)= A x B on fractal layouts (module docstring): with `init` true C is
+    overwritten, otherwise (and without `init`) accumulated. f16 / i8 products are exact
+    and accumulate in the f32 / i32 C."""
+
+    name = "isa.mmad"
+    c = operand_def(MemRefType)
+    c_offset = opt_operand_def(IndexType)
+    a = operand_def(MemRefType)
+    a_offset = opt_operand_def(IndexType)
+    b = operand_def(MemRefType)
+    b_offset = opt_operand_def(IndexType)
+    init = opt_operand_def(i1)
+    m = prop_def(IntegerAttr[I64])
+    k = prop_def(IntegerAttr[I64])
+    n = prop_def(IntegerAttr[I64])
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    traits = traits_def(MemoryReadEffect(), MemoryWriteEffect())
+    assembly_format = (
+        "$c (`[` $c_offset^ `]`)? `,` $a (`[` $a_offset^ `]`)? `,` $b (`[` $b_offset^ `]`)? "
+        "`m` $m `k` $k `n` $n (`init` $init^)? attr-dict `:` type($c) `,` type($a) `,` type($b)"
+    )
+    PIPE: ClassVar[Pipe] = Pipe.M
+    BUFFERS: ClassVar[tuple[str, ...]] = ("c", "a", "b")
+    SPACES: ClassVar = ((MemSpace.L0C,), (MemSpace.L0A,), (MemSpace.L0B,))
+    WRITES: ClassVar[tuple[str, ...]] = ("c",)
+
+    def __init__(self, c: SSAValue, a: SSAValue, b: SSAValue, m: int, k: int, n: int, *, init: SSAValue | None = None,
+                 c_offset: SSAValue | None = None, a_offset: SSAValue | None = None, b_offset: SSAValue | None = None):
+        def opt(v):
+            return [] if v is None else [v]
+
+        super().__init__(
+            operands=[c, opt(c_offset), a, opt(a_offset), b, opt(b_offset), opt(init)],
+            properties={"m": IntegerAttr(m, i64), "k": IntegerAttr(k, i64), "n": IntegerAttr(n, i64)},
+        )
+
+    @property
+    def mkn(self) -> tuple[int, int, int]:
+        return self.m.value.data, self.k.value.data, self.n.value.data
+
+    def rects(self, target: targets.Target) -> dict[str, tuple[Rect, ...]]:
+        m, k, n = self.mkn
+        return {"c": (Rect(0, (m * n,), (1,)),), "a": (Rect(0, (m * k,), (1,)),), "b": (Rect(0, (k * n,), (1,)),)}
+
+    def accesses(self, target: targets.Target | None = None) -> list[Access]:
+        out = super().accesses(target)
+        # C is read too unless a static init overwrites it.
+        if static_init(self) is not True:
+            out.append(Access(self.c, self.c_offset, out[0].rects, False))
+        return out
+
+    def verify_instruction(self) -> None:
+        a, b, c = _elem(self.a), _elem(self.b), _elem(self.c)
+        if a != b:
+            raise VerifyException(f"A and B must have one element type, got {a} and {b}")
+        want = IntegerType(32) if dtypes.is_integer(a) else f32
+        if c != want:
+            raise VerifyException(f"C must accumulate in {want} for {a} inputs, got {c}")
+        m0, k0, n0 = cube_fractal(target_for(self), a)
+        m, k, n = self.mkn
+        if min(m, k, n) < 1 or m % m0 or k % k0 or n % n0:
+            raise VerifyException(f"m, k, n = {m}, {k}, {n} must be positive multiples of the fractal {m0}x{k0}x{n0}")
+
+
+def static_init(op: MmadOp) -> bool | None:
+    """True / False when mmad's init is absent or a constant, None when only known at run time."""
+    if op.init is None:
+        return False
+    owner = op.init.owner
+    if isinstance(owner, ConstantOp) and isinstance(owner.value, IntegerAttr):
+        return bool(owner.value.value.data)
+    return None
+
+
+# --------------------------------------------------------------------------------------
+# Vector instructions (UB only)
+# --------------------------------------------------------------------------------------
+
+
+class _VectorOp(InstructionOp):
+    """Shared by the vector instructions: `repeat` iterations over operands addressed as
+    in the module docstring; `mask` elements per iteration (default: a full repeat)."""
+
+    repeat = prop_def(IntegerAttr[I64])
+    mask = opt_prop_def(IntegerAttr[I64])
+    blk_stride = opt_prop_def(DenseArrayBase[I64])
+    rep_stride = opt_prop_def(DenseArrayBase[I64])
+    traits = traits_def(MemoryReadEffect(), MemoryWriteEffect())
+    PIPE: ClassVar[Pipe] = Pipe.V
+    WRITES: ClassVar[tuple[str, ...]] = ("dst",)
+    # Operands addressed per element (the rest, e.g. a reduction's dst, by their own rule).
+    ELEMENTWISE: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def _spaces(cls) -> tuple[tuple[MemSpace, ...], ...]:
+        return tuple((MemSpace.UB,) for _ in cls.BUFFERS)
+
+    @property
+    def repeats(self) -> int:
+        return self.repeat.value.data
+
+    def max_itemsize(self) -> int:
+        return max(itemsize(self.buffer(r).type) for r in self.ELEMENTWISE)
+
+    def mask_of(self, target: targets.Target) -> int:
+        return _int(self.mask, target.vector.bytes_per_repeat // self.max_itemsize())
+
+    def epb(self, role: str, target: targets.Target) -> int:
+        return max(1, target.vector.block_bytes // itemsize(self.buffer(role).type))
+
+    def strides_of(self, role: str, target: targets.Target) -> tuple[int, int]:
+        """(block stride, repeat stride) of operand `role`, in 32-byte blocks."""
+        i = self.BUFFERS.index(role)
+        blk = ints(self.blk_stride, (1,) * len(self.BUFFERS))[i]
+        default_rep = -(-self.mask_of(target) // self.epb(role, target)) * blk
+        rep = ints(self.rep_stride, (-1,) * len(self.BUFFERS))[i]
+        return blk, default_rep if rep < 0 else rep
+
+    def rects(self, target: targets.Target) -> dict[str, tuple[Rect, ...]]:
+        mask = self.mask_of(target)
+        out = {}
+        for role in self.ELEMENTWISE:
+            blk, rep = self.strides_of(role, target)
+            out[role] = vector_rects(self.repeats, mask, blk, rep, self.epb(role, target))
+        return out
+
+    def verify_instruction(self) -> None:
+        target = target_for(self)
+        r = self.repeats
+        if not 1 <= r <= target.vector.max_repeats:
+            raise VerifyException(f"repeat {r} is out of range 1..{target.vector.max_repeats}")
+        most = target.vector.bytes_per_repeat // self.max_itemsize()
+        mask = self.mask_of(target)
+        if not 1 <= mask <= most:
+            raise VerifyException(f"mask {mask} is out of range 1..{most} elements of {self.max_itemsize()} bytes")
+        for name in ("blk_stride", "rep_stride"):
+            v = getattr(self, name)
+            if v is not None and (len(ints(v)) != len(self.BUFFERS) or min(ints(v)) < 0):
+                raise VerifyException(f"{name} needs one non-negative stride per operand ({len(self.BUFFERS)})")
+        for role in self.BUFFERS:
+            off = static_index(self.offset_of(role))
+            if off is not None and (off * itemsize(self.buffer(role).type)) % target.vector.block_bytes:
+                raise VerifyException(
+                    f"{role} offset {off} is not {target.vector.block_bytes}-byte aligned (vector operands start on a block)"
+                )
+        self.verify_types()
+
+    def verify_types(self) -> None:
+        types = {_elem(self.buffer(r)) for r in self.ELEMENTWISE}
+        if len(types) != 1:
+            raise VerifyException(f"{self.name} takes one element type, got {', '.join(sorted(map(str, types)))}")
+
+
+def _vector_format(roles: Sequence[str], extra: str = "") -> str:
+    operands = " `,` ".join(f"${r} (`[` ${r}_offset^ `]`)?" for r in roles)
+    types = " `,` ".join(f"type(${r})" for r in roles)
+    return (f"{operands} {extra}`repeat` $repeat (`mask` $mask^)? (`blk_stride` $blk_stride^)? "
+            f"(`rep_stride` $rep_stride^)? attr-dict `:` {types}")
+
+
+class _VBinaryOp(_VectorOp):
+    """dst = src0 <op> src1, elementwise."""
+
+    dst = operand_def(MemRefType)
+    dst_offset = opt_operand_def(IndexType)
+    src0 = operand_def(MemRefType)
+    src0_offset = opt_operand_def(IndexType)
+    src1 = operand_def(MemRefType)
+    src1_offset = opt_operand_def(IndexType)
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    assembly_format = _vector_format(("dst", "src0", "src1"))
+    BUFFERS: ClassVar[tuple[str, ...]] = ("dst", "src0", "src1")
+    SPACES: ClassVar = ((MemSpace.UB,),) * 3
+    ELEMENTWISE: ClassVar[tuple[str, ...]] = ("dst", "src0", "src1")
+
+
+class _VUnaryOp(_VectorOp):
+    """dst = <op>(src), elementwise."""
+
+    dst = operand_def(MemRefType)
+    dst_offset = opt_operand_def(IndexType)
+    src = operand_def(MemRefType)
+    src_offset = opt_operand_def(IndexType)
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    assembly_format = _vector_format(("dst", "src"))
+    BUFFERS: ClassVar[tuple[str, ...]] = ("dst", "src")
+    SPACES: ClassVar = ((MemSpace.UB,),) * 2
+    ELEMENTWISE: ClassVar[tuple[str, ...]] = ("dst", "src")
+
+
+class _VScalarOp(_VectorOp):
+    """dst = src <op> scalar, elementwise (the scalar from the scalar unit)."""
+
+    dst = operand_def(MemRefType)
+    dst_offset = opt_operand_def(IndexType)
+    src = operand_def(MemRefType)
+    src_offset = opt_operand_def(IndexType)
+    scalar = prop_def(FloatAttr[Float64Type])
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    assembly_format = _vector_format(("dst", "src"), "`scalar` $scalar ")
+    BUFFERS: ClassVar[tuple[str, ...]] = ("dst", "src")
+    SPACES: ClassVar = ((MemSpace.UB,),) * 2
+    ELEMENTWISE: ClassVar[tuple[str, ...]] = ("dst", "src")
+
+    @property
+    def value(self) -> float:
+        return float(self.scalar.value.data)
+
+
+@irdl_op_definition
+class VAddOp(_VBinaryOp):
+    name = "isa.vadd"
+
+
+@irdl_op_definition
+class VSubOp(_VBinaryOp):
+    name = "isa.vsub"
+
+
+@irdl_op_definition
+class VMulOp(_VBinaryOp):
+    name = "isa.vmul"
+
+
+@irdl_op_definition
+class VDivOp(_VBinaryOp):
+    name = "isa.vdiv"
+
+
+@irdl_op_definition
+class VMaxOp(_VBinaryOp):
+    name = "isa.vmax"
+
+
+@irdl_op_definition
+class VMinOp(_VBinaryOp):
+    name = "isa.vmin"
+
+
+@irdl_op_definition
+class VAndOp(_VBinaryOp):
+    """Bitwise and (integers, i1)."""
+
+    name = "isa.vand"
+
+
+@irdl_op_definition
+class VOrOp(_VBinaryOp):
+    """Bitwise or (integers, i1)."""
+
+    name = "isa.vor"
+
+
+@irdl_op_definition
+class VExpOp(_VUnaryOp):
+    name = "isa.vexp"
+
+
+@irdl_op_definition
+class VLnOp(_VUnaryOp):
+    name = "isa.vln"
+
+
+@irdl_op_definition
+class VAbsOp(_VUnaryOp):
+    name = "isa.vabs"
+
+
+@irdl_op_definition
+class VSqrtOp(_VUnaryOp):
+    name = "isa.vsqrt"
+
+
+@irdl_op_definition
+class VRsqrtOp(_VUnaryOp):
+    name = "isa.vrsqrt"
+
+
+@irdl_op_definition
+class VRecOp(_VUnaryOp):
+    """1 / x."""
+
+    name = "isa.vrec"
+
+
+@irdl_op_definition
+class VReluOp(_VUnaryOp):
+    name = "isa.vrelu"
+
+
+@irdl_op_definition
+class VTanhOp(_VUnaryOp):
+    name = "isa.vtanh"
+
+
+@irdl_op_definition
+class VErfOp(_VUnaryOp):
+    name = "isa.verf"
+
+
+@irdl_op_definition
+class VNotOp(_VUnaryOp):
+    """Bitwise not (integers, i1)."""
+
+    name = "isa.vnot"
+
+
+@irdl_op_definition
+class VAddsOp(_VScalarOp):
+    name = "isa.vadds"
+
+
+@irdl_op_definition
+class VMulsOp(_VScalarOp):
+    name = "isa.vmuls"
+
+
+@irdl_op_definition
+class VMaxsOp(_VScalarOp):
+    name = "isa.vmaxs"
+
+
+@irdl_op_definition
+class VMinsOp(_VScalarOp):
+    name = "isa.vmins"
+
+
+@irdl_op_definition
+class VDupOp(_VectorOp):
+    """dst = scalar (broadcast a scalar over the pattern)."""
+
+    name = "isa.vdup"
+    dst = operand_def(MemRefType)
+    dst_offset = opt_operand_def(IndexType)
+    scalar = prop_def(FloatAttr[Float64Type])
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    assembly_format = _vector_format(("dst",), "`scalar` $scalar ")
+    BUFFERS: ClassVar[tuple[str, ...]] = ("dst",)
+    SPACES: ClassVar = ((MemSpace.UB,),)
+    ELEMENTWISE: ClassVar[tuple[str, ...]] = ("dst",)
+
+    @property
+    def value(self) -> float:
+        return float(self.scalar.value.data)
+
+
+@irdl_op_definition
+class VConvOp(_VUnaryOp):
+    """dst = src converted to dst's element type; `round` (rint, floor, ceil, trunc) for
+    float -> integer, round to nearest even otherwise."""
+
+    name = "isa.vconv"
+    round_mode = opt_prop_def(StringAttr, prop_name="round")
+    assembly_format = _vector_format(("dst", "src"), "(`round` $round^)? ")
+    ROUND_MODES: ClassVar[tuple[str, ...]] = ("rint", "floor", "ceil", "trunc")
+
+    def verify_types(self) -> None:
+        if self.round_mode is not None and self.round_mode.data not in self.ROUND_MODES:
+            raise VerifyException(f"round must be one of {', '.join(self.ROUND_MODES)}, got '{self.round_mode.data}'")
+
+
+class _VReduceOp(_VectorOp):
+    """dst[dst_offset + r * rep_stride(dst)] = <op> over the `mask` elements of iteration r
+    of src (a whole-repeat reduction; the dst repeat stride counts elements, default 1).
+    f16 sums accumulate in f32 and round once."""
+
+    dst = operand_def(MemRefType)
+    dst_offset = opt_operand_def(IndexType)
+    src = operand_def(MemRefType)
+    src_offset = opt_operand_def(IndexType)
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    assembly_format = _vector_format(("dst", "src"))
+    BUFFERS: ClassVar[tuple[str, ...]] = ("dst", "src")
+    SPACES: ClassVar = ((MemSpace.UB,),) * 2
+    ELEMENTWISE: ClassVar[tuple[str, ...]] = ("src",)
+
+    def dst_stride(self) -> int:
+        return ints(self.rep_stride, (1, -1))[0] if self.rep_stride is not None else 1
+
+    def strides_of(self, role: str, target: targets.Target) -> tuple[int, int]:
+        return super().strides_of(role, target) if role == "src" else (1, self.dst_stride())
+
+    def rects(self, target: targets.Target) -> dict[str, tuple[Rect, ...]]:
+        out = super().rects(target)
+        out["dst"] = (Rect(0, (self.repeats,), (self.dst_stride(),)),)
+        return out
+
+    def verify_types(self) -> None:
+        if _elem(self.dst) != _elem(self.src):
+            raise VerifyException(f"{self.name} keeps the element type: {_elem(self.src)} to {_elem(self.dst)}")
+
+
+@irdl_op_definition
+class VReduceSumOp(_VReduceOp):
+    name = "isa.vreduce_sum"
+
+
+@irdl_op_definition
+class VReduceMaxOp(_VReduceOp):
+    name = "isa.vreduce_max"
+
+
+@irdl_op_definition
+class VReduceMinOp(_VReduceOp):
+    name = "isa.vreduce_min"
+
+
+@irdl_op_definition
+class VBrcbOp(_VectorOp):
+    """Broadcast to blocks: for r < repeat and each of the B blocks of an iteration
+    (B = bytes_per_repeat / block_bytes), the whole dst block
+    `r * rep_stride(dst) + i * blk_stride(dst)` (in blocks) = src[r * rep_stride(src) + i]
+    (the src repeat stride counts elements, default B). The mask is not used."""
+
+    name = "isa.vbrcb"
+    dst = operand_def(MemRefType)
+    dst_offset = opt_operand_def(IndexType)
+    src = operand_def(MemRefType)
+    src_offset = opt_operand_def(IndexType)
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    assembly_format = _vector_format(("dst", "src"))
+    BUFFERS: ClassVar[tuple[str, ...]] = ("dst", "src")
+    SPACES: ClassVar = ((MemSpace.UB,),) * 2
+    ELEMENTWISE: ClassVar[tuple[str, ...]] = ("dst",)
+
+    @staticmethod
+    def blocks(target: targets.Target) -> int:
+        return target.vector.bytes_per_repeat // target.vector.block_bytes
+
+    def strides_of(self, role: str, target: targets.Target) -> tuple[int, int]:
+        i = self.BUFFERS.index(role)
+        blk = ints(self.blk_stride, (1, 1))[i]
+        rep = ints(self.rep_stride, (-1, -1))[i]
+        if role == "dst":
+            return blk, self.blocks(target) * blk if rep < 0 else rep
+        return 1, self.blocks(target) if rep < 0 else rep
+
+    def rects(self, target: targets.Target) -> dict[str, tuple[Rect, ...]]:
+        blk, rep = self.strides_of("dst", target)
+        epb, nb = self.epb("dst", target), self.blocks(target)
+        _, srep = self.strides_of("src", target)
+        return {
+            "dst": (Rect(0, (self.repeats, nb, epb), (rep * epb, blk * epb, 1)),),
+            "src": (Rect(0, (self.repeats, nb), (srep, 1)),),
+        }
+
+    def mask_of(self, target: targets.Target) -> int:
+        return self.blocks(target) * self.epb("dst", target)
+
+    def verify_types(self) -> None:
+        if self.mask is not None:
+            raise VerifyException("vbrcb writes whole blocks; it takes no mask")
+        if _elem(self.dst) != _elem(self.src):
+            raise VerifyException(f"vbrcb keeps the element type: {_elem(self.src)} to {_elem(self.dst)}")
+
+
+CMP_MODES = ("eq", "ne", "lt", "le", "gt", "ge")
+
+
+@irdl_op_definition
+class VCmpOp(_VectorOp):
+    """dst = (src0 <mode> src1) as one byte per element (1 true, 0 false) in an i8 buffer."""
+
+    name = "isa.vcmp"
+    dst = operand_def(MemRefType)
+    dst_offset = opt_operand_def(IndexType)
+    src0 = operand_def(MemRefType)
+    src0_offset = opt_operand_def(IndexType)
+    src1 = operand_def(MemRefType)
+    src1_offset = opt_operand_def(IndexType)
+    mode = prop_def(StringAttr)
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    assembly_format = _vector_format(("dst", "src0", "src1"), "`mode` $mode ")
+    BUFFERS: ClassVar[tuple[str, ...]] = ("dst", "src0", "src1")
+    SPACES: ClassVar = ((MemSpace.UB,),) * 3
+    ELEMENTWISE: ClassVar[tuple[str, ...]] = ("dst", "src0", "src1")
+
+    def verify_types(self) -> None:
+        if self.mode.data not in CMP_MODES:
+            raise VerifyException(f"mode must be one of {', '.join(CMP_MODES)}, got '{self.mode.data}'")
+        if _elem(self.dst) != IntegerType(8):
+            raise VerifyException(f"vcmp writes an i8 mask, got {_elem(self.dst)}")
+        if _elem(self.src0) != _elem(self.src1):
+            raise VerifyException(f"vcmp compares one element type, got {_elem(self.src0)} and {_elem(self.src1)}")
+
+
+@irdl_op_definition
+class VSelOp(_VectorOp):
+    """dst = cond ? src0 : src1 with cond an i8 mask (as written by vcmp)."""
+
+    name = "isa.vsel"
+    dst = operand_def(MemRefType)
+    dst_offset = opt_operand_def(IndexType)
+    cond = operand_def(MemRefType)
+    cond_offset = opt_operand_def(IndexType)
+    src0 = operand_def(MemRefType)
+    src0_offset = opt_operand_def(IndexType)
+    src1 = operand_def(MemRefType)
+    src1_offset = opt_operand_def(IndexType)
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    assembly_format = _vector_format(("dst", "cond", "src0", "src1"))
+    BUFFERS: ClassVar[tuple[str, ...]] = ("dst", "cond", "src0", "src1")
+    SPACES: ClassVar = ((MemSpace.UB,),) * 4
+    ELEMENTWISE: ClassVar[tuple[str, ...]] = ("dst", "cond", "src0", "src1")
+
+    def max_itemsize(self) -> int:
+        return max(itemsize(self.buffer(r).type) for r in ("dst", "src0", "src1"))
+
+    def verify_types(self) -> None:
+        if _elem(self.cond) != IntegerType(8):
+            raise VerifyException(f"vsel takes an i8 mask, got {_elem(self.cond)}")
+        types = {_elem(self.buffer(r)) for r in ("dst", "src0", "src1")}
+        if len(types) != 1:
+            raise VerifyException(f"vsel takes one element type, got {', '.join(sorted(map(str, types)))}")
+
+
+VECTOR_BINARY = (VAddOp, VSubOp, VMulOp, VDivOp, VMaxOp, VMinOp, VAndOp, VOrOp)
+VECTOR_UNARY = (VExpOp, VLnOp, VAbsOp, VSqrtOp, VRsqrtOp, VRecOp, VReluOp, VTanhOp, VErfOp, VNotOp)
+VECTOR_SCALAR = (VAddsOp, VMulsOp, VMaxsOp, VMinsOp)
+VECTOR_REDUCE = (VReduceSumOp, VReduceMaxOp, VReduceMinOp)
+VECTOR_OPS = (*VECTOR_BINARY, *VECTOR_UNARY, *VECTOR_SCALAR, *VECTOR_REDUCE, VDupOp, VConvOp, VBrcbOp, VCmpOp, VSelOp)
+INSTRUCTION_OPS = (*MOVE_OPS, Img2colOp, MmadOp, *VECTOR_OPS)
+
+for _cls in VECTOR_OPS:  # every vector operand is in UB
+    _cls.SPACES = _cls._spaces()
+
+Isa = Dialect(
+    "isa",
+    [KernelOp, LaunchOp, BlockIdxOp, BufferOp, SetFlagOp, WaitFlagOp, PipeBarrierOp, *INSTRUCTION_OPS],
+    [MemSpaceAttr, PipeAttr],
+)

@@ -1,0 +1,207 @@
+"""Building isa kernels from Python: index arithmetic that folds constants, buffers,
+loops, and the double-buffered loop shape.
+
+For the tile -> isa lowering and for tests. `IsaBuilder` appends ops at an insertion
+block; constants are created once at the top of the kernel, and `x * 1`, `x + 0`,
+`c1 * c2` never reach the IR.
+
+`pipelined(lo, hi, slots, body)` is how a loop over tiles with multi-buffered buffers
+(`tile.alloc buffers 2`) becomes isa: the body is emitted once per slot inside a loop of
+step `slots` (slot k of every multi-buffer in copy k), then a loop over the 0 .. slots-1
+leftover iterations runs the slot-0 copy (marked `isa.max_trips = slots - 1`, so that
+insert-sync knows that a double buffer's leftover loop never repeats). Every copy has static buffers, so insert-sync
+sees which copies share bytes and gives each slot its own set/wait pairs: the loads of
+one slot overlap the compute on the other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+
+from xdsl.dialects import arith, scf
+from xdsl.dialects.builtin import IndexType, IntegerAttr, i1, i64
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+
+from ge.dialects import isa
+
+Index = int | SSAValue
+
+
+class IsaBuilder:
+    """Appends ops to an isa kernel's body; `at` is the current insertion block."""
+
+    def __init__(self, kernel: isa.KernelOp):
+        self.kernel = kernel
+        self.top = kernel.body.block
+        self.at = self.top
+        self.constants: dict[tuple[int, Attribute], SSAValue] = {}
+        self._anchor: Operation | None = None
+
+    @staticmethod
+    def new_kernel(name: str, ins: Sequence[Attribute], outs: Sequence[Attribute], block_dim: int = 1,
+                   names: Sequence[str] = ()) -> IsaBuilder:
+        kernel = isa.KernelOp(name, ins, outs, block_dim)
+        for a, n in zip(kernel.body.block.args, names):
+            a.name_hint = n
+        return IsaBuilder(kernel)
+
+    @property
+    def args(self) -> tuple[SSAValue, ...]:
+        return tuple(self.top.args)
+
+    # -- ops ------------------------------------------------------------------------------
+
+    def add(self, op: Operation) -> Operation:
+        self.at.add_op(op)
+        return op
+
+    def const(self, value: int, ty: Attribute | None = None) -> SSAValue:
+        """An index (or `ty`) constant, created once at the top of the kernel."""
+        ty = ty or IndexType()
+        key = (int(value), ty)
+        if key not in self.constants:
+            op = arith.ConstantOp(IntegerAttr(int(value), ty))
+            if ty == IndexType():
+                op.result.name_hint = f"c{value}" if value >= 0 else f"cm{-value}"
+            if self._anchor is None:
+                first = self.top.first_op
+                if first is None:
+                    self.top.add_op(op)
+                else:
+                    self.top.insert_op_before(op, first)
+            else:
+                self.top.insert_op_after(op, self._anchor)
+            self._anchor = op
+            self.constants[key] = op.result
+        return self.constants[key]
+
+    def value(self, x: Index) -> SSAValue:
+        return self.const(x) if isinstance(x, int) else x
+
+    def _binary(self, cls, a: Index, b: Index, name: str | None) -> SSAValue:
+        op = self.add(cls(self.value(a), self.value(b)))
+        if name:
+            op.results[0].name_hint = name
+        return op.results[0]
+
+    def add_(self, a: Index, b: Index, name: str | None = None) -> Index:
+        if isinstance(a, int) and isinstance(b, int):
+            return a + b
+        if b == 0:
+            return a
+        if a == 0:
+            return b
+        return self._binary(arith.AddiOp, a, b, name)
+
+    def sub(self, a: Index, b: Index, name: str | None = None) -> Index:
+        if isinstance(a, int) and isinstance(b, int):
+            return a - b
+        if b == 0:
+            return a
+        return self._binary(arith.SubiOp, a, b, name)
+
+    def mul(self, a: Index, b: int, name: str | None = None) -> Index:
+        if isinstance(a, int):
+            return a * b
+        if b == 1:
+            return a
+        if b == 0:
+            return 0
+        return self._binary(arith.MuliOp, a, b, name)
+
+    def div(self, a: Index, b: int, name: str | None = None) -> Index:
+        if isinstance(a, int):
+            return a // b
+        if b == 1:
+            return a
+        return self._binary(arith.DivUIOp, a, b, name)
+
+    def rem(self, a: Index, b: int, name: str | None = None) -> Index:
+        if isinstance(a, int):
+            return a % b
+        if b == 1:
+            return 0
+        return self._binary(arith.RemUIOp, a, b, name)
+
+    def min_(self, a: Index, b: Index, name: str | None = None) -> Index:
+        if isinstance(a, int) and isinstance(b, int):
+            return min(a, b)
+        return self._binary(arith.MinUIOp, a, b, name)
+
+    def eq(self, a: Index, b: Index, name: str = "first") -> SSAValue:
+        if isinstance(a, int) and isinstance(b, int):
+            return self.const(int(a == b), i1)
+        op = self.add(arith.CmpiOp(self.value(a), self.value(b), "eq"))
+        op.result.name_hint = name
+        return op.result
+
+    def block_idx(self) -> SSAValue:
+        op = self.add(isa.BlockIdxOp())
+        op.result.name_hint = "block"
+        return op.result
+
+    def buffer(self, space: isa.MemSpace | str, shape: Sequence[int], elem: Attribute, slots: int = 1,
+               name: str | None = None) -> list[SSAValue]:
+        """A local buffer (its slots), declared at the top of the kernel after the constants."""
+        op = isa.BufferOp(isa.buffer_type(shape, elem, space), slots)
+        last = None
+        for o in self.top.ops:
+            if isinstance(o, arith.ConstantOp | isa.BufferOp):
+                last = o
+        if last is None:
+            first = self.top.first_op
+            if first is None:
+                self.top.add_op(op)
+            else:
+                self.top.insert_op_before(op, first)
+        else:
+            self.top.insert_op_after(op, last)
+        if name:
+            for r in op.slots:
+                r.name_hint = name
+        return list(op.slots)
+
+    def offset(self, x: Index) -> SSAValue | None:
+        """An element offset operand: None for a static 0."""
+        return None if x == 0 else self.value(x)
+
+    # -- loops ------------------------------------------------------------------------------
+
+    @contextmanager
+    def loop(self, lo: Index, hi: Index, step: int = 1, name: str = "i",
+             max_trips: int | None = None) -> Iterator[SSAValue]:
+        """`scf.for` from lo to hi; ops built inside the `with` go into its body.
+        `max_trips` records a bound on its iterations that the IR does not show."""
+        body = Block(arg_types=[IndexType()])
+        body.args[0].name_hint = name
+        op = self.add(scf.ForOp(self.value(lo), self.value(hi), self.const(step), [], Region(body)))
+        if max_trips is not None:
+            op.attributes[isa.MAX_TRIPS_ATTR] = IntegerAttr(max_trips, i64)
+        outer = self.at
+        self.at = body
+        try:
+            yield body.args[0]
+        finally:
+            body.add_op(scf.YieldOp())
+            self.at = outer
+
+    def pipelined(self, lo: Index, hi: Index, slots: int, body: Callable[[Index, int], None], name: str = "t") -> None:
+        """Iterations lo .. hi-1 with `slots`-buffered buffers: `body(iteration, slot)` is
+        emitted once per slot in a loop of step `slots`, then once more (slot 0) in a loop
+        over the leftover iterations."""
+        if slots == 1:
+            with self.loop(lo, hi, 1, name) as it:
+                body(it, 0)
+            return
+        n = self.sub(hi, lo)
+        whole = self.add_(lo, self.mul(self.div(n, slots), slots), "pairs_end") if not isinstance(n, int) else (
+            lo + (n // slots) * slots if isinstance(lo, int) else self.add_(lo, (n // slots) * slots, "pairs_end"))
+        if not (isinstance(whole, int) and isinstance(lo, int) and whole == lo):
+            with self.loop(lo, whole, slots, name) as it:
+                for s in range(slots):
+                    body(self.add_(it, s, f"{name}{s}") if s else it, s)
+        if isinstance(whole, int) and isinstance(hi, int) and whole == hi:
+            return
+        with self.loop(whole, hi, 1, f"{name}_rest", max_trips=slots - 1) as it:
+            body(it, 0)

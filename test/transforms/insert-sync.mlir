@@ -1,0 +1,209 @@
+// RUN: ge-opt %s -p insert-sync --split-input-file --verify-diagnostics | filecheck %s
+
+// Straight-line code: the vector op waits for the load (RAW, MTE2 -> V), the store for the
+// vector op (V -> MTE3). Within the Vector pipe, vln reads what vexp wrote: a barrier; the
+// independent vabs needs none.
+builtin.module attributes {ge.target = "ascend910"} {
+  isa.kernel @straight ins(%x: memref<64xf32, #isa.space<gm>>) outs(%y: memref<64xf32, #isa.space<gm>>) block_dim 1 {
+    %a = isa.buffer offset 0 : memref<64xf32, #isa.space<ub>>
+    %b = isa.buffer offset 256 : memref<64xf32, #isa.space<ub>>
+    %c = isa.buffer offset 512 : memref<64xf32, #isa.space<ub>>
+    isa.copy_gm_to_ub %x to %a sizes [64] : memref<64xf32, #isa.space<gm>> to memref<64xf32, #isa.space<ub>>
+    isa.vexp %b, %a repeat 1 : memref<64xf32, #isa.space<ub>>, memref<64xf32, #isa.space<ub>>
+    isa.vabs %c, %a repeat 1 : memref<64xf32, #isa.space<ub>>, memref<64xf32, #isa.space<ub>>
+    isa.vln %b, %b repeat 1 : memref<64xf32, #isa.space<ub>>, memref<64xf32, #isa.space<ub>>
+    isa.copy_ub_to_gm %b to %y sizes [64] : memref<64xf32, #isa.space<ub>> to memref<64xf32, #isa.space<gm>>
+  }
+}
+// CHECK-LABEL: isa.kernel @straight
+// CHECK:           isa.copy_gm_to_ub %x to %a sizes [64] : memref<64xf32, #isa.space<gm>> to memref<64xf32, #isa.space<ub>>
+// CHECK-NEXT:      isa.set_flag [MTE2, V, 0]
+// CHECK-NEXT:      isa.wait_flag [MTE2, V, 0]
+// CHECK-NEXT:      isa.vexp %b, %a repeat 1 : memref<64xf32, #isa.space<ub>>, memref<64xf32, #isa.space<ub>>
+// CHECK-NEXT:      isa.vabs %c, %a repeat 1 : memref<64xf32, #isa.space<ub>>, memref<64xf32, #isa.space<ub>>
+// CHECK-NEXT:      isa.pipe_barrier [V]
+// CHECK-NEXT:      isa.vln %b, %b repeat 1 : memref<64xf32, #isa.space<ub>>, memref<64xf32, #isa.space<ub>>
+// CHECK-NEXT:      isa.set_flag [V, MTE3, 0]
+// CHECK-NEXT:      isa.wait_flag [V, MTE3, 0]
+// CHECK-NEXT:      isa.copy_ub_to_gm %b to %y sizes [64] : memref<64xf32, #isa.space<ub>> to memref<64xf32, #isa.space<gm>>
+// CHECK-NEXT:    }
+
+// -----
+
+// One buffer per tile, reused every iteration: besides the forward pairs, the load of
+// iteration i+1 must wait until the vector op of iteration i has read the tile (WAR,
+// V -> MTE2), and the vector op until the store of iteration i has read the result
+// (WAR, MTE3 -> V). Loop-carried pairs are set once before the loop and waited once after.
+builtin.module attributes {ge.target = "ascend910"} {
+  isa.kernel @single ins(%x: memref<1024xf32, #isa.space<gm>>) outs(%y: memref<1024xf32, #isa.space<gm>>) block_dim 1 {
+    %c0 = arith.constant 0 : index
+    %c64 = arith.constant 64 : index
+    %c1024 = arith.constant 1024 : index
+    %a = isa.buffer offset 0 : memref<64xf32, #isa.space<ub>>
+    %b = isa.buffer offset 256 : memref<64xf32, #isa.space<ub>>
+    scf.for %i = %c0 to %c1024 step %c64 {
+      isa.copy_gm_to_ub %x[%i] to %a sizes [64] : memref<1024xf32, #isa.space<gm>> to memref<64xf32, #isa.space<ub>>
+      isa.vexp %b, %a repeat 1 : memref<64xf32, #isa.space<ub>>, memref<64xf32, #isa.space<ub>>
+      isa.copy_ub_to_gm %b to %y[%i] sizes [64] : memref<64xf32, #isa.space<ub>> to memref<1024xf32, #isa.space<gm>>
+    }
+  }
+}
+// CHECK-LABEL: isa.kernel @single
+// CHECK:           isa.set_flag [V, MTE2, 0]
+// CHECK-NEXT:      isa.set_flag [MTE3, V, 0]
+// CHECK-NEXT:      scf.for %i = %c0 to %c1024 step %c64 {
+// CHECK-NEXT:        isa.wait_flag [V, MTE2, 0]
+// CHECK-NEXT:        isa.copy_gm_to_ub %x[%i] to %a sizes [64] : memref<1024xf32, #isa.space<gm>> to memref<64xf32, #isa.space<ub>>
+// CHECK-NEXT:        isa.set_flag [MTE2, V, 0]
+// CHECK-NEXT:        isa.wait_flag [MTE2, V, 0]
+// CHECK-NEXT:        isa.wait_flag [MTE3, V, 0]
+// CHECK-NEXT:        isa.vexp %b, %a repeat 1 : memref<64xf32, #isa.space<ub>>, memref<64xf32, #isa.space<ub>>
+// CHECK-NEXT:        isa.set_flag [V, MTE2, 0]
+// CHECK-NEXT:        isa.set_flag [V, MTE3, 0]
+// CHECK-NEXT:        isa.wait_flag [V, MTE3, 0]
+// CHECK-NEXT:        isa.copy_ub_to_gm %b to %y[%i] sizes [64] : memref<64xf32, #isa.space<ub>> to memref<1024xf32, #isa.space<gm>>
+// CHECK-NEXT:        isa.set_flag [MTE3, V, 0]
+// CHECK-NEXT:      }
+// CHECK-NEXT:      isa.wait_flag [V, MTE2, 0]
+// CHECK-NEXT:      isa.wait_flag [MTE3, V, 0]
+// CHECK-NEXT:    }
+
+// -----
+
+// Double buffering: the loop body holds one copy per slot. Each slot gets its own pairs
+// and event ids, so the load into slot 1 does not wait for the vector op on slot 0. The
+// two stores write different tiles of %y (offsets %i and %i + 64 differ by a constant):
+// no barrier between them.
+builtin.module attributes {ge.target = "ascend910"} {
+  isa.kernel @double ins(%x: memref<1024xf32, #isa.space<gm>>) outs(%y: memref<1024xf32, #isa.space<gm>>) block_dim 1 {
+    %c0 = arith.constant 0 : index
+    %c64 = arith.constant 64 : index
+    %c128 = arith.constant 128 : index
+    %c1024 = arith.constant 1024 : index
+    %a0, %a1 = isa.buffer offset 0 slots 2 : memref<64xf32, #isa.space<ub>>
+    %b0, %b1 = isa.buffer offset 512 slots 2 : memref<64xf32, #isa.space<ub>>
+    scf.for %i = %c0 to %c1024 step %c128 {
+      isa.copy_gm_to_ub %x[%i] to %a0 sizes [64] : memref<1024xf32, #isa.space<gm>> to memref<64xf32, #isa.space<ub>>
+      isa.vexp %b0, %a0 repeat 1 : memref<64xf32, #isa.space<ub>>, memref<64xf32, #isa.space<ub>>
+      isa.copy_ub_to_gm %b0 to %y[%i] sizes [64] : memref<64xf32, #isa.space<ub>> to memref<1024xf32, #isa.space<gm>>
+      %j = arith.addi %i, %c64 : index
+      isa.copy_gm_to_ub %x[%j] to %a1 sizes [64] : memref<1024xf32, #isa.space<gm>> to memref<64xf32, #isa.space<ub>>
+      isa.vexp %b1, %a1 repeat 1 : memref<64xf32, #isa.space<ub>>, memref<64xf32, #isa.space<ub>>
+      isa.copy_ub_to_gm %b1 to %y[%j] sizes [64] : memref<64xf32, #isa.space<ub>> to memref<1024xf32, #isa.space<gm>>
+    }
+  }
+}
+// CHECK-LABEL: isa.kernel @double
+// CHECK:           isa.set_flag [V, MTE2, 0]
+// CHECK-NEXT:      isa.set_flag [V, MTE2, 1]
+// CHECK-NEXT:      isa.set_flag [MTE3, V, 0]
+// CHECK-NEXT:      isa.set_flag [MTE3, V, 1]
+// CHECK-NEXT:      scf.for %i = %c0 to %c1024 step %c128 {
+// CHECK-NEXT:        isa.wait_flag [V, MTE2, 0]
+// CHECK-NEXT:        isa.copy_gm_to_ub %x[%i] to %a0 sizes [64] : memref<1024xf32, #isa.space<gm>> to memref<64xf32, #isa.space<ub>>
+// CHECK-NEXT:        isa.set_flag [MTE2, V, 0]
+// CHECK-NEXT:        isa.wait_flag [MTE2, V, 0]
+// CHECK-NEXT:        isa.wait_flag [MTE3, V, 0]
+// CHECK-NEXT:        isa.vexp %b0, %a0 repeat 1 : memref<64xf32, #isa.space<ub>>, memref<64xf32, #isa.space<ub>>
+// CHECK-NEXT:        isa.set_flag [V, MTE2, 0]
+// CHECK-NEXT:        isa.set_flag [V, MTE3, 0]
+// CHECK-NEXT:        isa.wait_flag [V, MTE3, 0]
+// CHECK-NEXT:        isa.copy_ub_to_gm %b0 to %y[%i] sizes [64] : memref<64xf32, #isa.space<ub>> to memref<1024xf32, #isa.space<gm>>
+// CHECK-NEXT:        isa.set_flag [MTE3, V, 0]
+// CHECK-NEXT:        %j = arith.addi %i, %c64 : index
+// CHECK-NEXT:        isa.wait_flag [V, MTE2, 1]
+// CHECK-NEXT:        isa.copy_gm_to_ub %x[%j] to %a1 sizes [64] : memref<1024xf32, #isa.space<gm>> to memref<64xf32, #isa.space<ub>>
+// CHECK-NEXT:        isa.set_flag [MTE2, V, 1]
+// CHECK-NEXT:        isa.wait_flag [MTE2, V, 1]
+// CHECK-NEXT:        isa.wait_flag [MTE3, V, 1]
+// CHECK-NEXT:        isa.vexp %b1, %a1 repeat 1 : memref<64xf32, #isa.space<ub>>, memref<64xf32, #isa.space<ub>>
+// CHECK-NEXT:        isa.set_flag [V, MTE2, 1]
+// CHECK-NEXT:        isa.set_flag [V, MTE3, 1]
+// CHECK-NEXT:        isa.wait_flag [V, MTE3, 1]
+// CHECK-NEXT:        isa.copy_ub_to_gm %b1 to %y[%j] sizes [64] : memref<64xf32, #isa.space<ub>> to memref<1024xf32, #isa.space<gm>>
+// CHECK-NEXT:        isa.set_flag [MTE3, V, 1]
+// CHECK-NEXT:      }
+// CHECK-NEXT:      isa.wait_flag [V, MTE2, 0]
+// CHECK-NEXT:      isa.wait_flag [V, MTE2, 1]
+// CHECK-NEXT:      isa.wait_flag [MTE3, V, 0]
+// CHECK-NEXT:      isa.wait_flag [MTE3, V, 1]
+// CHECK-NEXT:    }
+
+// -----
+
+// The Cube path: GM -> L1 (MTE2) -> L0A / L0B (MTE1) -> mmad (M) -> fixpipe (FIX). The two
+// mmads accumulate into one L0C buffer: the Cube finishes each instruction before the
+// next, so they need no barrier.
+builtin.module attributes {ge.target = "ascend910"} {
+  isa.kernel @cube ins(%a: memref<256xf16, #isa.space<gm>>) outs(%c: memref<256xf32, #isa.space<gm>>) block_dim 1 {
+    %true = arith.constant true
+    %l1 = isa.buffer offset 0 : memref<256xf16, #isa.space<l1>>
+    %l0a = isa.buffer offset 0 : memref<256xf16, #isa.space<l0a>>
+    %l0b = isa.buffer offset 0 : memref<256xf16, #isa.space<l0b>>
+    %acc = isa.buffer offset 0 : memref<256xf32, #isa.space<l0c>>
+    isa.copy_gm_to_l1 %a to %l1 sizes [256] : memref<256xf16, #isa.space<gm>> to memref<256xf16, #isa.space<l1>>
+    isa.copy_l1_to_l0a %l1 to %l0a sizes [256] : memref<256xf16, #isa.space<l1>> to memref<256xf16, #isa.space<l0a>>
+    isa.copy_l1_to_l0b %l1 to %l0b sizes [256] : memref<256xf16, #isa.space<l1>> to memref<256xf16, #isa.space<l0b>>
+    isa.mmad %acc, %l0a, %l0b m 16 k 16 n 16 init %true : memref<256xf32, #isa.space<l0c>>, memref<256xf16, #isa.space<l0a>>, memref<256xf16, #isa.space<l0b>>
+    isa.mmad %acc, %l0a, %l0b m 16 k 16 n 16 : memref<256xf32, #isa.space<l0c>>, memref<256xf16, #isa.space<l0a>>, memref<256xf16, #isa.space<l0b>>
+    isa.fixpipe %acc to %c sizes [256] : memref<256xf32, #isa.space<l0c>> to memref<256xf32, #isa.space<gm>>
+  }
+}
+// CHECK-LABEL: isa.kernel @cube
+// CHECK:           isa.copy_gm_to_l1 %a to %l1 sizes [256] : memref<256xf16, #isa.space<gm>> to memref<256xf16, #isa.space<l1>>
+// CHECK-NEXT:      isa.set_flag [MTE2, MTE1, 0]
+// CHECK-NEXT:      isa.wait_flag [MTE2, MTE1, 0]
+// CHECK-NEXT:      isa.copy_l1_to_l0a %l1 to %l0a sizes [256] : memref<256xf16, #isa.space<l1>> to memref<256xf16, #isa.space<l0a>>
+// CHECK-NEXT:      isa.copy_l1_to_l0b %l1 to %l0b sizes [256] : memref<256xf16, #isa.space<l1>> to memref<256xf16, #isa.space<l0b>>
+// CHECK-NEXT:      isa.set_flag [MTE1, M, 0]
+// CHECK-NEXT:      isa.wait_flag [MTE1, M, 0]
+// CHECK-NEXT:      isa.mmad %acc, %l0a, %l0b m 16 k 16 n 16 init %true : memref<256xf32, #isa.space<l0c>>, memref<256xf16, #isa.space<l0a>>, memref<256xf16, #isa.space<l0b>>
+// CHECK-NEXT:      isa.mmad %acc, %l0a, %l0b m 16 k 16 n 16 : memref<256xf32, #isa.space<l0c>>, memref<256xf16, #isa.space<l0a>>, memref<256xf16, #isa.space<l0b>>
+// CHECK-NEXT:      isa.set_flag [M, FIX, 0]
+// CHECK-NEXT:      isa.wait_flag [M, FIX, 0]
+// CHECK-NEXT:      isa.fixpipe %acc to %c sizes [256] : memref<256xf32, #isa.space<l0c>> to memref<256xf32, #isa.space<gm>>
+// CHECK-NEXT:    }
+
+// -----
+
+// Must not change anything: the loads fill different buffers and nothing reads them.
+builtin.module attributes {ge.target = "ascend910"} {
+  isa.kernel @independent ins(%x: memref<128xf32, #isa.space<gm>>) outs() block_dim 1 {
+    %a = isa.buffer offset 0 : memref<64xf32, #isa.space<ub>>
+    %b = isa.buffer offset 256 : memref<64xf32, #isa.space<ub>>
+    isa.copy_gm_to_ub %x to %a sizes [64] : memref<128xf32, #isa.space<gm>> to memref<64xf32, #isa.space<ub>>
+    isa.copy_gm_to_ub %x to %b sizes [64] : memref<128xf32, #isa.space<gm>> to memref<64xf32, #isa.space<ub>>
+  }
+}
+// CHECK-LABEL: isa.kernel @independent
+// CHECK:           isa.copy_gm_to_ub %x to %a sizes [64] : memref<128xf32, #isa.space<gm>> to memref<64xf32, #isa.space<ub>>
+// CHECK-NEXT:      isa.copy_gm_to_ub %x to %b sizes [64] : memref<128xf32, #isa.space<gm>> to memref<64xf32, #isa.space<ub>>
+// CHECK-NEXT:    }
+
+// -----
+
+// Must not change anything: a kernel that already has sync ops is left as written.
+builtin.module attributes {ge.target = "ascend910"} {
+  isa.kernel @synced ins(%x: memref<64xf32, #isa.space<gm>>) outs() block_dim 1 {
+    %a = isa.buffer offset 0 : memref<64xf32, #isa.space<ub>>
+    isa.copy_gm_to_ub %x to %a sizes [64] : memref<64xf32, #isa.space<gm>> to memref<64xf32, #isa.space<ub>>
+    isa.pipe_barrier [ALL]
+    isa.vexp %a, %a repeat 1 : memref<64xf32, #isa.space<ub>>, memref<64xf32, #isa.space<ub>>
+  }
+}
+// CHECK-LABEL: isa.kernel @synced
+// CHECK:           isa.copy_gm_to_ub %x to %a sizes [64] : memref<64xf32, #isa.space<gm>> to memref<64xf32, #isa.space<ub>>
+// CHECK-NEXT:      isa.pipe_barrier [ALL]
+// CHECK-NEXT:      isa.vexp %a, %a repeat 1 : memref<64xf32, #isa.space<ub>>, memref<64xf32, #isa.space<ub>>
+// CHECK-NEXT:    }
+
+// -----
+
+// Dependencies are found on planned bytes: an unplaced buffer is an error.
+builtin.module attributes {ge.target = "ascend910"} {
+  isa.kernel @unplaced ins(%x: memref<64xf32, #isa.space<gm>>) outs() block_dim 1 {
+    %a = isa.buffer : memref<64xf32, #isa.space<ub>>
+    isa.copy_gm_to_ub %x to %a sizes [64] : memref<64xf32, #isa.space<gm>> to memref<64xf32, #isa.space<ub>>
+  }
+}
+// CHECK: insert-sync: kernel @unplaced: isa.copy_gm_to_ub uses a buffer without an offset; run plan-local-memory first

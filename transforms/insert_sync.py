@@ -1,0 +1,564 @@
+"""`insert-sync`: set_flag / wait_flag pairs and pipe barriers for isa kernels
+(AscendNPU-IR's InjectSync, ascend.md §1.5).
+
+Run after `plan-local-memory`: dependencies are found on the planned bytes, so buffers
+that share bytes are ordered too.
+
+1. Dependencies. For every two instructions that may touch a common byte with at least
+   one write (`isa_analysis.may_overlap`), take their innermost common block C: the
+   first must finish before the second starts in the same run of C (a forward dep).
+   Across iterations of the innermost loop around C that may run twice (C's own loop, or
+   an outer one when C's loop runs at most once: constant bounds or `isa.max_trips`),
+   the second must finish before the first runs again (a loop-carried dep), and the first
+   before the second runs again when one run does not already order them. An
+   instruction that rewrites its own bytes depends on itself across iterations.
+2. Cross-pipe dependencies get a set/wait pair: set_flag on the first pipe right after
+   the op holding the first side, wait_flag on the second pipe right before the op holding
+   the second. Forward dependencies of one block and pipe pair share pairs where one pair
+   can serve several (the fewest pairs: an interval stabbing). A loop-carried pair is set
+   after its first side and waited before its second inside the body, set once before the
+   loop (so the first iteration does not wait) and waited once after it (so every set is
+   consumed) -- the double-buffering pattern: with two slots, each slot's pairs let the
+   loads of one slot run while the other slot is computed on. Blocks are done innermost
+   first, so a block's dependencies can be ordered by the pairs inside its loops.
+3. Pairs that others imply are removed, each removal checked against all the block's
+   dependencies: a chain set -> wait -> later set on the waiting pipe -> ... may start
+   inside the loop holding the first side and leave it through the wait after the loop,
+   pass through a loop that runs at least once, enter the loops holding the second side,
+   and go round the block's own loop once (a carried dependency must, a forward one must
+   not), through a carried pair or along one pipe's program order.
+4. Same-pipe dependencies need a `pipe_barrier` on pipelined pipes (the movers, V, FIX;
+   the Cube and the scalar unit finish each instruction before the next), unless flags
+   already order them or a barrier lies between the two sides (in the block, in a loop
+   that always runs, or inside the loops holding them); barriers go as late as possible.
+5. Event ids: pairs of one (set pipe, wait pipe) whose lifetimes (set to wait; a
+   loop-carried pair: the whole loop) overlap get different ids, at most eight; the least
+   recently used free id is taken, so ids are reused as late as possible.
+
+The analysis is conservative: what it cannot prove disjoint or ordered gets a pair or a
+barrier. A kernel that already has sync ops is left as it is.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from xdsl.context import Context
+from xdsl.dialects import scf
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Block, Operation
+from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import PassFailedException
+
+from ge import targets
+from ge.dialects import isa
+from ge.errors import GeError
+from ge.transforms.isa_analysis import (
+    Instr,
+    Linear,
+    UnplacedBufferError,
+    instructions,
+    kernel_ops,
+    may_overlap,
+    may_repeat,
+    min_trips,
+)
+from ge.transforms.plan_local_memory import describe_kernel, module_target
+
+# Pipes whose instructions may overlap in time (the Cube and the scalar unit do not).
+PIPELINED = {isa.Pipe.V, isa.Pipe.MTE1, isa.Pipe.MTE2, isa.Pipe.MTE3, isa.Pipe.FIX}
+
+
+class SyncError(PassFailedException, GeError):
+    """insert-sync cannot synchronize a kernel (unplaced buffers, too many events)."""
+
+
+@dataclass(frozen=True)
+class Dep:
+    """`first` (at path xs below `block`: its ancestor's index in `block`, then in that
+    op's body, ...) must finish before `second` (at path ys) starts; carried: second runs
+    in a later iteration of `loop`, whose body is `block`."""
+
+    block: Block
+    loop: scf.ForOp | None
+    src: isa.Pipe
+    dst: isa.Pipe
+    xs: tuple[int, ...]
+    ys: tuple[int, ...]
+    carried: bool
+
+    @property
+    def x(self) -> int:
+        return self.xs[0]
+
+    @property
+    def y(self) -> int:
+        return self.ys[0]
+
+
+@dataclass(frozen=True)
+class Pair:
+    """A set_flag after op s and a wait_flag before op w of `block` (plus the set before
+    and the wait after `loop` when carried)."""
+
+    block: Block
+    loop: scf.ForOp | None
+    src: isa.Pipe
+    dst: isa.Pipe
+    s: int
+    w: int
+    carried: bool
+
+
+def _repeating_loop(block: Block) -> scf.ForOp | None:
+    """The innermost loop around `block` (its own loop included) that may run its body twice."""
+    b: Block | None = block
+    while b is not None:
+        op = b.parent_op()
+        if isinstance(op, scf.ForOp) and may_repeat(op):
+            return op
+        b = None if op is None else op.parent_block()
+    return None
+
+
+def dependencies(kernel: isa.KernelOp, instrs: list[Instr]) -> set[Dep]:
+    """Every ordering the kernel's instructions need (step 1 of the module docstring).
+
+    For two instructions, first before second in program order, with innermost common
+    block C: within one run of C, first must finish before second starts (a forward dep
+    in C). Across iterations of the innermost loop L around C that may repeat (C's own
+    loop, or an outer one when C's loop runs at most once), in L's body C': second of
+    iteration i before first of a later iteration (a carried dep), and first of
+    iteration i before second of a later one when the same run does not already order
+    them -- a forward dep in C' when their ancestors there differ, a carried one when the
+    two share an ancestor. An instruction may depend on itself across iterations."""
+    deps: set[Dep] = set()
+    index: dict[Operation, int] = {}
+    for op in kernel_ops(kernel.body.block):
+        for r in op.regions:
+            for b in r.blocks:
+                index.update((o, i) for i, o in enumerate(b.ops))
+    index.update((o, i) for i, o in enumerate(kernel.body.block.ops))
+
+    def path_in(instr: Instr, block: Block) -> tuple[int, ...]:
+        d = next(i for i, o in enumerate(instr.path) if o.parent_block() is block)
+        return tuple(index[o] for o in instr.path[d:])
+
+    def overlap(a: Instr, b: Instr, block: Block, loop: scf.ForOp | None, later: bool) -> bool:
+        return any(may_overlap(p, q, block, loop, later, kernel) for p in a.accesses for q in b.accesses)
+
+    for i, first in enumerate(instrs):
+        for second in instrs[i:]:
+            d = 0
+            while d < len(first.path) - 1 and first.path[d] is second.path[d]:
+                d += 1
+            block = first.path[d].parent_block()
+            assert block is not None
+            same_run = False
+            if first is not second and overlap(first, second, block, None, False):
+                same_run = True
+                deps.add(Dep(block, None, first.pipe, second.pipe, path_in(first, block), path_in(second, block), False))
+            loop = _repeating_loop(block)
+            if loop is None:
+                continue
+            body = loop.body.block
+            xs, ys = path_in(first, body), path_in(second, body)
+            if overlap(second, first, body, loop, True):
+                deps.add(Dep(body, loop, second.pipe, first.pipe, ys, xs, True))
+            if first is not second and not same_run and overlap(first, second, body, loop, True):
+                carried = xs[0] == ys[0]
+                deps.add(Dep(body, loop if carried else None, first.pipe, second.pipe, xs, ys, carried))
+    return {d for d in deps if d.src != d.dst or d.src in PIPELINED}
+
+
+# --------------------------------------------------------------------------------------
+# Is a dependency already ordered by pairs?
+# --------------------------------------------------------------------------------------
+
+
+@dataclass
+class Level:
+    """The pairs that can order dependencies of one block: its forward pairs, the carried
+    pairs of its loop, the pairs inside each loop directly nested in it (by index), and
+    the Levels of those loops' bodies (to follow a chain further in)."""
+
+    forward: list[Pair]
+    carried: list[Pair]
+    nested: dict[int, list[Pair]]
+    inner: dict[int, Level] = field(default_factory=dict)
+    always: set[int] = field(default_factory=set)  # nested loops that run at least once
+
+
+# Program points inside a block are (gap, phase): gap g is between ops g-1 and g; in a gap
+# the set_flags come first (phase 0), then the wait_flags (phase 1). Op x's work is
+# complete "just after" it, (x + 1, -1); op y starts after its gap's waits, (y, 2).
+
+
+def implied(dep: Dep, level: Level) -> bool:
+    """Does a chain of pairs order dep's first side before its second side? A chain runs
+    set -> wait -> (a later set on the waiting pipe) -> ...; it may leave a loop nested in
+    the block through the wait after it (when it starts inside that loop), enter loops
+    nested in the block as its last steps, and go round the block's own loop once (a
+    carried dep must, a forward dep must not) -- through a carried pair or along one
+    pipe's program order (a set in the next iteration comes after everything before it).
+
+    A state is (where, pipe, point, wrapped, waited): "at" a point of the block or "in"
+    the loop holding the first side; `waited` once the pipe has waited for the first side
+    (its work after the point is ordered), before that only its later sets carry it."""
+    src, dst, xs, ys, carried = dep.src, dep.dst, dep.xs, dep.ys, dep.carried
+    y = (ys[0], 2)
+    todo: list[tuple] = [("at", src, (xs[0] + 1, -1), False, False)]  # a set after the op holding the first side
+    if len(xs) > 1 and xs[0] in level.nested:
+        todo.append(("in", src, (xs[1] + 1, -1), False, False))  # a set inside that loop, after it
+    seen = set(todo)
+
+    def push(state: tuple) -> None:
+        if state not in seen:
+            seen.add(state)
+            todo.append(state)
+
+    def reach(state: tuple) -> bool:
+        """A wait: the new state's pipe has waited."""
+        kind, pipe, pos, wrapped, _ = state
+        if kind == "in":  # a wait inside the loop: everything after the loop comes later too
+            if reach(("at", pipe, (xs[0] + 1, -1), wrapped, True)):
+                return True
+        elif pipe == dst and wrapped == carried and pos <= y:
+            return True
+        push(state)
+        return False
+
+    while todo:
+        kind, pipe, pos, wrapped, waited = todo.pop()
+        if kind == "in":  # inside the loop at xs[0], in the iteration of the first side
+            for p in level.nested[xs[0]]:
+                if p.src != pipe or (p.s + 1, 0) <= pos:
+                    continue
+                state = ("at", p.dst, (xs[0] + 1, 1), False, True) if p.carried else ("in", p.dst, (p.w, 1), False, True)
+                if reach(state):
+                    return True
+            continue
+        if wrapped == carried and _enters(level, pipe, pos, dst, ys, waited):
+            return True
+        if carried and not wrapped:  # the pipe's own program order round the back edge
+            push(("at", pipe, (-1, 0), True, waited))
+        for p in level.forward:
+            if p.src == pipe and (p.s + 1, 0) > pos and reach(("at", p.dst, (p.w, 1), wrapped, True)):
+                return True
+        if not wrapped:
+            for p in level.carried:
+                if p.src == pipe and (p.s + 1, 0) > pos and reach(("at", p.dst, (p.w, 1), True, True)):
+                    return True
+        for at, pairs in level.nested.items():
+            for p in pairs:  # leave a nested loop through the wait after it
+                if (p.carried and p.src == pipe and (at, 0) > pos
+                        and reach(("at", p.dst, (at + 1, 1), wrapped, True))):
+                    return True
+            if at in level.always:  # through a loop that runs at least once: its first iteration
+                for r, _ in _inside(level, at, pipe, pos, waited):
+                    if reach(("at", r, (at + 1, -1), wrapped, True)):
+                        return True
+    return False
+
+
+def _inside(level: Level, at: int, pipe: isa.Pipe, pos: tuple, waited: bool) -> set[tuple]:
+    """The (pipe, point) states inside the body of the loop at `at` that are ordered after
+    `pipe`'s work from `pos` on (a point before the loop), in every iteration: the whole
+    body comes after pos, so a chain may start at any pair in the body whose set is on
+    `pipe`, at a carried pair of the loop (its first wait consumes the set placed before
+    the loop, when that comes after pos), and leave loops nested in the body through the
+    waits after them. `waited`: pipe itself waited at pos (else only its sets count)."""
+    inner = level.inner.get(at)
+    if inner is None or pos > (at, 1):
+        return set()
+    before = (at, 0) > pos
+    start = (pipe, (-1, 0))
+    todo, seen, out = [start], {start}, set()
+    while todo:
+        state = todo.pop()
+        r, pt = state
+        if state != start or waited:
+            out.add(state)
+        new = [(p.dst, (p.w, 1)) for p in inner.forward if p.src == r and (p.s + 1, 0) > pt]
+        if state == start and before:
+            new += [(p.dst, (p.w, 1)) for p in inner.carried if p.src == r]
+        for a, pairs in inner.nested.items():
+            new += [(p.dst, (a + 1, 1)) for p in pairs if p.carried and p.src == r and (a, 0) > pt]
+        for st in new:
+            if st not in seen:
+                seen.add(st)
+                todo.append(st)
+    return out
+
+
+def _enters(level: Level, pipe: isa.Pipe, pos: tuple, dst: isa.Pipe, ys: tuple[int, ...], waited: bool) -> bool:
+    """Do pairs inside the loop at ys[0] of `level`'s block order the second side (at ys,
+    inside that loop) after `pipe`'s work from `pos` on (a point before the loop), in
+    every iteration -- directly or further in?"""
+    if len(ys) < 2:
+        return False
+    inner = level.inner.get(ys[0])
+    for r, pt in _inside(level, ys[0], pipe, pos, waited):
+        if r == dst and pt <= (ys[1], 2):
+            return True
+        if inner is not None and _enters(inner, r, pt, dst, ys[1:], True):
+            return True
+    if not waited and inner is not None:  # the first side's own sets, further in
+        return _enters(inner, pipe, (-1, 0), dst, ys[1:], False) if pos <= (ys[0], 1) else False
+    return False
+
+
+# --------------------------------------------------------------------------------------
+# Pairs
+# --------------------------------------------------------------------------------------
+
+
+def _stab(deps: list[Dep]) -> dict[Pair, list[Dep]]:
+    """The fewest forward pairs covering deps of one block and pipe pair: a pair (s, w)
+    orders a dep (x, y) when x <= s < w <= y."""
+    out: dict[Pair, list[Dep]] = {}
+    group: list[Dep] = []
+
+    def close() -> None:
+        d = group[0]
+        pair = Pair(d.block, d.loop, d.src, d.dst, max(g.x for g in group), min(g.y for g in group), False)
+        out.setdefault(pair, []).extend(group)
+
+    for d in sorted(deps, key=lambda d: (d.y, d.x, d.xs, d.ys)):
+        if group and d.x < min(g.y for g in group):
+            group.append(d)
+            continue
+        if group:
+            close()
+        group = [d]
+    if group:
+        close()
+    return out
+
+
+def _carried_pairs(deps: list[Dep]) -> dict[Pair, list[Dep]]:
+    """Loop-carried pairs: the tightest pair of each dep, dropping those another kept pair
+    already orders (no merging: merging would make one slot of a double buffer wait for
+    the other)."""
+    kept: list[Pair] = []
+    for d in sorted(deps, key=lambda d: (d.x - d.y, -d.x, d.xs, d.ys)):
+        if not any(p.s >= d.x and p.w <= d.y for p in kept):
+            kept.append(Pair(d.block, d.loop, d.src, d.dst, d.x, d.y, True))
+    return {p: [d for d in deps if p.s >= d.x and p.w <= d.y] for p in kept}
+
+
+def _prune(candidates: dict[Pair, list[Dep]], nested: dict[int, list[Pair]], inner: dict[int, Level],
+           always: set[int]) -> list[Pair]:
+    """Drop pairs without which every dependency is still ordered (step 3). Each removal
+    is checked against all the block's dependencies -- a pair may be a link in the chain
+    that orders another pair's dependency."""
+    kept = list(candidates)
+    deps = list(dict.fromkeys(d for covered in candidates.values() for d in covered))
+
+    def level(pairs) -> Level:
+        return Level([p for p in pairs if not p.carried], [p for p in pairs if p.carried], nested, inner, always)
+
+    for p in sorted(kept, key=lambda p: (p.carried, p.w - p.s, p.s, p.src, p.dst)):
+        others = level([q for q in kept if q is not p])
+        if all(implied(d, others) for d in deps):
+            kept.remove(p)
+    return kept
+
+
+Barriers = dict[Block, dict[isa.Pipe, set[int]]]  # block -> pipe -> gaps holding a barrier
+
+
+def _has_barrier(block: Block, pipe: isa.Pipe, bars: Barriers, lo: int | None = None, hi: int | None = None) -> bool:
+    """Is there a barrier on `pipe` in `block` at a gap in (lo, hi] -- between ops lo and
+    hi -- or inside a loop strictly between them that runs at least once?"""
+    if any((lo is None or g > lo) and (hi is None or g <= hi) for g in bars.get(block, {}).get(pipe, ())):
+        return True
+    for i, op in enumerate(block.ops):
+        if (isinstance(op, scf.ForOp) and (lo is None or i > lo) and (hi is None or i < hi) and min_trips(op) >= 1
+                and _has_barrier(op.body.block, pipe, bars)):
+            return True
+    return False
+
+
+def _nested_body(block: Block, at: int) -> Block | None:
+    op = list(block.ops)[at]
+    return op.body.block if isinstance(op, scf.ForOp) else None
+
+
+def _barrier_after(block: Block, xs: tuple[int, ...], pipe: isa.Pipe, bars: Barriers) -> bool:
+    """A barrier after the op at xs, in the same run of `block`."""
+    if _has_barrier(block, pipe, bars, lo=xs[0]):
+        return True
+    inner = _nested_body(block, xs[0]) if len(xs) > 1 else None
+    return inner is not None and _barrier_after(inner, xs[1:], pipe, bars)
+
+
+def _barrier_before(block: Block, ys: tuple[int, ...], pipe: isa.Pipe, bars: Barriers) -> bool:
+    """A barrier before the op at ys, in the same run of `block`."""
+    if _has_barrier(block, pipe, bars, hi=ys[0]):
+        return True
+    inner = _nested_body(block, ys[0]) if len(ys) > 1 else None
+    return inner is not None and _barrier_before(inner, ys[1:], pipe, bars)
+
+
+def _barriers(deps: list[Dep], level: Level, bars: Barriers) -> list[tuple[Block, int, isa.Pipe]]:
+    """Barrier positions (block, before op g, pipe) for the same-pipe deps of one block; a
+    dep is covered by a barrier between its two sides -- in the block, in a loop between
+    them that always runs, or inside the loops holding them -- or by flags (step 4)."""
+    block = deps[0].block
+    mine = bars.setdefault(block, defaultdict(set))
+    placed: list[tuple[Block, int, isa.Pipe]] = []
+    todo = [d for d in deps if not implied(d, level)]
+    for d in sorted(todo, key=lambda d: (d.carried, d.y, d.x, d.xs, d.ys)):
+        p = d.src
+        inner_x = _nested_body(block, d.x) if len(d.xs) > 1 else None
+        inner_y = _nested_body(block, d.y) if len(d.ys) > 1 else None
+        covered = (inner_x is not None and _barrier_after(inner_x, d.xs[1:], p, bars)) or (
+            inner_y is not None and _barrier_before(inner_y, d.ys[1:], p, bars))
+        if d.carried:
+            covered = covered or _has_barrier(block, p, bars, lo=d.x) or _has_barrier(block, p, bars, hi=d.y)
+        else:
+            covered = covered or _has_barrier(block, p, bars, lo=d.x, hi=d.y)
+        if not covered:
+            mine[p].add(d.y)
+            placed.append((block, d.y, p))
+    return placed
+
+
+def _events(kernel: isa.KernelOp, pairs: list[Pair]) -> dict[Pair, int]:
+    """An event id per pair (step 5)."""
+    lin = Linear.of(kernel)
+
+    def span(p: Pair) -> tuple[float, float]:
+        if p.carried:
+            assert p.loop is not None
+            return lin.number[p.loop] - 0.5, lin.end[p.loop] + 0.5
+        return lin.gap(p.block, p.s + 1), lin.gap(p.block, p.w)
+
+    ids: dict[Pair, int] = {}
+    by_pipes: dict[tuple[isa.Pipe, isa.Pipe], list[Pair]] = defaultdict(list)
+    for p in pairs:
+        by_pipes[(p.src, p.dst)].append(p)
+    def order(p: Pair) -> tuple:
+        return (*span(p), lin.gap(p.block, p.s + 1), lin.gap(p.block, p.w))
+
+    for (src, dst), group in by_pipes.items():
+        last_end = [float("-inf")] * isa.EVENT_IDS
+        for p in sorted(group, key=order):
+            start, end = span(p)
+            free = [e for e in range(isa.EVENT_IDS) if last_end[e] < start]
+            if not free:
+                raise SyncError(
+                    f"insert-sync: {describe_kernel(kernel)}: more than {isa.EVENT_IDS} {src.value} -> {dst.value} "
+                    "events are live at once"
+                )
+            e = min(free, key=lambda e: (last_end[e], e))
+            ids[p] = e
+            last_end[e] = end
+    return ids
+
+
+def _emit(pairs: list[Pair], ids: dict[Pair, int], barriers: list[tuple[Block, int, isa.Pipe]]) -> None:
+    sets: dict[tuple[Block, int], list] = defaultdict(list)
+    waits: dict[tuple[Block, int], list] = defaultdict(list)
+    bars: dict[tuple[Block, int], list] = defaultdict(list)
+    for p in pairs:
+        key = (p.src, p.dst, ids[p])
+        sets[(p.block, p.s + 1)].append(key)
+        waits[(p.block, p.w)].append(key)
+        if p.carried:
+            assert p.loop is not None
+            parent = p.loop.parent_block()
+            assert parent is not None
+            at = parent.get_operation_index(p.loop)
+            sets[(parent, at)].append(key)
+            waits[(parent, at + 1)].append(key)
+    for block, g, pipe in barriers:
+        bars[(block, g)].append(pipe)
+    order = {p: i for i, p in enumerate(isa.PIPES)}
+
+    def sort_key(k):
+        return order[k[0]], order[k[1]], k[2]
+
+    blocks = {b for b, _ in (*sets, *waits, *bars)}
+    for block in blocks:
+        ops = list(block.ops)
+        for g in range(len(ops), -1, -1):  # back to front: indices stay valid
+            new: list[Operation] = [isa.SetFlagOp(*k) for k in sorted(sets.get((block, g), []), key=sort_key)]
+            new += [isa.WaitFlagOp(*k) for k in sorted(waits.get((block, g), []), key=sort_key)]
+            new += [isa.PipeBarrierOp(p) for p in sorted(bars.get((block, g), []), key=order.__getitem__)]
+            if not new:
+                continue
+            if g < len(ops):
+                block.insert_ops_before(new, ops[g])
+            else:
+                block.add_ops(new)
+
+
+def _depth(block: Block) -> int:
+    d = 0
+    p = block.parent_op()
+    while p is not None and not isinstance(p, isa.KernelOp):
+        d += 1
+        p = p.parent_op()
+    return d
+
+
+def insert_sync(kernel: isa.KernelOp, target: targets.Target) -> None:
+    if any(isinstance(op, isa.SYNC_OPS) for op in kernel_ops(kernel.body.block)):
+        return
+    try:
+        instrs = instructions(kernel, target)
+    except UnplacedBufferError as e:
+        raise SyncError(f"insert-sync: {describe_kernel(kernel)}: {e}; run plan-local-memory first") from None
+    by_block: dict[Block, list[Dep]] = defaultdict(list)
+    for d in dependencies(kernel, instrs):
+        by_block[d.block].append(d)
+    blocks = {block_of_op for op in kernel_ops(kernel.body.block) for r in op.regions for block_of_op in r.blocks}
+    blocks.add(kernel.body.block)
+    placed: dict[Block, list[Pair]] = {}
+    levels: dict[Block, Level] = {}
+    bars: Barriers = {}
+    pairs: list[Pair] = []
+    barriers: list[tuple[Block, int, isa.Pipe]] = []
+    # Innermost blocks first: a block's dependencies may be ordered by the pairs of the
+    # loops nested in it.
+    for block in sorted(blocks, key=_depth, reverse=True):
+        loops = {i: op.body.block for i, op in enumerate(block.ops) if isinstance(op, scf.ForOp)}
+        nested = {i: placed.get(b, []) for i, b in loops.items()}
+        inner = {i: levels[b] for i, b in loops.items() if b in levels}
+        deps = by_block.get(block, [])
+        always = {i for i, op in enumerate(block.ops) if isinstance(op, scf.ForOp) and min_trips(op) >= 1}
+        inherited = Level([], [], nested, inner, always)
+        cross: dict[tuple, list[Dep]] = defaultdict(list)
+        for d in deps:
+            if d.src != d.dst and not implied(d, inherited):
+                cross[(d.src, d.dst, d.carried)].append(d)
+        candidates: dict[Pair, list[Dep]] = {}
+        for (_, _, carried), group in sorted(cross.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2])):
+            for pair, covered in (_carried_pairs(group) if carried else _stab(group)).items():
+                candidates.setdefault(pair, []).extend(covered)
+        kept = _prune(candidates, nested, inner, always)
+        placed[block] = kept
+        pairs += kept
+        level = levels[block] = Level([p for p in kept if not p.carried], [p for p in kept if p.carried], nested, inner,
+                                      always)
+        same = [d for d in deps if d.src == d.dst]
+        if same:
+            barriers += _barriers(same, level, bars)
+    _emit(pairs, _events(kernel, pairs), barriers)
+
+
+@dataclass(frozen=True)
+class InsertSyncPass(ModulePass):
+    """Order every cross-pipe dependency of each isa kernel with set_flag / wait_flag and
+    every same-pipe one with pipe_barrier (see the module docstring)."""
+
+    name = "insert-sync"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        target = module_target(op)
+        for kernel in op.walk():
+            if isinstance(kernel, isa.KernelOp):
+                insert_sync(kernel, target)

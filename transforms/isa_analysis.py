@@ -1,0 +1,351 @@
+"""What `plan-local-memory` and `insert-sync` need to know about an isa kernel: where each
+instruction sits in the loop nest, which bytes it may touch, and whether two instructions
+may touch the same bytes in the same or in different loop iterations.
+
+Element offsets are read as affine forms over loop induction variables and other index
+values (`arith.constant`, `addi`, `subi`, `muli` by a constant); two accesses through one
+buffer whose offsets differ by a constant are compared exactly, others are assumed to
+overlap. Across iterations of a loop, offsets are compared only for a loop that is not
+nested in another one and forms over its induction variable and values defined before
+every loop (so the last iteration of one run of a loop and the first of the next run are
+never compared wrongly); otherwise the accesses are assumed to overlap.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from xdsl.dialects import arith, scf
+from xdsl.dialects.builtin import IntegerAttr, MemRefType
+from xdsl.ir import Block, BlockArgument, Operation, SSAValue
+
+from ge import targets
+from ge.dialects import isa
+
+# --------------------------------------------------------------------------------------
+# Affine index forms
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Affine:
+    """sum(coeff * leaf) + const over index values (leaves)."""
+
+    terms: tuple[tuple[SSAValue, int], ...] = ()
+    const: int = 0
+
+    @staticmethod
+    def of(terms: dict[SSAValue, int], const: int) -> Affine:
+        return Affine(tuple((v, c) for v, c in terms.items() if c), const)
+
+    def scaled(self, k: int) -> Affine:
+        return Affine(tuple((v, c * k) for v, c in self.terms), self.const * k)
+
+    def minus(self, other: Affine) -> Affine:
+        terms = dict(self.terms)
+        for v, c in other.terms:
+            terms[v] = terms.get(v, 0) - c
+        return Affine.of(terms, self.const - other.const)
+
+    @property
+    def leaves(self) -> tuple[SSAValue, ...]:
+        return tuple(v for v, _ in self.terms)
+
+
+def affine(v: SSAValue | None, depth: int = 0) -> Affine:
+    """The affine form of index value `v` (0 for an absent offset)."""
+    if v is None:
+        return Affine()
+    owner = v.owner
+    if depth < 16 and isinstance(owner, Operation):
+        if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
+            return Affine((), owner.value.value.data)
+        if isinstance(owner, arith.IndexCastOp):
+            return affine(owner.input, depth + 1)
+        if isinstance(owner, arith.AddiOp | arith.SubiOp):
+            a, b = affine(owner.lhs, depth + 1), affine(owner.rhs, depth + 1)
+            if isinstance(owner, arith.SubiOp):
+                return a.minus(b)
+            return a.minus(b.scaled(-1))
+        if isinstance(owner, arith.MuliOp):
+            a, b = affine(owner.lhs, depth + 1), affine(owner.rhs, depth + 1)
+            if not b.terms:
+                return a.scaled(b.const)
+            if not a.terms:
+                return b.scaled(a.const)
+    return Affine(((v, 1),), 0)
+
+
+# --------------------------------------------------------------------------------------
+# Instructions in the loop nest
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MemAccess:
+    """One access in bytes: `key` names the memory (a local space, or a GM argument),
+    bytes [base + (offset + lo) * size, base + (offset + hi) * size)."""
+
+    key: tuple
+    base: int
+    size: int
+    offset: Affine
+    lo: int
+    hi: int
+    write: bool
+    buffer: SSAValue
+
+
+@dataclass
+class Instr:
+    """An instruction with its pipe, its ancestors (outermost first: the ops of each
+    enclosing block, the instruction last) and its accesses."""
+
+    op: Operation
+    pipe: isa.Pipe
+    path: list[Operation]
+    accesses: list[MemAccess]
+    index: int = 0  # program order
+
+    @property
+    def loops(self) -> list[scf.ForOp]:
+        return [p for p in self.path if isinstance(p, scf.ForOp)]
+
+
+def block_of(op: Operation) -> Block:
+    b = op.parent_block()
+    assert b is not None
+    return b
+
+
+def position(op: Operation) -> int:
+    return block_of(op).get_operation_index(op)
+
+
+def kernel_ops(block: Block) -> Iterator[Operation]:
+    for op in block.ops:
+        yield op
+        for r in op.regions:
+            for b in r.blocks:
+                yield from kernel_ops(b)
+
+
+def buffer_location(v: SSAValue, target: targets.Target) -> tuple[tuple, int, int] | None:
+    """(memory key, byte base, bytes) of a buffer value: a GM argument or a placed slot."""
+    t = v.type
+    assert isinstance(t, MemRefType)
+    if isinstance(v, BlockArgument) and isinstance(v.owner.parent_op(), isa.KernelOp):
+        return ("gm", v.index), 0, isa.nbytes(t)
+    owner = v.owner
+    if isinstance(owner, isa.BufferOp):
+        if owner.byte_offset is None:
+            return None
+        slot = list(owner.slots).index(v)
+        return (owner.space.value,), owner.slot_offset(slot, target), isa.nbytes(t)
+    return None
+
+
+class UnplacedBufferError(Exception):
+    """A buffer has no offset yet (run plan-local-memory first)."""
+
+
+def instructions(kernel: isa.KernelOp, target: targets.Target) -> list[Instr]:
+    """Every instruction of the kernel in program order, with its resolved accesses."""
+    out = []
+    for op in kernel_ops(kernel.body.block):
+        if not isinstance(op, isa.InstructionOp):
+            continue
+        path = [op]
+        p = op.parent_op()
+        while p is not None and p is not kernel:
+            path.append(p)
+            p = p.parent_op()
+        path.reverse()
+        accesses = []
+        for a in op.accesses(target):
+            loc = buffer_location(a.buffer, target)
+            if loc is None:
+                raise UnplacedBufferError(f"{op.name} uses a buffer without an offset")
+            key, base, _ = loc
+            size = isa.itemsize(a.buffer.type)
+            accesses.append(MemAccess(key, base, size, affine(a.offset), a.lo, a.hi, a.write, a.buffer))
+        out.append(Instr(op, op.PIPE, path, accesses, len(out)))
+    return out
+
+
+# --------------------------------------------------------------------------------------
+# May two accesses touch the same bytes?
+# --------------------------------------------------------------------------------------
+
+
+def _top_level(v: SSAValue, kernel: isa.KernelOp) -> bool:
+    """Is `v` defined outside every loop of the kernel (the same in every iteration)?"""
+    owner_block = v.owner if isinstance(v, BlockArgument) else v.owner.parent_block()
+    return owner_block is kernel.body.block
+
+
+def _visible(v: SSAValue, block: Block) -> bool:
+    """Is `v` defined in `block` or a block around it (one value per run of `block`)?"""
+    owner_block = v.owner if isinstance(v, BlockArgument) else v.owner.parent_block()
+    b: Block | None = block
+    while b is not None:
+        if b is owner_block:
+            return True
+        parent = b.parent_op()
+        b = None if parent is None else parent.parent_block()
+    return False
+
+
+def _ranges(a: MemAccess) -> tuple[int, int]:
+    return a.lo * a.size, a.hi * a.size
+
+
+def may_overlap(x: MemAccess, y: MemAccess, block: Block, loop: scf.ForOp | None, later: bool,
+                kernel: isa.KernelOp) -> bool:
+    """May access x and a later access y touch a common byte? Both run in `block` (their
+    innermost common block, the body of `loop` when that is a loop). With `later`, y runs
+    one or more iterations of `loop` after x; otherwise in the same run of `block` or, when
+    `loop` is given, any number of iterations later."""
+    if x.key != y.key or not (x.write or y.write):
+        return False
+    xl, xh = _ranges(x)
+    yl, yh = _ranges(y)
+    # x starts at base_x + size_x * off_x; const is that minus the same for y.
+    diff = x.offset.scaled(x.size).minus(y.offset.scaled(y.size))
+    const = x.base - y.base + diff.const
+    if not x.offset.terms and not y.offset.terms:
+        return yl - xh < const < yh - xl  # the same bytes in every iteration
+    if not later:
+        leaves = (*x.offset.leaves, *y.offset.leaves)
+        if not diff.terms and all(_visible(v, block) for v in leaves):
+            if yl - xh < const < yh - xl:
+                return True
+        else:  # offsets over loop counters with constant bounds: compare their ranges
+            span = _range(diff)
+            if span is None or (span[0] + const < yh - xl and span[1] + const > yl - xh):
+                return True
+        if loop is None:
+            return False
+    assert loop is not None
+    # Across iterations: only a top-level loop, offsets over its induction variable and
+    # values defined before every loop.
+    iv = loop.body.block.args[0]
+    step = _static(loop.step)
+    if loop.parent_op() is not kernel or step is None:
+        return True
+    if not all(v is iv or _top_level(v, kernel) for v in (*x.offset.leaves, *y.offset.leaves)):
+        return True
+    cx = dict(x.offset.terms).get(iv, 0) * x.size
+    cy = dict(y.offset.terms).get(iv, 0) * y.size
+    if cx != cy or any(c for v, c in diff.terms if v is not iv):
+        return True
+    # y runs d iterations later: its iv is larger by d * step, so const shrinks by cy * step * d.
+    return _exists(const, -cy * step, yl - xh, yh - xl, 1)
+
+
+def _range(form: Affine) -> tuple[int, int] | None:
+    """[min, max] of a form without constant whose leaves are all induction variables of
+    loops with constant bounds, None otherwise."""
+    lo = hi = 0
+    for v, c in form.terms:
+        if not (isinstance(v, BlockArgument) and isinstance(v.owner.parent_op(), scf.ForOp)):
+            return None
+        loop = v.owner.parent_op()
+        bounds = [_static(w) for w in (loop.lb, loop.ub, loop.step)]
+        if None in bounds or bounds[2] <= 0 or bounds[1] <= bounds[0]:
+            return None
+        first, last = bounds[0], bounds[0] + (bounds[1] - bounds[0] - 1) // bounds[2] * bounds[2]
+        lo, hi = lo + min(c * first, c * last), hi + max(c * first, c * last)
+    return lo, hi
+
+
+def _exists(c0: int, k: int, lo: int, hi: int, dmin: int) -> bool:
+    """Is there an integer d >= dmin with lo < c0 + k * d < hi?"""
+    if k == 0:
+        return lo < c0 < hi
+    # d in the open interval ((lo - c0) / k, (hi - c0) / k), bounds swapped when k < 0.
+    a, b = (lo - c0) / k, (hi - c0) / k
+    if a > b:
+        a, b = b, a
+    first = max(dmin, math.floor(a) + 1)
+    return first < b
+
+
+def _static(v: SSAValue) -> int | None:
+    owner = v.owner
+    if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
+        return owner.value.value.data
+    return None
+
+
+# --------------------------------------------------------------------------------------
+# Trip counts
+# --------------------------------------------------------------------------------------
+
+def max_trips(loop: scf.ForOp) -> int | None:
+    """An upper bound on the loop's iterations when one is known (constant bounds, or the
+    `isa.max_trips` attribute), else None."""
+    bounds = [_static(v) for v in (loop.lb, loop.ub, loop.step)]
+    counts = []
+    if None not in bounds:
+        lb, ub, step = bounds
+        counts.append(max(0, -(-(ub - lb) // step)) if step > 0 else 0)
+    hint = loop.attributes.get(isa.MAX_TRIPS_ATTR)
+    if isinstance(hint, IntegerAttr):
+        counts.append(hint.value.data)
+    return min(counts) if counts else None
+
+
+def min_trips(loop: scf.ForOp) -> int:
+    """A lower bound on the loop's iterations: the count for constant bounds, else 0."""
+    bounds = [_static(v) for v in (loop.lb, loop.ub, loop.step)]
+    if None in bounds or bounds[2] <= 0:
+        return 0
+    lb, ub, step = bounds
+    return max(0, -(-(ub - lb) // step))
+
+
+def may_repeat(loop: scf.ForOp) -> bool:
+    """Can the loop run its body twice (so that dependencies can cross iterations)?"""
+    n = max_trips(loop)
+    return n is None or n > 1
+
+
+# --------------------------------------------------------------------------------------
+# Linear positions (for lifetimes and event-id ranges)
+# --------------------------------------------------------------------------------------
+
+
+@dataclass
+class Linear:
+    """Pre-order numbers of the kernel's ops; `end[op]` is the last number inside op."""
+
+    number: dict[Operation, int] = field(default_factory=dict)
+    end: dict[Operation, int] = field(default_factory=dict)
+    last: int = 0
+
+    @staticmethod
+    def of(kernel: isa.KernelOp) -> Linear:
+        lin = Linear()
+        lin._walk(kernel.body.block)
+        lin.last = len(lin.number)
+        return lin
+
+    def _walk(self, block: Block) -> None:
+        for op in block.ops:
+            self.number[op] = len(self.number)
+            for r in op.regions:
+                for b in r.blocks:
+                    self._walk(b)
+            self.end[op] = len(self.number) - 1
+
+    def gap(self, block: Block, index: int) -> float:
+        """The linear position of the gap before op `index` of `block` (or after its last op)."""
+        ops = list(block.ops)
+        if index < len(ops):
+            return self.number[ops[index]] - 0.5
+        if not ops:
+            return float(self.last)
+        return self.end[ops[-1]] + 0.5
