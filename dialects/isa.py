@@ -53,7 +53,6 @@ from xdsl.dialects.builtin import (
     Float32Type,
     Float64Type,
     FloatAttr,
-    FunctionType,
     IndexType,
     IntegerAttr,
     IntegerType,
@@ -67,7 +66,7 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.dialects.utils import EnumAttribute
-from xdsl.ir import Attribute, Block, Dialect, Operation, Region, SpacedOpaqueSyntaxAttribute, SSAValue
+from xdsl.ir import Attribute, Dialect, Operation, Region, SpacedOpaqueSyntaxAttribute, SSAValue
 from xdsl.irdl import (
     AttrSizedOperandSegments,
     IRDLOperation,
@@ -78,7 +77,6 @@ from xdsl.irdl import (
     opt_operand_def,
     opt_prop_def,
     prop_def,
-    region_def,
     result_def,
     traits_def,
     var_operand_def,
@@ -89,13 +87,10 @@ from xdsl.printer import Printer
 from xdsl.traits import (
     HasAncestor,
     HasParent,
-    IsolatedFromAbove,
     MemoryAllocEffect,
     MemoryReadEffect,
     MemoryWriteEffect,
-    NoTerminator,
     Pure,
-    SymbolOpInterface,
     SymbolTable,
 )
 from xdsl.utils.exceptions import VerifyException
@@ -103,6 +98,7 @@ from xdsl.utils.str_enum import StrEnum
 
 from ge import targets
 from ge.dialects import dtypes
+from ge.dialects.kernel_base import KernelBase
 
 # The instruction encoding has eight event ids per (set pipe, wait pipe) pair, as HIVM's
 # EVENT_ID0 .. EVENT_ID7 (ascend.md §1.4); the simulator and insert-sync use this bound.
@@ -332,79 +328,22 @@ class Access:
 
 
 @irdl_op_definition
-class KernelOp(IRDLOperation):
+class KernelOp(KernelBase):
     """A kernel: GM buffers in (`ins`) and out (`outs`), run as `block_dim` blocks spread
     over the AI cores."""
 
     name = "isa.kernel"
-    sym_name = prop_def(StringAttr)
-    function_type = prop_def(FunctionType)
-    num_ins = prop_def(IntegerAttr[I64])
-    block_dim = prop_def(IntegerAttr[I64])
-    body = region_def("single_block")
-    traits = traits_def(IsolatedFromAbove(), SymbolOpInterface(), NoTerminator())
 
     def __init__(self, name: str, ins: Sequence[Attribute], outs: Sequence[Attribute], block_dim: int = 1,
                  body: Region | None = None):
-        if body is None:
-            body = Region(Block(arg_types=[*ins, *outs]))
-        super().__init__(properties=self._props(name, [*ins, *outs], len(ins), block_dim), regions=[body])
-
-    @staticmethod
-    def _props(name: str, types: Sequence[Attribute], num_ins: int, block_dim: int) -> dict[str, Attribute]:
-        return {
-            "sym_name": StringAttr(name), "function_type": FunctionType.from_lists(list(types), []),
-            "num_ins": IntegerAttr(num_ins, i64), "block_dim": IntegerAttr(block_dim, i64),
-        }
-
-    @property
-    def ins(self) -> tuple[SSAValue, ...]:
-        return tuple(self.body.block.args[: self.num_ins.value.data])
-
-    @property
-    def outs(self) -> tuple[SSAValue, ...]:
-        return tuple(self.body.block.args[self.num_ins.value.data:])
-
-    @classmethod
-    def parse(cls, parser: Parser) -> KernelOp:
-        name = parser.parse_symbol_name().data
-
-        def arguments(keyword: str) -> list[Parser.Argument]:
-            parser.parse_keyword(keyword)
-            return parser.parse_comma_separated_list(parser.Delimiter.PAREN, parser.parse_argument)
-
-        ins, outs = arguments("ins"), arguments("outs")
-        parser.parse_keyword("block_dim")
-        block_dim = parser.parse_integer(allow_negative=False, allow_boolean=False)
-        attrs = parser.parse_optional_attr_dict_with_keyword()
-        region = parser.parse_region([*ins, *outs])
-        op = cls.build(properties=cls._props(name, [a.type for a in (*ins, *outs)], len(ins), block_dim),
-                       regions=[region])
-        if attrs is not None:
-            op.attributes.update(attrs.data)
-        return op
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_symbol_name(self.sym_name.data)
-        for keyword, args in (("ins", self.ins), ("outs", self.outs)):
-            printer.print_string(f" {keyword}(")
-            printer.print_list(args, printer.print_block_argument)
-            printer.print_string(")")
-        printer.print_string(f" block_dim {self.block_dim.value.data}")
-        printer.print_op_attributes(self.attributes, print_keyword=True)
-        printer.print_string(" ")
-        printer.print_region(self.body, print_entry_block_args=False)
+        types = [*ins, *outs]
+        super().__init__(
+            properties=self.kernel_props(name, types, len(ins), block_dim), regions=[self.entry_region(types, body)]
+        )
 
     def verify_(self) -> None:
-        args = self.body.block.args
-        if [a.type for a in args] != list(self.function_type.inputs.data):
-            raise VerifyException("the body's arguments must match the kernel's ins and outs")
-        if not 0 <= self.num_ins.value.data <= len(args):
-            raise VerifyException(f"num_ins {self.num_ins.value.data} is out of range for {len(args)} arguments")
-        if self.block_dim.value.data < 1:
-            raise VerifyException(f"block_dim must be >= 1, got {self.block_dim.value.data}")
-        for i, a in enumerate(args):
+        self.verify_signature()
+        for i, a in enumerate(self.body.block.args):
             if space_of(a.type) != MemSpace.GM:
                 raise VerifyException(f"kernel argument #{i} must be a buffer in #isa.space<gm>, got {a.type}")
 

@@ -44,7 +44,6 @@ from xdsl.dialects.builtin import (
     FlatSymbolRefAttrConstr,
     Float32Type,
     FloatAttr,
-    FunctionType,
     IndexType,
     IntegerAttr,
     IntegerType,
@@ -58,7 +57,7 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.dialects.utils import EnumAttribute
-from xdsl.ir import Attribute, Block, Dialect, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Dialect, Operation, Region, SSAValue
 from xdsl.irdl import (
     AttrSizedOperandSegments,
     IRDLOperation,
@@ -78,15 +77,12 @@ from xdsl.printer import Printer
 from xdsl.traits import (
     HasAncestor,
     HasParent,
-    IsolatedFromAbove,
     IsTerminator,
     MemoryAllocEffect,
     MemoryReadEffect,
     MemoryWriteEffect,
-    NoTerminator,
     Pure,
     RecursiveMemoryEffect,
-    SymbolOpInterface,
     SymbolTable,
 )
 from xdsl.utils.exceptions import VerifyException
@@ -94,6 +90,7 @@ from xdsl.utils.str_enum import StrEnum
 
 from ge.dialects import dtypes
 from ge.dialects.fusion import KINDS
+from ge.dialects.kernel_base import KernelBase
 
 
 class MemSpace(StrEnum):
@@ -179,91 +176,34 @@ def int_array(values: Sequence[int]) -> DenseArrayBase:
 
 
 @irdl_op_definition
-class KernelOp(IRDLOperation):
+class KernelOp(KernelBase):
     """A kernel: GM buffers in (`ins`) and out (`outs`), run on `block_dim` AI cores."""
 
     name = "tile.kernel"
-    sym_name = prop_def(StringAttr)
-    function_type = prop_def(FunctionType)
-    num_ins = prop_def(IntegerAttr[I64])
-    block_dim = prop_def(IntegerAttr[I64])
     kind = prop_def(StringAttr)
-    body = region_def("single_block")
-    traits = traits_def(IsolatedFromAbove(), SymbolOpInterface(), NoTerminator())
 
     def __init__(self, name: str, ins: Sequence[Attribute], outs: Sequence[Attribute], kind: str,
                  block_dim: int = 1, body: Region | None = None):
-        if body is None:
-            body = Region(Block(arg_types=[*ins, *outs]))
+        types = [*ins, *outs]
         super().__init__(
-            properties={
-                "sym_name": StringAttr(name), "function_type": FunctionType.from_lists([*ins, *outs], []),
-                "num_ins": IntegerAttr(len(ins), i64), "block_dim": IntegerAttr(block_dim, i64),
-                "kind": StringAttr(kind),
-            },
-            regions=[body],
+            properties={**self.kernel_props(name, types, len(ins), block_dim), "kind": StringAttr(kind)},
+            regions=[self.entry_region(types, body)],
         )
-
-    @property
-    def ins(self) -> tuple[SSAValue, ...]:
-        return tuple(self.body.block.args[: self.num_ins.value.data])
-
-    @property
-    def outs(self) -> tuple[SSAValue, ...]:
-        return tuple(self.body.block.args[self.num_ins.value.data:])
 
     @classmethod
-    def parse(cls, parser: Parser) -> KernelOp:
-        name = parser.parse_symbol_name().data
-
-        def arguments(keyword: str) -> list[Parser.Argument]:
-            parser.parse_keyword(keyword)
-            return parser.parse_comma_separated_list(parser.Delimiter.PAREN, parser.parse_argument)
-
-        ins, outs = arguments("ins"), arguments("outs")
-        parser.parse_keyword("block_dim")
-        block_dim = parser.parse_integer(allow_negative=False, allow_boolean=False)
+    def _parse_extra(cls, parser: Parser) -> dict[str, Attribute]:
         parser.parse_keyword("kind")
-        kind = parser.parse_str_literal()
-        attrs = parser.parse_optional_attr_dict_with_keyword()
-        region = parser.parse_region([*ins, *outs])
-        op = cls.build(
-            properties={
-                "sym_name": StringAttr(name),
-                "function_type": FunctionType.from_lists([a.type for a in (*ins, *outs)], []),
-                "num_ins": IntegerAttr(len(ins), i64), "block_dim": IntegerAttr(block_dim, i64),
-                "kind": StringAttr(kind),
-            },
-            regions=[region],
-        )
-        if attrs is not None:
-            op.attributes.update(attrs.data)
-        return op
+        return {"kind": StringAttr(parser.parse_str_literal())}
 
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_symbol_name(self.sym_name.data)
-        for keyword, args in (("ins", self.ins), ("outs", self.outs)):
-            printer.print_string(f" {keyword}(")
-            printer.print_list(args, printer.print_block_argument)
-            printer.print_string(")")
-        printer.print_string(f" block_dim {self.block_dim.value.data} kind ")
+    def _print_extra(self, printer: Printer) -> None:
+        printer.print_string(" kind ")
         printer.print_string_literal(self.kind.data)
-        printer.print_op_attributes(self.attributes, print_keyword=True)
-        printer.print_string(" ")
-        printer.print_region(self.body, print_entry_block_args=False)
 
     def verify_(self) -> None:
-        args = self.body.block.args
-        if [a.type for a in args] != list(self.function_type.inputs.data):
-            raise VerifyException("the body's arguments must match the kernel's ins and outs")
-        if not 0 <= self.num_ins.value.data <= len(args):
-            raise VerifyException(f"num_ins {self.num_ins.value.data} is out of range for {len(args)} arguments")
-        if self.block_dim.value.data < 1:
-            raise VerifyException(f"block_dim must be >= 1, got {self.block_dim.value.data}")
+        self.verify_signature()
         if self.kind.data not in KINDS:
             raise VerifyException(f"unknown kernel kind '{self.kind.data}' (one of {', '.join(KINDS)})")
-        for i, a in enumerate(args):
+        for i, a in enumerate(self.body.block.args):
             _buffer(a, f"kernel argument #{i}", [MemSpace.GM])
 
 
