@@ -21,22 +21,18 @@ from contextlib import contextmanager
 
 from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import IndexType, IntegerAttr, i1, i64
-from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Block, Region, SSAValue
 
 from ge.dialects import isa
+from ge.lowering.index_builder import Index, IndexBuilder
 
-Index = int | SSAValue
 
-
-class IsaBuilder:
+class IsaBuilder(IndexBuilder):
     """Appends ops to an isa kernel's body; `at` is the current insertion block."""
 
     def __init__(self, kernel: isa.KernelOp):
+        super().__init__(kernel.body.block)
         self.kernel = kernel
-        self.top = kernel.body.block
-        self.at = self.top
-        self.constants: dict[tuple[int, Attribute], SSAValue] = {}
-        self._anchor: Operation | None = None
 
     @staticmethod
     def new_kernel(name: str, ins: Sequence[Attribute], outs: Sequence[Attribute], block_dim: int = 1,
@@ -49,85 +45,6 @@ class IsaBuilder:
     @property
     def args(self) -> tuple[SSAValue, ...]:
         return tuple(self.top.args)
-
-    # -- ops ------------------------------------------------------------------------------
-
-    def add(self, op: Operation) -> Operation:
-        self.at.add_op(op)
-        return op
-
-    def const(self, value: int, ty: Attribute | None = None) -> SSAValue:
-        """An index (or `ty`) constant, created once at the top of the kernel."""
-        ty = ty or IndexType()
-        key = (int(value), ty)
-        if key not in self.constants:
-            op = arith.ConstantOp(IntegerAttr(int(value), ty))
-            if ty == IndexType():
-                op.result.name_hint = f"c{value}" if value >= 0 else f"cm{-value}"
-            if self._anchor is None:
-                first = self.top.first_op
-                if first is None:
-                    self.top.add_op(op)
-                else:
-                    self.top.insert_op_before(op, first)
-            else:
-                self.top.insert_op_after(op, self._anchor)
-            self._anchor = op
-            self.constants[key] = op.result
-        return self.constants[key]
-
-    def value(self, x: Index) -> SSAValue:
-        return self.const(x) if isinstance(x, int) else x
-
-    def _binary(self, cls, a: Index, b: Index, name: str | None) -> SSAValue:
-        op = self.add(cls(self.value(a), self.value(b)))
-        if name:
-            op.results[0].name_hint = name
-        return op.results[0]
-
-    def add_(self, a: Index, b: Index, name: str | None = None) -> Index:
-        if isinstance(a, int) and isinstance(b, int):
-            return a + b
-        if b == 0:
-            return a
-        if a == 0:
-            return b
-        return self._binary(arith.AddiOp, a, b, name)
-
-    def sub(self, a: Index, b: Index, name: str | None = None) -> Index:
-        if isinstance(a, int) and isinstance(b, int):
-            return a - b
-        if b == 0:
-            return a
-        return self._binary(arith.SubiOp, a, b, name)
-
-    def mul(self, a: Index, b: int, name: str | None = None) -> Index:
-        if isinstance(a, int):
-            return a * b
-        if b == 1:
-            return a
-        if b == 0:
-            return 0
-        return self._binary(arith.MuliOp, a, b, name)
-
-    def div(self, a: Index, b: int, name: str | None = None) -> Index:
-        if isinstance(a, int):
-            return a // b
-        if b == 1:
-            return a
-        return self._binary(arith.DivUIOp, a, b, name)
-
-    def rem(self, a: Index, b: int, name: str | None = None) -> Index:
-        if isinstance(a, int):
-            return a % b
-        if b == 1:
-            return 0
-        return self._binary(arith.RemUIOp, a, b, name)
-
-    def min_(self, a: Index, b: Index, name: str | None = None) -> Index:
-        if isinstance(a, int) and isinstance(b, int):
-            return min(a, b)
-        return self._binary(arith.MinUIOp, a, b, name)
 
     def eq(self, a: Index, b: Index, name: str = "first") -> SSAValue:
         if isinstance(a, int) and isinstance(b, int):

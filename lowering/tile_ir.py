@@ -12,106 +12,23 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import BoolAttr, IndexType, IntegerAttr, MemRefType, TensorType, i1
-from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.dialects.builtin import BoolAttr, IndexType, MemRefType, TensorType, i1
+from xdsl.ir import Attribute, Block, Region, SSAValue
 
 from ge.dialects import layout as lt
 from ge.dialects import tile as t
 from ge.dialects.layout import Format
+from ge.lowering.index_builder import Index, IndexBuilder
 
-Index = int | SSAValue  # a static or a dynamic index
 
+class KernelBuilder(IndexBuilder):
+    """Appends ops to a tile kernel body; `at` is the current insertion block."""
 
-class KernelBuilder:
-    """Appends ops to a kernel body; `at` is the current insertion block."""
+    MEMOIZE = True
 
     def __init__(self, kernel: t.KernelOp):
+        super().__init__(kernel.body.block)
         self.kernel = kernel
-        self.top = kernel.body.block
-        self.at = self.top
-        self.constants: dict[int, SSAValue] = {}
-        self.memo: dict[tuple, SSAValue] = {}  # (op class, a, b, block) -> value, within one block
-        self._const_anchor: Operation | None = None
-
-    # -- ops ----------------------------------------------------------------------------
-
-    def add(self, op: Operation) -> Operation:
-        self.at.add_op(op)
-        return op
-
-    def const(self, value: int) -> SSAValue:
-        """An index constant, created once at the top of the kernel."""
-        if value not in self.constants:
-            op = arith.ConstantOp(IntegerAttr(value, IndexType()))
-            op.result.name_hint = f"c{value}" if value >= 0 else f"cm{-value}"
-            if self._const_anchor is None:
-                first = self.top.first_op
-                if first is None:
-                    self.top.add_op(op)
-                else:
-                    self.top.insert_op_before(op, first)
-            else:
-                self.top.insert_op_after(op, self._const_anchor)
-            self._const_anchor = op
-            self.constants[value] = op.result
-        return self.constants[value]
-
-    def value(self, x: Index) -> SSAValue:
-        return self.const(x) if isinstance(x, int) else x
-
-    def _binary(self, cls, a: Index, b: Index, name: str | None = None) -> SSAValue:
-        key = (cls, self.value(a), self.value(b), self.at)
-        if (hit := self.memo.get(key)) is not None:
-            return hit
-        op = self.add(cls(self.value(a), self.value(b)))
-        if name:
-            op.results[0].name_hint = name
-        self.memo[key] = op.results[0]
-        return op.results[0]
-
-    def mul(self, a: Index, b: int, name: str | None = None) -> Index:
-        if isinstance(a, int):
-            return a * b
-        if b == 1:
-            return a
-        if b == 0:
-            return 0
-        return self._binary(arith.MuliOp, a, b, name)
-
-    def add_(self, a: Index, b: Index, name: str | None = None) -> Index:
-        if isinstance(a, int) and isinstance(b, int):
-            return a + b
-        if b == 0:
-            return a
-        if a == 0:
-            return b
-        return self._binary(arith.AddiOp, a, b, name)
-
-    def sub(self, a: Index, b: int, name: str | None = None) -> Index:
-        if isinstance(a, int):
-            return a - b
-        if b == 0:
-            return a
-        return self._binary(arith.SubiOp, a, b, name)
-
-    def div(self, a: Index, b: int, name: str | None = None) -> Index:
-        if isinstance(a, int):
-            return a // b
-        if b == 1:
-            return a
-        return self._binary(arith.DivUIOp, a, b, name)
-
-    def rem(self, a: Index, b: int, name: str | None = None) -> Index:
-        if isinstance(a, int):
-            return a % b
-        if b == 1:
-            return 0
-        return self._binary(arith.RemUIOp, a, b, name)
-
-    def min_(self, a: Index, b: Index, name: str | None = None) -> Index:
-        if isinstance(a, int) and isinstance(b, int):
-            return min(a, b)
-        return self._binary(arith.MinUIOp, a, b, name)
 
     def is_zero(self, a: Index) -> SSAValue:
         if isinstance(a, int):

@@ -46,6 +46,7 @@ from ge.dialects import isa
 from ge.dialects.dtypes import numpy_dtype
 from ge.errors import GeError, InputError
 from ge.runtime import isa_kernels as K
+from ge.runtime.index_arith import CMPI, INT_BINARY
 from ge.runtime.sim_timing import NPIPES, PIPE_INDEX, PIPE_ORDER, PIPELINED, CostModel, PipeState, Trace
 
 HOST = NPIPES  # pseudo pipe of the bytes a launch binds (kernel inputs): always finished
@@ -334,32 +335,6 @@ class RunState:
 
 Step = Callable[[RunState], None]
 
-_INDEX_BINARY: dict[type[Operation], Callable[[int, int], int]] = {
-    arith.AddiOp: lambda a, b: a + b,
-    arith.SubiOp: lambda a, b: a - b,
-    arith.MuliOp: lambda a, b: a * b,
-    arith.DivUIOp: lambda a, b: a // b,
-    arith.DivSIOp: lambda a, b: int(a / b),
-    arith.FloorDivSIOp: lambda a, b: a // b,
-    arith.CeilDivUIOp: lambda a, b: -(-a // b),
-    arith.CeilDivSIOp: lambda a, b: -(-a // b),
-    arith.RemUIOp: lambda a, b: a % b,
-    arith.RemSIOp: lambda a, b: a - b * int(a / b),
-    arith.MinUIOp: min,
-    arith.MinSIOp: min,
-    arith.MaxUIOp: max,
-    arith.MaxSIOp: max,
-    arith.AndIOp: lambda a, b: a & b,
-    arith.OrIOp: lambda a, b: a | b,
-    arith.XOrIOp: lambda a, b: a ^ b,
-}
-
-_CMP = {
-    0: lambda a, b: a == b, 1: lambda a, b: a != b, 2: lambda a, b: a < b, 3: lambda a, b: a <= b,
-    4: lambda a, b: a > b, 5: lambda a, b: a >= b, 6: lambda a, b: a < b, 7: lambda a, b: a <= b,
-    8: lambda a, b: a > b, 9: lambda a, b: a >= b,
-}
-
 
 def _loc(op: Operation) -> str:
     loc = op.location
@@ -443,15 +418,15 @@ class KernelProgram:
                 raise self._fail(op, "only integer / index constants run on the scalar unit")
             self.registers[self._reg(op.result)] = int(value.value.data)
             return None
-        if type(op) in _INDEX_BINARY:
-            fn, a, b, r = _INDEX_BINARY[type(op)], self._reg(op.operands[0]), self._reg(op.operands[1]), self._reg(op.results[0])
+        if type(op) in INT_BINARY:
+            fn, a, b, r = INT_BINARY[type(op)], self._reg(op.operands[0]), self._reg(op.operands[1]), self._reg(op.results[0])
 
             def binary(st: RunState) -> None:
                 st.regs[r] = fn(st.regs[a], st.regs[b])
 
             return binary
         if isinstance(op, arith.CmpiOp):
-            fn, a, b, r = _CMP[op.predicate.value.data], self._reg(op.lhs), self._reg(op.rhs), self._reg(op.result)
+            fn, a, b, r = CMPI[op.predicate.value.data], self._reg(op.lhs), self._reg(op.rhs), self._reg(op.result)
 
             def cmp(st: RunState) -> None:
                 st.regs[r] = bool(fn(st.regs[a], st.regs[b]))

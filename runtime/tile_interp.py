@@ -31,6 +31,7 @@ from ge.dialects.blobs import attr_array
 from ge.dialects.dtypes import numpy_dtype
 from ge.dialects.graph import argument_names
 from ge.errors import GeError, InputError
+from ge.runtime.index_arith import CMPI, INT_BINARY
 from ge.runtime.reference import evaluate, find_function
 
 Env = list
@@ -190,28 +191,6 @@ def run_graph_block(block: Block, consts: dict[SSAValue, np.ndarray], args: Sequ
 # Decoding: ops -> closures
 # --------------------------------------------------------------------------------------
 
-_INT_BINARY: dict[type[Operation], Callable[[int, int], int]] = {
-    arith.AddiOp: lambda a, b: a + b,
-    arith.SubiOp: lambda a, b: a - b,
-    arith.MuliOp: lambda a, b: a * b,
-    arith.DivUIOp: lambda a, b: a // b,
-    arith.DivSIOp: lambda a, b: int(a / b),
-    arith.FloorDivSIOp: lambda a, b: a // b,
-    arith.CeilDivUIOp: lambda a, b: -(-a // b),
-    arith.CeilDivSIOp: lambda a, b: -(-a // b),
-    arith.RemUIOp: lambda a, b: a % b,
-    arith.RemSIOp: lambda a, b: a - b * int(a / b),
-    arith.MinUIOp: min,
-    arith.MinSIOp: min,
-    arith.MaxUIOp: max,
-    arith.MaxSIOp: max,
-}
-
-_CMP = {
-    0: lambda a, b: a == b, 1: lambda a, b: a != b, 2: lambda a, b: a < b, 3: lambda a, b: a <= b,
-    4: lambda a, b: a > b, 5: lambda a, b: a >= b, 6: lambda a, b: a < b, 7: lambda a, b: a <= b,
-    8: lambda a, b: a > b, 9: lambda a, b: a >= b,
-}
 
 
 class _Decoder:
@@ -256,11 +235,11 @@ class _Decoder:
                 v = bool(value.value.data)
             r = s(op.result)
             return lambda env: env.__setitem__(r, v)
-        if type(op) in _INT_BINARY:
-            fn, a, b, r = _INT_BINARY[type(op)], s(op.operands[0]), s(op.operands[1]), s(op.results[0])
+        if type(op) in INT_BINARY:
+            fn, a, b, r = INT_BINARY[type(op)], s(op.operands[0]), s(op.operands[1]), s(op.results[0])
             return lambda env: env.__setitem__(r, fn(env[a], env[b]))
         if isinstance(op, arith.CmpiOp):
-            fn, a, b, r = _CMP[op.predicate.value.data], s(op.lhs), s(op.rhs), s(op.result)
+            fn, a, b, r = CMPI[op.predicate.value.data], s(op.lhs), s(op.rhs), s(op.result)
             return lambda env: env.__setitem__(r, bool(fn(env[a], env[b])))
         if isinstance(op, arith.SelectOp):
             c, a, b, r = s(op.cond), s(op.lhs), s(op.rhs), s(op.result)
