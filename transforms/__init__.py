@@ -24,6 +24,8 @@ def get_all_ge_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "bufferize": _lazy("bufferize", "BufferizePass", "ge.lowering"),
         "tile": _lazy("tile", "TilePass", "ge.lowering"),
         "check-tile-capacity": _lazy("tile_capacity", "CheckTileCapacityPass"),
+        # lowering: tile -> isa (README "ISA and simulator")
+        "to-isa": _lazy("to_isa", "ToIsaPass", "ge.lowering"),
         # lowering: kernel sequence -> task (README "Building the model: memory, streams, model file")
         "build-model": _lazy("build_model", "BuildModelPass", "ge.lowering"),
         # isa level: local memory plan and synchronization (README "ISA and simulator")

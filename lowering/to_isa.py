@@ -1,0 +1,645 @@
+"""`to-isa`: tile kernels -> isa kernels (DESIGN.md §2, the lowering from [tile] to [isa]).
+
+Every `tile.kernel` becomes an `isa.kernel` with the same GM arguments; every `tile.launch`
+becomes an `isa.launch`. Inside a kernel:
+
+- `tile.alloc` in a local memory -> a flat `isa.buffer` (one slot per reserved copy), not
+  yet placed (`plan-local-memory` gives offsets). L1 and UB keep the tile's row-major
+  order; L0A holds its matrix as ZZ fractals, L0B as ZN, L0C as NZ (the orders
+  `isa.mmad` reads and writes).
+- `tile.copy` -> the move instruction of its data path (GM->L1 / GM->UB on MTE2, L1->L0A /
+  L1->L0B / L1->UB on MTE1, UB->GM / UB->L1 on MTE3, L0C->* on FIX, UB->UB on V). A
+  copy's rectangle becomes element strides on both sides: the permutation goes into the
+  destination strides, a fractal buffer's dims are split into their (outer, inner) fractal
+  digits. Reads past the source (conv pads, edge tiles) and writes past a GM destination
+  (edge tiles) become the move's `window`, computed from the dynamic offsets.
+- `tile.img2col` -> `isa.img2col` (Load3D, writes ZZ), `tile.mmad` -> `isa.mmad`.
+- `tile.vector` -> Vector instructions (lowering/isa_vector.py), `tile.vpool` ->
+  lowering/isa_pool.py.
+- `scf.for` loops stay loops. A loop in which a multi-buffered buffer lives (the innermost
+  loop containing all its uses) is emitted by `IsaBuilder.pipelined`: the body once per
+  slot, so that `insert-sync` gives each slot its own flags and the loads of one tile
+  overlap the compute on the other (double buffering).
+
+No synchronization is emitted here: `insert-sync` derives it from the buffers each
+instruction touches. The usual pipeline is `to-isa,plan-local-memory,insert-sync`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+
+from xdsl.context import Context
+from xdsl.dialects import arith, func, scf
+from xdsl.dialects.builtin import IndexType, IntegerAttr, MemRefType, ModuleOp, StringAttr, i1
+from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import PassFailedException
+
+from ge import targets
+from ge.dialects import isa
+from ge.dialects import tile as t
+from ge.errors import GeError
+from ge.lowering.index_builder import Index
+from ge.lowering.isa_builder import IsaBuilder
+from ge.transforms.tile_capacity import describe_kernel
+
+
+class IsaLoweringError(PassFailedException, GeError):
+    """A tile kernel uses something the isa level cannot express; names kernel and op."""
+
+
+Atom = tuple[int, int]  # (count, element stride): one mixed-radix digit of a buffer's index
+
+
+# --------------------------------------------------------------------------------------
+# Buffer layouts: logical (tile) index -> physical element offset
+# --------------------------------------------------------------------------------------
+
+
+def _merge(atoms: Sequence[Atom]) -> list[Atom]:
+    """Adjacent digits that address consecutive elements become one; size-1 digits vanish."""
+    out: list[Atom] = []
+    for n, s in atoms:
+        if n == 1:
+            continue
+        if out and out[-1][1] == n * s:
+            out[-1] = (out[-1][0] * n, s)
+        else:
+            out.append((n, s))
+    return out
+
+
+def row_major_atoms(shape: Sequence[int]) -> list[Atom]:
+    return [(math.prod(shape), 1)] if math.prod(shape) > 1 else []
+
+
+def fractal_atoms(space: t.MemSpace, shape: Sequence[int], frac: tuple[int, int, int]) -> list[Atom]:
+    """The digits of an L0 matrix in its fractal order, in logical (row, column) order."""
+    m0, k0, n0 = frac
+    rows, cols = shape
+    if space == t.MemSpace.L0A:  # [m, k] as ZZ: [m/m0, k/k0, m0, k0]
+        r0, c0 = m0, k0
+        r_outer, r_inner, c_outer, c_inner = cols * r0, c0, r0 * c0, 1
+    elif space == t.MemSpace.L0B:  # [k, n] as ZN: [k/k0, n/n0, n0, k0]
+        r0, c0 = k0, n0
+        r_outer, r_inner, c_outer, c_inner = cols * r0, 1, r0 * c0, r0
+    else:  # L0C [m, n] as NZ: [n/n0, m/m0, m0, n0]
+        r0, c0 = m0, n0
+        r_outer, r_inner, c_outer, c_inner = r0 * c0, c0, rows * c0, 1
+    return [(rows // r0, r_outer), (r0, r_inner), (cols // c0, c_outer), (c0, c_inner)]
+
+
+def split_dims(atoms: Sequence[Atom], shape: Sequence[int]) -> list[list[Atom]] | None:
+    """The digits of each dim of `shape` (a view of the buffer), or None when a dim does
+    not cover whole digits in a way strides can express."""
+    rest = [a for a in atoms if a[0] > 1]
+    out: list[list[Atom]] = []
+    for size in reversed(shape):
+        mine: list[Atom] = []
+        need = size
+        while need > 1:
+            if not rest:
+                return None
+            n, s = rest.pop()
+            if n <= need:
+                if need % n:
+                    return None
+                mine.insert(0, (n, s))
+                need //= n
+            else:
+                if n % need:
+                    return None
+                mine.insert(0, (need, s))
+                rest.append((n // need, s * need))
+                need = 1
+        out.insert(0, mine)
+    return out if not rest else None
+
+
+def refine(a: Sequence[Atom], b: Sequence[int]) -> list[Atom] | None:
+    """`a`'s digits split so that their counts are the radices `b` (outer to inner)."""
+    out: list[Atom] = []
+    rest = [x for x in a if x[0] > 1]
+    for radix in reversed(b):
+        need = radix
+        mine: list[Atom] = []
+        while need > 1:
+            if not rest:
+                return None
+            n, s = rest.pop()
+            if n <= need and need % n == 0:
+                mine.insert(0, (n, s))
+                need //= n
+            elif n > need and n % need == 0:
+                mine.insert(0, (need, s))
+                rest.append((n // need, s * need))
+                need = 1
+            else:
+                return None
+        if len(mine) > 1:
+            # one radix made of several digits only works if they are consecutive
+            merged = _merge(mine)
+            if len(merged) > 1:
+                return None
+            mine = merged
+        out.insert(0, mine[0] if mine else (1, 0))
+    return out if not rest else None
+
+
+def common_radices(x: Sequence[int], y: Sequence[int]) -> list[int] | None:
+    """The coarsest radix list refining both `x` and `y` (equal products), outer to inner."""
+    xs, ys = list(reversed(x)), list(reversed(y))
+    out: list[int] = []
+    a = b = 1
+    i = j = 0
+    xs = [n for n in xs if n > 1]
+    ys = [n for n in ys if n > 1]
+    while i < len(xs) or j < len(ys):
+        if a == 1 and i < len(xs):
+            a = xs[i]
+            i += 1
+        if b == 1 and j < len(ys):
+            b = ys[j]
+            j += 1
+        step = min(a, b)
+        if a % step or b % step:
+            return None
+        out.insert(0, step)
+        a //= step
+        b //= step
+    return out if a == 1 and b == 1 else None
+
+
+# --------------------------------------------------------------------------------------
+# The lowering of one kernel
+# --------------------------------------------------------------------------------------
+
+
+@dataclass
+class Buffer:
+    """An isa buffer for a tile alloc (or a GM argument): its slots and its digits."""
+
+    slots: list[SSAValue]
+    shape: tuple[int, ...]
+    atoms: list[Atom]
+    space: t.MemSpace
+    count: int = 1
+
+
+@dataclass
+class Side:
+    """One side of a copy: per tile dim, the digits (count, element stride) of its
+    rectangle, and the element offset of the rectangle's origin."""
+
+    dims: list[list[Atom]]
+    offset: Index
+
+
+@dataclass
+class KernelLowering:
+    """The state of lowering one tile kernel; also the context the vector and pool
+    lowerings get (`b`, `target`, `buffer`, `index`)."""
+
+    tile_kernel: t.KernelOp
+    b: IsaBuilder
+    target: targets.Target
+    values: dict[SSAValue, Index] = field(default_factory=dict)
+    buffers: dict[SSAValue, Buffer] = field(default_factory=dict)
+    views: dict[SSAValue, tuple[SSAValue, tuple[int, ...]]] = field(default_factory=dict)
+    slot: dict[SSAValue, int] = field(default_factory=dict)
+    home: dict[SSAValue, Operation] = field(default_factory=dict)  # multi-buffer -> its loop
+
+    # -- the context interface ---------------------------------------------------------------
+
+    def fail(self, op: Operation, message: str) -> IsaLoweringError:
+        return IsaLoweringError(f"{describe_kernel(self.tile_kernel)}: {op.name}: {message}")
+
+    def base(self, v: SSAValue) -> tuple[SSAValue, tuple[int, ...]]:
+        """The alloc (or GM argument) behind a tile memref value, and the value's shape."""
+        if v in self.views:
+            return self.views[v]
+        ty = v.type
+        assert isinstance(ty, MemRefType)
+        return v, tuple(ty.get_shape())
+
+    def buffer(self, v: SSAValue) -> tuple[SSAValue, Index]:
+        alloc, _ = self.base(v)
+        buf = self.buffers[alloc]
+        return buf.slots[self.slot.get(alloc, 0) % len(buf.slots)], 0
+
+    def index(self, v: SSAValue) -> Index:
+        if v in self.values:
+            return self.values[v]
+        owner = v.owner
+        if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
+            value = owner.value.value.data
+            return value if isinstance(v.type, IndexType) else self.b.const(value, v.type)
+        raise KeyError(v)
+
+    # -- buffers -------------------------------------------------------------------------------
+
+    def declare(self, op: t.AllocOp) -> None:
+        ty = op.result.type
+        assert isinstance(ty, MemRefType)
+        space = t.space_of(ty)
+        shape = tuple(ty.get_shape())
+        n = math.prod(shape)
+        if space in (t.MemSpace.L0A, t.MemSpace.L0B, t.MemSpace.L0C):
+            elem = op.result.type.element_type
+            frac = isa.cube_fractal(self.target, elem if space != t.MemSpace.L0C else self._cube_input(op))
+            if len(shape) != 2 or shape[0] % (frac[0] if space != t.MemSpace.L0B else frac[1]) or \
+                    shape[1] % (frac[1] if space == t.MemSpace.L0A else frac[2]):
+                raise self.fail(op, f"a {space.value} buffer must be a matrix of whole {frac} fractals, got {list(shape)}")
+            atoms = fractal_atoms(space, shape, frac)
+        else:
+            atoms = row_major_atoms(shape)
+        count = op.count.value.data
+        name = op.result.name_hint or space.value
+        slots = self.b.buffer(isa.MemSpace(space.value), [n], ty.element_type, slots=count, name=name)
+        self.buffers[op.result] = Buffer(slots, shape, atoms, space, count)
+
+    def _cube_input(self, op: t.AllocOp) -> Attribute:
+        """The element type of the mmad inputs that accumulate into L0C buffer `op`."""
+        for use in op.result.uses:
+            user = use.operation
+            if isinstance(user, t.MmadOp):
+                a = user.a.type
+                assert isinstance(a, MemRefType)
+                return a.element_type
+        raise self.fail(op, "an L0C buffer that no tile.mmad writes")
+
+    # -- copies --------------------------------------------------------------------------------
+
+    def side(self, op: Operation, v: SSAValue, offsets: Sequence[SSAValue], sizes: Sequence[int],
+             steps: Sequence[int]) -> Side:
+        alloc, shape = self.base(v)
+        buf = self.buffers[alloc]
+        per_dim = split_dims(buf.atoms, shape)
+        if per_dim is None:
+            raise self.fail(op, f"the view {list(shape)} does not follow the digits of its buffer")
+        dims: list[list[Atom]] = []
+        offset: Index = 0
+        for d, (atoms, o, n, s) in enumerate(zip(per_dim, offsets, sizes, steps)):
+            part, contrib = self.digits(op, atoms, self.index(o), n, s, d)
+            dims.append(part)
+            offset = self.b.add_(offset, contrib)
+        return Side(dims, offset)
+
+    def digits(self, op: Operation, atoms: list[Atom], o: Index, n: int, s: int, d: int) -> tuple[list[Atom], Index]:
+        """Rectangle dim `d` (offset o, count n, step s) over one dim's digits: its own
+        digits and the element offset of its origin."""
+        if not atoms:
+            return [(n, 0)], 0
+        if len(atoms) == 1:
+            return [(n, s * atoms[0][1])], self.b.mul(o, atoms[0][1])
+        if s != 1 and n > 1:
+            raise self.fail(op, f"a strided read across the fractal digits of dim {d}")
+        (_, stride), inner = atoms[0], atoms[1:]
+        block = math.prod(c for c, _ in inner)
+        if n % block == 0:
+            if isinstance(o, int) and o % block:
+                raise self.fail(op, f"dim {d} starts at {o}, inside a fractal of {block}")
+            return [(n // block, stride), *inner], self.b.mul(self.b.div(o, block), stride)
+        if n < block:
+            part, contrib = self.digits(op, inner, self.b.rem(o, block), n, 1, d)
+            return part, self.b.add_(self.b.mul(self.b.div(o, block), stride), contrib)
+        raise self.fail(op, f"dim {d}: {n} elements do not fit the fractal digits {atoms}")
+
+    def window(self, v: SSAValue, offsets: Sequence[SSAValue], sizes: Sequence[int],
+               steps: Sequence[int]) -> list[tuple[Index, Index]] | None:
+        """Per tile dim, the (lo, hi) of the positions inside `v` when some may be outside."""
+        _, shape = self.base(v)
+        out: list[tuple[Index, Index]] = []
+        needed = False
+        for o, n, s, extent in zip(offsets, sizes, steps, shape):
+            o = self.index(o)
+            if isinstance(o, int):
+                lo = min(n, -(o // s)) if o < 0 else 0  # the first i with o + i * s >= 0
+                hi = min(n, (extent - 1 - o) // s + 1) if o <= extent - 1 else 0
+                out.append((lo, max(hi, lo)))
+                needed |= lo != 0 or hi != n
+            else:
+                neg = self.b.sub(0, o)
+                lo = neg if s == 1 else self.b._binary(arith.CeilDivSIOp, neg, s)
+                last = self.b.sub(extent - 1, o)
+                hi = self.b.add_(last if s == 1 else self.b._binary(arith.FloorDivSIOp, last, s), 1)
+                out.append((lo, hi))
+                needed = True
+        return out if needed else None
+
+    def copy(self, op: t.CopyOp) -> None:
+        sizes, steps, perm = op.static_sizes, op.static_strides, op.static_perm
+        rank = len(sizes)
+        src = self.side(op, op.source, op.source_offsets, sizes, steps)
+        moved = [sizes[p] for p in perm]
+        dst_moved = self.side(op, op.dest, op.dest_offsets, moved, [1] * rank)
+        # destination digits by rectangle (source) dim
+        inv = [0] * rank
+        for e, p in enumerate(perm):
+            inv[p] = e
+        dst_dims = [dst_moved.dims[inv[d]] for d in range(rank)]
+        pad = None if op.pad is None else float(op.pad.value.data)
+        src_space = t.space_of(op.source.type)
+        dst_space = t.space_of(op.dest.type)
+        win = self.window(op.source, op.source_offsets, sizes, steps) if pad is not None else None
+        dst_win = None
+        if dst_space == t.MemSpace.GM:
+            w = self.window(op.dest, op.dest_offsets, moved, [1] * rank)
+            dst_win = None if w is None else [w[inv[d]] for d in range(rank)]
+        if win is not None and dst_win is not None:
+            raise self.fail(op, "both the source and the destination may be partly outside their buffers")
+        win = win or dst_win
+        # split each rectangle dim into the digits both sides agree on
+        sizes_out: list[int] = []
+        s_str: list[int] = []
+        d_str: list[int] = []
+        windows: list[tuple[Index, Index]] = []
+        for d in range(rank):
+            radices = common_radices([c for c, _ in src.dims[d]], [c for c, _ in dst_dims[d]])
+            if radices is None:
+                raise self.fail(op, f"dim {d}: source digits {src.dims[d]} and destination digits {dst_dims[d]} do not match")
+            if not radices:
+                radices = [1]
+            sa, da = refine(src.dims[d], radices), refine(dst_dims[d], radices)
+            if sa is None or da is None:
+                raise self.fail(op, f"dim {d}: cannot split {src.dims[d]} / {dst_dims[d]} into {radices}")
+            if win is not None and len(radices) > 1 and win[d] != (0, sizes[d]):
+                raise self.fail(op, f"dim {d} crosses fractal digits and the edge of its buffer")
+            for r, (_, ss), (_, ds) in zip(radices, sa, da):
+                sizes_out.append(r)
+                s_str.append(ss)
+                d_str.append(ds)
+                if win is not None:
+                    windows.append(win[d] if len(radices) == 1 else (0, r))
+        self.emit_move(op, src_space, dst_space, src.offset, dst_moved.offset, sizes_out, s_str, d_str,
+                       windows if win is not None else None, pad)
+
+    def emit_move(self, op: t.CopyOp, src_space: t.MemSpace, dst_space: t.MemSpace, so: Index, do: Index,
+                  sizes: list[int], ss: list[int], ds: list[int], windows: list[tuple[Index, Index]] | None,
+                  pad: float | None) -> None:
+        dims = simplify(sizes, ss, ds, windows)
+        sizes, ss, ds, windows = dims
+        cls = MOVES.get((src_space, dst_space))
+        if cls is None:
+            raise self.fail(op, f"no isa move from {src_space.value} to {dst_space.value}")
+        src_buf, _ = self.buffer(op.source)
+        dst_buf, _ = self.buffer(op.dest)
+        flat = [self.b.value(x) for lohi in windows for x in lohi] if windows is not None else []
+        move = cls(src_buf, dst_buf, sizes, src_offset=self.b.offset(so), dst_offset=self.b.offset(do),
+                   src_strides=ss, dst_strides=ds, window=flat, pad=pad if windows is not None else None)
+        self.b.add(move)
+
+    # -- compute -------------------------------------------------------------------------------
+
+    def img2col(self, op: t.Img2colOp) -> None:
+        _, fm_shape = self.base(op.source)
+        dst_shape = tuple(op.dest.type.get_shape())
+        src_buf, _ = self.buffer(op.source)
+        dst_buf, _ = self.buffer(op.dest)
+        props = {name: getattr(op, name) for name in ("kernel", "strides", "dilations", "pads", "out_size",
+                                                       "channels", "c0")}
+        idx = [self.b.value(self.index(v)) for v in (op.m, op.k, op.c, op.h)]
+        new = isa.Img2colOp.build(
+            operands=[src_buf, [], dst_buf, [], *idx],
+            properties={"sizes": isa.int_array(dst_shape), "fm": isa.int_array(fm_shape[1:]), **props},
+        )
+        self.b.add(new)
+
+    def mmad(self, op: t.MmadOp) -> None:
+        (m, k), (_, n) = op.a.type.get_shape(), op.b.type.get_shape()
+        c, _ = self.buffer(op.c)
+        a, _ = self.buffer(op.a)
+        b, _ = self.buffer(op.b)
+        init = self.index(op.init)
+        self.b.add(isa.MmadOp(c, a, b, m, k, n, init=self.b.value(init) if not isinstance(init, int)
+                              else self.b.const(init, i1)))
+
+    # -- structure -----------------------------------------------------------------------------
+
+    def lower_block(self, block: Block) -> None:
+        for op in block.ops:
+            self.lower_op(op)
+
+    def lower_op(self, op: Operation) -> None:
+        if isinstance(op, arith.ConstantOp | scf.YieldOp):
+            return
+        if isinstance(op, t.AllocOp):
+            self.declare(op)
+        elif isinstance(op, t.ViewOp):
+            alloc, _ = self.base(op.source)
+            self.views[op.result] = (alloc, tuple(op.result.type.get_shape()))
+        elif isinstance(op, t.BlockIdxOp):
+            self.values[op.result] = self.b.block_idx()
+        elif isinstance(op, t.CopyOp):
+            self.copy(op)
+        elif isinstance(op, t.Img2colOp):
+            self.img2col(op)
+        elif isinstance(op, t.MmadOp):
+            self.mmad(op)
+        elif isinstance(op, t.VectorOp):
+            from ge.lowering.isa_vector import lower_vector
+
+            lower_vector(self, op)
+        elif isinstance(op, t.VPoolOp):
+            from ge.lowering.isa_pool import lower_vpool
+
+            lower_vpool(self, op)
+        elif isinstance(op, scf.ForOp):
+            self.loop(op)
+        elif op.dialect_name() == "arith":
+            self.arith(op)
+        else:
+            raise self.fail(op, "has no isa lowering")
+
+    def arith(self, op: Operation) -> None:
+        operands = [self.b.value(self.index(v)) for v in op.operands]
+        new = op.clone()
+        for i, v in enumerate(operands):
+            new.operands[i] = v
+        self.b.add(new)
+        for old, r in zip(op.results, new.results):
+            r.name_hint = old.name_hint
+            self.values[old] = r
+
+    def loop(self, op: scf.ForOp) -> None:
+        if op.iter_args:
+            raise self.fail(op, "loop-carried values are not supported")
+        body = op.body.block
+        lo, hi, step = self.index(op.lb), self.index(op.ub), self.index(op.step)
+        homed = [a for a, loop in self.home.items() if loop is op]
+        name = body.args[0].name_hint or "i"
+        if homed and step == 1:
+            slots = max(self.buffers[a].count for a in homed)
+
+            def emit(it: Index, s: int) -> None:
+                saved = {a: self.slot.get(a, 0) for a in homed}
+                for a in homed:
+                    self.slot[a] = s
+                self.values[body.args[0]] = it
+                self.lower_block(body)
+                self.slot.update(saved)
+
+            self.b.pipelined(lo, hi, slots, emit, name)
+            return
+        with self.b.loop(lo, hi, step if isinstance(step, int) else 1, name) as it:
+            if not isinstance(step, int):
+                raise self.fail(op, "a loop step that is not a constant")
+            self.values[body.args[0]] = it
+            self.lower_block(body)
+
+
+MOVES = {
+    (t.MemSpace.GM, t.MemSpace.L1): isa.CopyGmToL1Op,
+    (t.MemSpace.GM, t.MemSpace.UB): isa.CopyGmToUbOp,
+    (t.MemSpace.UB, t.MemSpace.GM): isa.CopyUbToGmOp,
+    (t.MemSpace.UB, t.MemSpace.L1): isa.CopyUbToL1Op,
+    (t.MemSpace.L1, t.MemSpace.UB): isa.CopyL1ToUbOp,
+    (t.MemSpace.L1, t.MemSpace.L0A): isa.CopyL1ToL0aOp,
+    (t.MemSpace.L1, t.MemSpace.L0B): isa.CopyL1ToL0bOp,
+    (t.MemSpace.UB, t.MemSpace.UB): isa.CopyUbToUbOp,
+    (t.MemSpace.L0C, t.MemSpace.UB): isa.FixpipeOp,
+    (t.MemSpace.L0C, t.MemSpace.GM): isa.FixpipeOp,
+    (t.MemSpace.L0C, t.MemSpace.L1): isa.FixpipeOp,
+}
+
+
+def simplify(sizes: list[int], ss: list[int], ds: list[int], windows: list[tuple[Index, Index]] | None):
+    """Drop size-1 dims and merge dims that are contiguous on both sides (fewer, longer
+    bursts; the windowed dims stay as they are)."""
+    keep = [i for i, n in enumerate(sizes) if n > 1 or (windows is not None and windows[i] != (0, 1))]
+    if not keep:
+        keep = [len(sizes) - 1]
+    keep.sort(key=lambda i: -ss[i])  # any dim order moves the same elements; this one merges most
+    sizes, ss, ds = [sizes[i] for i in keep], [ss[i] for i in keep], [ds[i] for i in keep]
+    windows = None if windows is None else [windows[i] for i in keep]
+    out_n, out_s, out_d = [sizes[-1]], [ss[-1]], [ds[-1]]
+    out_w = None if windows is None else [windows[-1]]
+    for i in range(len(sizes) - 2, -1, -1):
+        n, s, d = sizes[i], ss[i], ds[i]
+        plain = windows is None or (windows[i] == (0, n) and out_w[0] == (0, out_n[0]))
+        if plain and s == out_n[0] * out_s[0] and d == out_n[0] * out_d[0]:
+            out_n[0] *= n
+            out_s[0] = out_s[0]
+            if out_w is not None:
+                out_w[0] = (0, out_n[0])
+            continue
+        out_n.insert(0, n)
+        out_s.insert(0, s)
+        out_d.insert(0, d)
+        if out_w is not None:
+            out_w.insert(0, windows[i])
+    return out_n, out_s, out_d, out_w
+
+
+# --------------------------------------------------------------------------------------
+# Double buffering: where each multi-buffer rotates
+# --------------------------------------------------------------------------------------
+
+
+def _loops_of(op: Operation, top: Operation) -> list[Operation]:
+    out = []
+    p = op.parent_op()
+    while p is not None and p is not top:
+        if isinstance(p, scf.ForOp):
+            out.insert(0, p)
+        p = p.parent_op()
+    return out
+
+
+def _users(v: SSAValue) -> Iterator[Operation]:
+    for use in v.uses:
+        user = use.operation
+        if isinstance(user, t.ViewOp):
+            yield from _users(user.result)
+        else:
+            yield user
+
+
+def rotation_loops(kernel: t.KernelOp) -> dict[SSAValue, Operation]:
+    """For every multi-buffered alloc, the innermost loop that contains all its uses: one
+    iteration of that loop fills and drains one copy, so the copies alternate per iteration."""
+    out: dict[SSAValue, Operation] = {}
+    for op in kernel.body.walk():
+        if not isinstance(op, t.AllocOp) or op.count.value.data < 2:
+            continue
+        common: list[Operation] | None = None
+        for user in _users(op.result):
+            loops = _loops_of(user, kernel)
+            if common is None:
+                common = loops
+            else:
+                n = 0
+                while n < min(len(common), len(loops)) and common[n] is loops[n]:
+                    n += 1
+                common = common[:n]
+        if common:
+            out[op.result] = common[-1]
+    return out
+
+
+# --------------------------------------------------------------------------------------
+# The pass
+# --------------------------------------------------------------------------------------
+
+
+def isa_type(ty: Attribute) -> Attribute:
+    assert isinstance(ty, MemRefType)
+    return isa.buffer_type(ty.get_shape(), ty.element_type, isa.MemSpace.GM)
+
+
+def lower_kernel(kernel: t.KernelOp, target: targets.Target) -> isa.KernelOp:
+    args = kernel.body.block.args
+    types = [isa_type(a.type) for a in args]
+    n_in = kernel.num_ins.value.data
+    b = IsaBuilder.new_kernel(kernel.sym_name.data, types[:n_in], types[n_in:], kernel.block_dim.value.data,
+                              [a.name_hint or f"arg{i}" for i, a in enumerate(args)])
+    k = KernelLowering(kernel, b, target)
+    for a, new in zip(args, b.args):
+        ty = a.type
+        assert isinstance(ty, MemRefType)
+        shape = tuple(ty.get_shape())
+        k.buffers[a] = Buffer([new], shape, row_major_atoms(shape), t.MemSpace.GM)
+    k.home = rotation_loops(kernel)
+    k.lower_block(kernel.body.block)
+    new = b.kernel
+    for name, attr in kernel.attributes.items():
+        new.attributes[name] = attr
+    kind = getattr(kernel, "kind", None)
+    if kind is not None:
+        new.attributes["ge.kind"] = kind if isinstance(kind, StringAttr) else StringAttr(str(kind))
+    return new
+
+
+def lower_module(module: ModuleOp, target: targets.Target) -> None:
+    for op in list(module.body.block.ops):
+        if isinstance(op, t.KernelOp):
+            new = lower_kernel(op, target)
+            module.body.block.insert_op_before(new, op)
+            op.detach()
+            op.erase()
+    for op in list(module.walk()):
+        if isinstance(op, t.LaunchOp):
+            launch = isa.LaunchOp(op.callee.root_reference.data, list(op.ins), list(op.outs))
+            launch.attributes.update(op.attributes)
+            op.parent_block().insert_op_before(launch, op)
+            op.detach()
+            op.erase()
+
+
+def _function_ops(module: ModuleOp) -> Iterator[func.FuncOp]:
+    for op in module.body.block.ops:
+        if isinstance(op, func.FuncOp):
+            yield op
+
+
+@dataclass(frozen=True)
+class ToIsaPass(ModulePass):
+    """Tile kernels -> isa kernels; launches -> isa launches."""
+
+    name = "to-isa"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        lower_module(op, targets.target_of(op))
