@@ -1,0 +1,91 @@
+// RUN: ge-opt %s -p to-isa --split-input-file | filecheck %s
+// RUN: ge-opt %s -p to-isa,plan-local-memory,insert-sync --split-input-file | filecheck %s --check-prefix=SYNC
+// tile -> isa. Local buffers become flat isa buffers; the copies into and out of the
+// Cube's L0 buffers get the fractal orders as strides: A [64, 64] in L0A as ZZ
+// (16 x 16 fractals, row-major fractals), B [64, 32] in L0B as ZN, C [64, 32] in L0C as NZ
+// (column blocks of 16) written to a row-major GM matrix by the fixpipe.
+
+builtin.module attributes {ge.target = "ascend910"} {
+  tile.kernel @matmul ins(%a: memref<64x64xf16, #tile.space<gm>>, %b: memref<64x32xf16, #tile.space<gm>>) outs(%c: memref<64x32xf32, #tile.space<gm>>) block_dim 1 kind "cube_epilogue" {
+    %c0 = arith.constant 0 : index
+    %true = arith.constant true
+    %a_l1 = tile.alloc buffers 1 : memref<64x64xf16, #tile.space<l1>>
+    %b_l1 = tile.alloc buffers 1 : memref<64x32xf16, #tile.space<l1>>
+    %a_l0 = tile.alloc buffers 1 : memref<64x64xf16, #tile.space<l0a>>
+    %b_l0 = tile.alloc buffers 1 : memref<64x32xf16, #tile.space<l0b>>
+    %c_l0 = tile.alloc buffers 1 : memref<64x32xf32, #tile.space<l0c>>
+    tile.copy %a[%c0, %c0] to %a_l1[%c0, %c0] sizes [64, 64] : memref<64x64xf16, #tile.space<gm>> to memref<64x64xf16, #tile.space<l1>>
+    tile.copy %b[%c0, %c0] to %b_l1[%c0, %c0] sizes [64, 32] : memref<64x32xf16, #tile.space<gm>> to memref<64x32xf16, #tile.space<l1>>
+    tile.copy %a_l1[%c0, %c0] to %a_l0[%c0, %c0] sizes [64, 64] : memref<64x64xf16, #tile.space<l1>> to memref<64x64xf16, #tile.space<l0a>>
+    tile.copy %b_l1[%c0, %c0] to %b_l0[%c0, %c0] sizes [64, 32] : memref<64x32xf16, #tile.space<l1>> to memref<64x32xf16, #tile.space<l0b>>
+    tile.mmad %a_l0, %b_l0, %c_l0 init %true : memref<64x64xf16, #tile.space<l0a>>, memref<64x32xf16, #tile.space<l0b>>, memref<64x32xf32, #tile.space<l0c>>
+    tile.copy %c_l0[%c0, %c0] to %c[%c0, %c0] sizes [64, 32] : memref<64x32xf32, #tile.space<l0c>> to memref<64x32xf32, #tile.space<gm>>
+  }
+}
+// CHECK-LABEL: isa.kernel @matmul
+// CHECK:         %[[A1:.*]] = isa.buffer : memref<4096xf16, #isa.space<l1>>
+// CHECK-NEXT:    %[[B1:.*]] = isa.buffer : memref<2048xf16, #isa.space<l1>>
+// CHECK-NEXT:    %[[A0:.*]] = isa.buffer : memref<4096xf16, #isa.space<l0a>>
+// CHECK-NEXT:    %[[B0:.*]] = isa.buffer : memref<2048xf16, #isa.space<l0b>>
+// CHECK-NEXT:    %[[C0:.*]] = isa.buffer : memref<2048xf32, #isa.space<l0c>>
+// CHECK-NEXT:    isa.copy_gm_to_l1 %a to %[[A1]] sizes [4096]
+// CHECK-NEXT:    isa.copy_gm_to_l1 %b to %[[B1]] sizes [2048]
+// CHECK-NEXT:    isa.copy_l1_to_l0a %[[A1]] to %[[A0]] sizes [4, 16, 4, 16] dst_strides [1024, 16, 256, 1]
+// CHECK-NEXT:    isa.copy_l1_to_l0b %[[B1]] to %[[B0]] sizes [4, 16, 32] dst_strides [512, 1, 16]
+// CHECK-NEXT:    isa.mmad %[[C0]], %[[A0]], %[[B0]] m 64 k 64 n 32 init %{{.*}}
+// CHECK-NEXT:    isa.fixpipe %[[C0]] to %c sizes [2, 64, 16] dst_strides [16, 32, 1]
+// SYNC-LABEL:  isa.kernel @matmul
+// SYNC:          isa.copy_gm_to_l1
+// SYNC:          isa.set_flag [MTE2, MTE1, 0]
+// SYNC:          isa.wait_flag [MTE2, MTE1, 0]
+// SYNC-NEXT:     isa.copy_l1_to_l0a
+// SYNC:          isa.set_flag [MTE1, M, 0]
+// SYNC:          isa.wait_flag [MTE1, M, 0]
+// SYNC-NEXT:     isa.mmad
+// SYNC-NEXT:     isa.set_flag [M, FIX, 0]
+// SYNC-NEXT:     isa.wait_flag [M, FIX, 0]
+// SYNC-NEXT:     isa.fixpipe
+
+// -----
+
+// Edge tiles and double buffering: rows -1 .. 2 of the first tile come from outside the
+// input (the window starts at row 1 - r and the rest is the pad value), the last tile's
+// rows past the output are not written (the UB -> GM window ends at 10 - r); the loop
+// over tiles rotates the two slots of the double buffer: two copies of the body per
+// iteration of step 2, then the leftover iteration on slot 0.
+builtin.module attributes {ge.target = "ascend910"} {
+  tile.kernel @edges ins(%x: memref<1x2x10x10x16xf16, #tile.space<gm>>) outs(%y: memref<1x2x10x10x16xf16, #tile.space<gm>>) block_dim 2 kind "elementwise" {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c3 = arith.constant 3 : index
+    %c4 = arith.constant 4 : index
+    %in = tile.alloc buffers 2 : memref<1x1x4x10x16xf16, #tile.space<ub>>
+    %block = tile.block_idx : index
+    scf.for %t = %c0 to %c3 step %c1 {
+      %r = arith.muli %t, %c4 : index
+      %h = arith.subi %r, %c1 : index
+      tile.copy %x[%c0, %block, %h, %c0, %c0] to %in[%c0, %c0, %c0, %c0, %c0] sizes [1, 1, 4, 10, 16] {pad = -1.0 : f32} : memref<1x2x10x10x16xf16, #tile.space<gm>> to memref<1x1x4x10x16xf16, #tile.space<ub>>
+      tile.copy %in[%c0, %c0, %c0, %c0, %c0] to %y[%c0, %block, %r, %c0, %c0] sizes [1, 1, 4, 10, 16] : memref<1x1x4x10x16xf16, #tile.space<ub>> to memref<1x2x10x10x16xf16, #tile.space<gm>>
+    }
+  }
+}
+// CHECK-LABEL: isa.kernel @edges
+// CHECK:         %[[IN:.*]], %[[IN1:.*]] = isa.buffer slots 2 : memref<640xf16, #isa.space<ub>>
+// CHECK:         scf.for %[[T:.*]] = %c0 to %c2 step %c2 {
+// CHECK-NEXT:      %[[R:.*]] = arith.muli %[[T]], %c4 : index
+// CHECK-NEXT:      %[[H:.*]] = arith.subi %[[R]], %c1 : index
+// CHECK:           %[[LO:.*]] = arith.subi %c0, %[[H]] : index
+// CHECK-NEXT:      %[[LAST:.*]] = arith.subi %c9, %[[H]] : index
+// CHECK-NEXT:      %[[HI:.*]] = arith.addi %[[LAST]], %c1 : index
+// CHECK-NEXT:      isa.copy_gm_to_ub %x[%{{.*}}] to %[[IN]] sizes [4, 160, 1] {{.*}} window (%[[LO]], %[[HI]], %c0, %c160, %{{.*}}, %{{.*}}) pad -1.000000e+00
+// CHECK:           isa.copy_ub_to_gm %[[IN]] to %y
+// CHECK:           isa.copy_gm_to_ub %x[%{{.*}}] to %[[IN1]]
+// CHECK:           isa.copy_ub_to_gm %[[IN1]] to %y
+// CHECK:         scf.for %{{.*}} = %c2 to %c3 step %c1 {
+// CHECK:           isa.copy_gm_to_ub %x[%{{.*}}] to %[[IN]]
+// CHECK:         } {isa.max_trips = 1 : i64}
+// SYNC-LABEL:  isa.kernel @edges
+// SYNC:          isa.copy_gm_to_ub {{.*}} to %[[S0:[a-z_0-9]+]] sizes
+// SYNC-NEXT:     isa.set_flag [MTE2, MTE3, 0]
+// SYNC:          isa.copy_gm_to_ub {{.*}} to %[[S1:[a-z_0-9]+]] sizes
+// SYNC-NEXT:     isa.set_flag [MTE2, MTE3, 1]
