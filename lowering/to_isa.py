@@ -19,7 +19,9 @@ becomes an `isa.launch`. Inside a kernel:
 - `scf.for` loops stay loops. A loop in which a multi-buffered buffer lives (the innermost
   loop containing all its uses) is emitted by `IsaBuilder.pipelined`: the body once per
   slot, so that `insert-sync` gives each slot its own flags and the loads of one tile
-  overlap the compute on the other (double buffering).
+  overlap the compute on the other (double buffering). A buffer reserved twice that
+  rotates in no loop gets one copy. `to-isa{double-buffer=false}` gives every buffer one
+  copy and emits plain loops.
 
 No synchronization is emitted here: `insert-sync` derives it from the buffers each
 instruction touches. The usual pipeline is `to-isa,plan-local-memory,insert-sync`.
@@ -256,7 +258,7 @@ class KernelLowering:
             atoms = fractal_atoms(space, shape, frac)
         else:
             atoms = row_major_atoms(shape)
-        count = op.count.value.data
+        count = op.count.value.data if op.result in self.home else 1  # copies only where they rotate
         name = op.result.name_hint or space.value
         slots = self.b.buffer(isa.MemSpace(space.value), [n], ty.element_type, slots=count, name=name)
         self.buffers[op.result] = Buffer(slots, shape, atoms, space, count)
@@ -590,7 +592,7 @@ def isa_type(ty: Attribute) -> Attribute:
     return isa.buffer_type(ty.get_shape(), ty.element_type, isa.MemSpace.GM)
 
 
-def lower_kernel(kernel: t.KernelOp, target: targets.Target) -> isa.KernelOp:
+def lower_kernel(kernel: t.KernelOp, target: targets.Target, double_buffer: bool = True) -> isa.KernelOp:
     args = kernel.body.block.args
     types = [isa_type(a.type) for a in args]
     n_in = kernel.num_ins.value.data
@@ -602,7 +604,7 @@ def lower_kernel(kernel: t.KernelOp, target: targets.Target) -> isa.KernelOp:
         assert isinstance(ty, MemRefType)
         shape = tuple(ty.get_shape())
         k.buffers[a] = Buffer([new], shape, row_major_atoms(shape), t.MemSpace.GM)
-    k.home = rotation_loops(kernel)
+    k.home = rotation_loops(kernel) if double_buffer else {}
     k.lower_block(kernel.body.block)
     new = b.kernel
     for name, attr in kernel.attributes.items():
@@ -613,10 +615,10 @@ def lower_kernel(kernel: t.KernelOp, target: targets.Target) -> isa.KernelOp:
     return new
 
 
-def lower_module(module: ModuleOp, target: targets.Target) -> None:
+def lower_module(module: ModuleOp, target: targets.Target, double_buffer: bool = True) -> None:
     for op in list(module.body.block.ops):
         if isinstance(op, t.KernelOp):
-            new = lower_kernel(op, target)
+            new = lower_kernel(op, target, double_buffer)
             module.body.block.insert_op_before(new, op)
             op.detach()
             op.erase()
@@ -637,9 +639,11 @@ def _function_ops(module: ModuleOp) -> Iterator[func.FuncOp]:
 
 @dataclass(frozen=True)
 class ToIsaPass(ModulePass):
-    """Tile kernels -> isa kernels; launches -> isa launches."""
+    """Tile kernels -> isa kernels; launches -> isa launches. `double-buffer=false` keeps
+    one copy of every buffer (for measuring what double buffering buys)."""
 
     name = "to-isa"
+    double_buffer: bool = True
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        lower_module(op, targets.target_of(op))
+        lower_module(op, targets.target_of(op), self.double_buffer)

@@ -156,3 +156,19 @@ def test_l0_buffer_that_is_not_whole_fractals_is_refused():
     kernel = next(op for op in module.walk() if isinstance(op, t.KernelOp))
     with pytest.raises(IsaLoweringError, match="whole"):
         lower_kernel(kernel, targets.load_target("ascend910"))
+
+
+def test_double_buffering_lowers_the_cycles_of_a_load_bound_kernel():
+    def cycles(passes: str) -> tuple[float, int]:
+        kernel = next(op for op in run_passes(parse_module(EDGES), passes).walk() if isinstance(op, isa.KernelOp))
+        x = np.ones((1, 2, 10, 10, 16), np.float16)
+        sim = Simulator("ascend910")
+        stats = sim.run_kernel(kernel, [x, np.zeros_like(x)])
+        assert sim.report.problems == []
+        slots = max(len(op.slots) for op in kernel.walk() if isinstance(op, isa.BufferOp))
+        return stats.cycles, slots
+
+    double, two = cycles("to-isa,plan-local-memory,insert-sync")
+    single, one = cycles("to-isa{double-buffer=false},plan-local-memory,insert-sync")
+    assert (two, one) == (2, 1)
+    assert double < single
