@@ -13,17 +13,16 @@ import json
 
 import numpy as np
 import pytest
-from xdsl.dialects import scf
 from xdsl.dialects.builtin import FloatAttr, IntegerAttr, ModuleOp, StringAttr, f16, f32, f64, i64
 
 from ge.dialects import isa
 from ge.dialects.isa import MemSpace as S
 from ge.ir import parse_module, print_module, run_passes
 from ge.lowering.isa_builder import IsaBuilder
+from ge.mutation import mutants, pair_mutants, pairs
 from ge.runtime.simulator import IsaProgram, Simulator, find_kernel, run_kernel
 
 RNG = np.random.default_rng(3)
-SYNC = (isa.SetFlagOp, isa.WaitFlagOp, isa.PipeBarrierOp)
 
 
 def module_of(kernel: isa.KernelOp, target: str = "ascend910") -> ModuleOp:
@@ -196,19 +195,6 @@ def test_kernels_survive_a_text_round_trip():
 # --------------------------------------------------------------------------------------
 
 
-def mutants(module: ModuleOp):
-    """(description, module) for each sync op of `module` deleted in turn."""
-    text = print_module(module)
-    count = sum(isinstance(op, SYNC) for op in parse_module(text).walk())
-    for k in range(count):
-        mutant = parse_module(text)
-        victim = [op for op in mutant.walk() if isinstance(op, SYNC)][k]
-        desc = f"#{k} {str(victim).strip()}"
-        victim.detach()
-        victim.erase()
-        yield victim.name, desc, mutant
-
-
 def test_deleting_any_sync_op_is_caught(capsys):
     counts = {"isa.set_flag": [0, 0], "isa.wait_flag": [0, 0], "isa.pipe_barrier": [0, 0]}
     missed = []
@@ -229,51 +215,13 @@ def test_deleting_any_sync_op_is_caught(capsys):
     assert counts["isa.set_flag"][0] > 20 and counts["isa.wait_flag"][0] > 20
 
 
-def pairs(module: ModuleOp) -> list[list[isa.SetFlagOp | isa.WaitFlagOp]]:
-    """The set/wait pairs insert-sync placed: a forward pair (a set, the next wait of its
-    event in the same block) or a loop-carried one (the wait and the set in the body, the
-    set before the loop and the wait after it)."""
-    out, used = [], set()
-    for op in module.walk():
-        if not isinstance(op, isa.WaitFlagOp) or op in used:
-            continue
-        ops = list(op.parent_block().ops)
-        at = ops.index(op)
-
-        def same(o, kind, key=op.key):
-            return isinstance(o, kind) and o.key == key and o not in used
-
-        earlier = [o for o in ops[:at] if same(o, isa.SetFlagOp)]
-        later = [o for o in ops[at:] if same(o, isa.SetFlagOp)]
-        loop = op.parent_op()
-        if earlier:
-            group = [earlier[-1], op]
-        elif later and isinstance(loop, scf.ForOp):
-            outer = list(loop.parent_block().ops)
-            i = outer.index(loop)
-            group = [later[0], op, [o for o in outer[:i] if same(o, isa.SetFlagOp)][-1],
-                     next(o for o in outer[i + 1:] if same(o, isa.WaitFlagOp))]
-        else:
-            continue
-        used.update(group)
-        out.append(group)
-    return out
-
-
 def test_deleting_any_pair_leaves_a_data_hazard():
     """Deleting a whole set/wait pair keeps the flags balanced: what the simulator then
     reports is the RAW / WAR / WAW the pair ordered -- so no pair insert-sync placed is
     redundant."""
     tried, missed = 0, []
     for name, (kernel, inputs, want) in cases().items():
-        text = print_module(compiled(kernel))
-        for k in range(len(pairs(parse_module(text)))):
-            mutant = parse_module(text)
-            group = pairs(mutant)[k]
-            desc = " + ".join(str(o).strip() for o in group)
-            for o in group:
-                o.detach()
-                o.erase()
+        for desc, mutant in pair_mutants(compiled(kernel)):
             _, report, _ = simulate(mutant, inputs, want)
             tried += 1
             if not report.hazards:
