@@ -50,8 +50,6 @@ from xdsl.dialects.builtin import (
     I64,
     DenseArrayBase,
     FlatSymbolRefAttrConstr,
-    Float32Type,
-    Float64Type,
     FloatAttr,
     IndexType,
     IntegerAttr,
@@ -650,7 +648,7 @@ class _MoveOp(InstructionOp):
     sizes = prop_def(DenseArrayBase[I64])
     src_strides = opt_prop_def(DenseArrayBase[I64])
     dst_strides = opt_prop_def(DenseArrayBase[I64])
-    pad = opt_prop_def(FloatAttr[Float32Type])
+    pad = opt_prop_def(FloatAttr)
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
     traits = traits_def(MemoryReadEffect(), MemoryWriteEffect())
     assembly_format = (
@@ -1090,7 +1088,7 @@ class _VScalarOp(_VectorOp):
     dst_offset = opt_operand_def(IndexType)
     src = operand_def(MemRefType)
     src_offset = opt_operand_def(IndexType)
-    scalar = prop_def(FloatAttr[Float64Type])
+    scalar = prop_def(FloatAttr)
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
     assembly_format = _vector_format(("dst", "src"), "`scalar` $scalar ")
     BUFFERS: ClassVar[tuple[str, ...]] = ("dst", "src")
@@ -1227,7 +1225,7 @@ class VDupOp(_VectorOp):
     name = "isa.vdup"
     dst = operand_def(MemRefType)
     dst_offset = opt_operand_def(IndexType)
-    scalar = prop_def(FloatAttr[Float64Type])
+    scalar = prop_def(FloatAttr)
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
     assembly_format = _vector_format(("dst",), "`scalar` $scalar ")
     BUFFERS: ClassVar[tuple[str, ...]] = ("dst",)

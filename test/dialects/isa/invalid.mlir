@@ -252,7 +252,7 @@ builtin.module attributes {ge.target = "ascend910"} {
 builtin.module attributes {ge.target = "ascend910"} {
   isa.kernel @k ins(%x: memref<1024xf16, #isa.space<gm>>) outs() block_dim 1 {
     %a = isa.buffer offset 0 : memref<256xf16, #isa.space<ub>>
-    isa.copy_gm_to_ub %x to %a sizes [256] pad 0.0 : memref<1024xf16, #isa.space<gm>> to memref<256xf16, #isa.space<ub>>
+    isa.copy_gm_to_ub %x to %a sizes [256] pad 0.0 : f32 : memref<1024xf16, #isa.space<gm>> to memref<256xf16, #isa.space<ub>>
   }
 }
 // CHECK: Operation does not verify: pad fills the positions outside a window; it needs a window

@@ -13,7 +13,7 @@ builtin.module attributes {ge.target = "ascend910"} {
     %a, %b = isa.buffer offset 0 slots 2 : memref<256xf16, #isa.space<ub>>
     %f = isa.buffer offset 1024 : memref<256xf32, #isa.space<ub>>
     %m = isa.buffer : memref<256xi8, #isa.space<ub>>
-    isa.copy_gm_to_ub %x[%off] to %a sizes [2, 128] window (%c0, %c128, %c0, %c128) pad 0.000000e+00 : memref<1024xf16, #isa.space<gm>> to memref<256xf16, #isa.space<ub>>
+    isa.copy_gm_to_ub %x[%off] to %a sizes [2, 128] window (%c0, %c128, %c0, %c128) pad 0.000000e+00 : f32 : memref<1024xf16, #isa.space<gm>> to memref<256xf16, #isa.space<ub>>
     isa.set_flag [MTE2, V, 0]
     isa.wait_flag [MTE2, V, 0]
     isa.vadd %b, %a, %a[%c128] repeat 1 : memref<256xf16, #isa.space<ub>>, memref<256xf16, #isa.space<ub>>, memref<256xf16, #isa.space<ub>>
@@ -35,11 +35,13 @@ builtin.module attributes {ge.target = "ascend910"} {
     isa.vtanh %b, %a repeat 2 : memref<256xf16, #isa.space<ub>>, memref<256xf16, #isa.space<ub>>
     isa.verf %b, %a repeat 2 : memref<256xf16, #isa.space<ub>>, memref<256xf16, #isa.space<ub>>
     isa.vnot %m, %m repeat 1 : memref<256xi8, #isa.space<ub>>, memref<256xi8, #isa.space<ub>>
-    isa.vadds %b, %a scalar 1.5 repeat 2 : memref<256xf16, #isa.space<ub>>, memref<256xf16, #isa.space<ub>>
-    isa.vmuls %b, %a scalar -2.0 repeat 2 : memref<256xf16, #isa.space<ub>>, memref<256xf16, #isa.space<ub>>
-    isa.vmaxs %b, %a scalar 0.0 repeat 2 : memref<256xf16, #isa.space<ub>>, memref<256xf16, #isa.space<ub>>
-    isa.vmins %b, %a scalar 6.0 repeat 2 : memref<256xf16, #isa.space<ub>>, memref<256xf16, #isa.space<ub>>
-    isa.vdup %b scalar 0.0 repeat 2 : memref<256xf16, #isa.space<ub>>
+    isa.vadds %b, %a scalar 1.5 : f64 repeat 2 : memref<256xf16, #isa.space<ub>>, memref<256xf16, #isa.space<ub>>
+    isa.vmuls %b, %a scalar -2.0 : f64 repeat 2 : memref<256xf16, #isa.space<ub>>, memref<256xf16, #isa.space<ub>>
+    isa.vmaxs %b, %a scalar 0.0 : f64 repeat 2 : memref<256xf16, #isa.space<ub>>, memref<256xf16, #isa.space<ub>>
+    isa.vmins %b, %a scalar 6.0 : f64 repeat 2 : memref<256xf16, #isa.space<ub>>, memref<256xf16, #isa.space<ub>>
+    isa.vdup %b scalar 0.0 : f64 repeat 2 : memref<256xf16, #isa.space<ub>>
+    isa.vdup %b scalar 0xFFF0000000000000 : f64 repeat 2 : memref<256xf16, #isa.space<ub>>
+    isa.copy_gm_to_ub %x to %a sizes [2, 128] window (%c0, %c128, %c0, %c128) pad 0xFF800000 : f32 : memref<1024xf16, #isa.space<gm>> to memref<256xf16, #isa.space<ub>>
     isa.vconv %f, %a repeat 4 mask 64 : memref<256xf32, #isa.space<ub>>, memref<256xf16, #isa.space<ub>>
     isa.vconv %m, %a round "floor" repeat 1 mask 128 : memref<256xi8, #isa.space<ub>>, memref<256xf16, #isa.space<ub>>
     isa.vreduce_sum %b, %a repeat 2 : memref<256xf16, #isa.space<ub>>, memref<256xf16, #isa.space<ub>>
@@ -65,7 +67,7 @@ builtin.module attributes {ge.target = "ascend910"} {
 // CHECK-NEXT:     %a, %b = isa.buffer offset 0 slots 2 : memref<256xf16, #isa.space<ub>>
 // CHECK-NEXT:     %f = isa.buffer offset 1024 : memref<256xf32, #isa.space<ub>>
 // CHECK-NEXT:     %m = isa.buffer : memref<256xi8, #isa.space<ub>>
-// CHECK-NEXT:     isa.copy_gm_to_ub %x[%off] to %a sizes [2, 128] window (%c0, %c128, %c0, %c128) pad 0.000000e+00 : memref<1024xf16, #isa.space<gm>> to memref<256xf16, #isa.space<ub>>
+// CHECK-NEXT:     isa.copy_gm_to_ub %x[%off] to %a sizes [2, 128] window (%c0, %c128, %c0, %c128) pad 0.000000e+00 : f32 : memref<1024xf16, #isa.space<gm>> to memref<256xf16, #isa.space<ub>>
 // CHECK-NEXT:     isa.set_flag [MTE2, V, 0]
 // CHECK-NEXT:     isa.wait_flag [MTE2, V, 0]
 // CHECK-NEXT:     isa.vadd %b, %a, %a[%c128] repeat 1 : memref<256xf16, #isa.space<ub>>, memref<256xf16, #isa.space<ub>>, memref<256xf16, #isa.space<ub>>
@@ -87,11 +89,13 @@ builtin.module attributes {ge.target = "ascend910"} {
 // CHECK-NEXT:     isa.vtanh %b, %a repeat 2 : memref<256xf16, #isa.space<ub>>, memref<256xf16, #isa.space<ub>>
 // CHECK-NEXT:     isa.verf %b, %a repeat 2 : memref<256xf16, #isa.space<ub>>, memref<256xf16, #isa.space<ub>>
 // CHECK-NEXT:     isa.vnot %m, %m repeat 1 : memref<256xi8, #isa.space<ub>>, memref<256xi8, #isa.space<ub>>
-// CHECK-NEXT:     isa.vadds %b, %a scalar 1.500000e+00 repeat 2 : memref<256xf16, #isa.space<ub>>, memref<256xf16, #isa.space<ub>>
-// CHECK-NEXT:     isa.vmuls %b, %a scalar -2.000000e+00 repeat 2 : memref<256xf16, #isa.space<ub>>, memref<256xf16, #isa.space<ub>>
-// CHECK-NEXT:     isa.vmaxs %b, %a scalar 0.000000e+00 repeat 2 : memref<256xf16, #isa.space<ub>>, memref<256xf16, #isa.space<ub>>
-// CHECK-NEXT:     isa.vmins %b, %a scalar 6.000000e+00 repeat 2 : memref<256xf16, #isa.space<ub>>, memref<256xf16, #isa.space<ub>>
-// CHECK-NEXT:     isa.vdup %b scalar 0.000000e+00 repeat 2 : memref<256xf16, #isa.space<ub>>
+// CHECK-NEXT:     isa.vadds %b, %a scalar 1.500000e+00 : f64 repeat 2 : memref<256xf16, #isa.space<ub>>, memref<256xf16, #isa.space<ub>>
+// CHECK-NEXT:     isa.vmuls %b, %a scalar -2.000000e+00 : f64 repeat 2 : memref<256xf16, #isa.space<ub>>, memref<256xf16, #isa.space<ub>>
+// CHECK-NEXT:     isa.vmaxs %b, %a scalar 0.000000e+00 : f64 repeat 2 : memref<256xf16, #isa.space<ub>>, memref<256xf16, #isa.space<ub>>
+// CHECK-NEXT:     isa.vmins %b, %a scalar 6.000000e+00 : f64 repeat 2 : memref<256xf16, #isa.space<ub>>, memref<256xf16, #isa.space<ub>>
+// CHECK-NEXT:     isa.vdup %b scalar 0.000000e+00 : f64 repeat 2 : memref<256xf16, #isa.space<ub>>
+// CHECK-NEXT:     isa.vdup %b scalar 0xfff0000000000000 : f64 repeat 2 : memref<256xf16, #isa.space<ub>>
+// CHECK-NEXT:     isa.copy_gm_to_ub %x to %a sizes [2, 128] window (%c0, %c128, %c0, %c128) pad 0xff800000 : f32 : memref<1024xf16, #isa.space<gm>> to memref<256xf16, #isa.space<ub>>
 // CHECK-NEXT:     isa.vconv %f, %a repeat 4 mask 64 : memref<256xf32, #isa.space<ub>>, memref<256xf16, #isa.space<ub>>
 // CHECK-NEXT:     isa.vconv %m, %a round "floor" repeat 1 mask 128 : memref<256xi8, #isa.space<ub>>, memref<256xf16, #isa.space<ub>>
 // CHECK-NEXT:     isa.vreduce_sum %b, %a repeat 2 : memref<256xf16, #isa.space<ub>>, memref<256xf16, #isa.space<ub>>

@@ -1,0 +1,140 @@
+"""Kernels compiled from ONNX all the way to isa (import -> graph-optimize -> layouts ->
+fuse -> bufferize -> tile -> to-isa -> plan-local-memory -> insert-sync) run on the
+simulator: conv with a fused epilogue, matmul + bias, pools, softmax, layer norm and an
+elementwise chain match the graph-level reference with no simulator problem, and deleting
+any single sync op or any set/wait pair that insert-sync placed in them is reported.
+
+Tolerances: f32 (`must_keep_origin_dtype`) 1e-5 of the output scale (the kernels sum in
+another order than numpy); f16 (`force_fp16`) 1e-2, a few f16 roundings apart (the graph
+level rounds once per graph op, a kernel once per instruction).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from ge.dialects import isa
+from ge.frontend.onnx import import_model
+from ge.ir import run_passes
+from ge.mutation import mutants, pair_mutants
+from ge.runtime.reference import run
+from ge.runtime.simulator import IsaProgram
+
+RNG = np.random.default_rng(7)
+TO_ISA = "assign-layouts,eliminate-trans-data,fuse,bufferize,tile,to-isa,plan-local-memory,insert-sync"
+
+
+def _model(nodes, inputs, outputs, inits=(), opset=17):
+    graph = helper.make_graph(nodes, "g", inputs, outputs, list(inits))
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def _tensor(name, shape):
+    return helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
+
+
+def _init(name, array):
+    return numpy_helper.from_array(array.astype(np.float32), name)
+
+
+def conv_epilogue():
+    w, b = RNG.standard_normal((16, 8, 3, 3)) * 0.2, RNG.standard_normal(16)
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c"], ["r"]),
+             helper.make_node("Add", ["r", "c"], ["y"])]
+    return _model(nodes, [_tensor("x", [1, 8, 10, 10])], [_tensor("y", [1, 16, 10, 10])], [_init("w", w), _init("b", b)])
+
+
+def matmul_bias():
+    w, b = RNG.standard_normal((64, 48)) * 0.2, RNG.standard_normal(48)
+    nodes = [helper.make_node("Gemm", ["x", "w", "b"], ["g"]), helper.make_node("Relu", ["g"], ["y"])]
+    return _model(nodes, [_tensor("x", [8, 64])], [_tensor("y", [8, 48])], [_init("w", w), _init("b", b)])
+
+
+def pools():
+    nodes = [helper.make_node("MaxPool", ["x"], ["m"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
+             helper.make_node("AveragePool", ["m"], ["y"], kernel_shape=[3, 3], pads=[1, 1, 1, 1])]
+    return _model(nodes, [_tensor("x", [1, 16, 11, 11])], [_tensor("y", [1, 16, 6, 6])])
+
+
+def softmax():
+    return _model([helper.make_node("Softmax", ["x"], ["y"], axis=-1)], [_tensor("x", [6, 40])], [_tensor("y", [6, 40])])
+
+
+def layer_norm():
+    s, b = RNG.standard_normal(32), RNG.standard_normal(32)
+    nodes = [helper.make_node("LayerNormalization", ["x", "s", "b"], ["y"], axis=-1, epsilon=1e-5)]
+    return _model(nodes, [_tensor("x", [2, 8, 32])], [_tensor("y", [2, 8, 32])], [_init("s", s), _init("b", b)])
+
+
+def elementwise():
+    nodes = [helper.make_node("Mul", ["x", "z"], ["m"]), helper.make_node("Add", ["m", "x"], ["a"]),
+             helper.make_node("Relu", ["a"], ["y"])]
+    return _model(nodes, [_tensor("x", [3, 70]), _tensor("z", [3, 70])], [_tensor("y", [3, 70])])
+
+
+CASES = {f.__name__: f for f in (conv_epilogue, matmul_bias, pools, softmax, layer_norm, elementwise)}
+
+
+def _inputs(model):
+    return {i.name: RNG.standard_normal([d.dim_value for d in i.type.tensor_type.shape.dim]).astype(np.float32)
+            for i in model.graph.input}
+
+
+def _compiled(model, precision: str, inputs):
+    """The module at the isa level, and the graph level's outputs on `inputs`."""
+    module = import_model(model)
+    run_passes(module, f"graph-optimize{{precision={precision}}}")
+    reference = run(module, inputs)
+    run_passes(module, TO_ISA)
+    return module, reference
+
+
+def _run(module, inputs):
+    program = IsaProgram(module)
+    outputs = program.run(inputs)
+    return outputs, program.sim.report
+
+
+@pytest.mark.parametrize("precision", ["must_keep_origin_dtype", "force_fp16"])
+@pytest.mark.parametrize("name", list(CASES))
+def test_compiled_kernels_match_the_graph_level(name, precision):
+    model = CASES[name]()
+    inputs = _inputs(model)
+    module, reference = _compiled(model, precision, inputs)
+    assert any(isinstance(op, isa.KernelOp) for op in module.walk())
+    outputs, report = _run(module, inputs)
+    assert report.problems == []
+    tol = 1e-5 if precision == "must_keep_origin_dtype" else 1e-2
+    for got, want in zip(outputs, reference):
+        scale = max(1e-30, float(np.abs(want.astype(np.float64)).max()))
+        err = float(np.abs(got.astype(np.float64) - want.astype(np.float64)).max()) / scale
+        assert err <= tol, f"{name} ({precision}): error {err:.3g} of the output scale"
+
+
+def test_deleting_any_sync_op_or_pair_of_compiled_kernels_is_caught(capsys):
+    tried = caught = pairs_tried = pairs_caught = 0
+    missed = []
+    for name in ("conv_epilogue", "pools", "softmax", "layer_norm"):
+        model = CASES[name]()
+        inputs = _inputs(model)
+        module, _ = _compiled(model, "force_fp16", inputs)
+        for _, desc, mutant in mutants(module):
+            _, report = _run(mutant, inputs)
+            tried += 1
+            caught += bool(report.problems)
+            if not report.problems:
+                missed.append(f"{name}: {desc}")
+        for desc, mutant in pair_mutants(module):
+            _, report = _run(mutant, inputs)
+            pairs_tried += 1
+            pairs_caught += bool(report.hazards)
+            if not report.hazards:
+                missed.append(f"{name}: pair {desc}")
+    with capsys.disabled():
+        print(f"\ncompiled-kernel mutation test: deleted {tried} sync ops, caught {caught}; "
+              f"deleted {pairs_tried} set/wait pairs, {pairs_caught} left a data hazard")
+    assert not missed, "\n".join(missed)
+    assert tried > 40 and pairs_tried > 15
