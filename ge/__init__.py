@@ -1,12 +1,18 @@
 """ge: an open graph compiler and AI Core simulator in the spirit of Ascend GE/ATC.
 
-Public API: `ge.load_onnx` imports an ONNX model into the graph dialect; `ge.backend` runs
-ONNX models like `onnxruntime.backend`; later stages add `ge.compile` and `ge.load_model`.
+Public API: `ge.load_onnx` imports an ONNX model into the graph dialect; `ge.compile`
+(with `ge.CompileOptions`) compiles one into a `ge.CompiledModel` that runs on the
+simulator and saves as a model file, which `ge.load_model` loads back; `ge.backend` runs
+ONNX models like `onnxruntime.backend`.
 """
 
-from ge.errors import GeError, ModelFormatError, ShapeError, UnsupportedModelError
+from ge.compiler import CompiledModel, CompileError, CompileOptions, compile, load_model
+from ge.errors import GeError, InputError, ModelFormatError, ShapeError, UnsupportedModelError
 
-__all__ = ["GeError", "ModelFormatError", "ShapeError", "UnsupportedModelError", "load_onnx"]
+__all__ = [
+    "CompileError", "CompileOptions", "CompiledModel", "GeError", "InputError", "ModelFormatError", "ShapeError",
+    "UnsupportedModelError", "compile", "load_model", "load_onnx",
+]
 
 
 def load_onnx(model, input_shape=None):

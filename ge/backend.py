@@ -2,15 +2,21 @@
 
     rep = ge.backend.prepare(model, device="CPU")
     outputs = rep.run([x])            # or rep.run({"input": x})
+    rep = ge.backend.prepare(model, device="NPU", kernel_level="tile")
 
-For now a prepared model runs on the graph-level reference interpreter; later stages
-switch fully supported models to the compiled simulator path. Input shapes are taken
-from the arrays given to the first `run` when the model has symbolic dims (as onnxruntime
-does), and the prepared module is cached per input signature.
+device="CPU" (the default) runs the graph-level reference interpreter: the oracle, and
+what the ONNX conformance suite uses. device="NPU" compiles the model with `ge.compile`
+(ge/compiler.py; keyword arguments are `ge.CompileOptions` fields, the precision mode
+defaulting to must_keep_origin_dtype as ONNX semantics want) and runs it on the
+executor; a model the compiler refuses (an unsupported operator, a kernel it cannot lower)
+falls back to the reference interpreter with a warning. Input shapes are taken from the
+arrays given to the first `run` when the model has symbolic dims (as onnxruntime does),
+and the prepared module (or compiled model) is cached per input signature.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 
 import numpy as np
@@ -82,6 +88,41 @@ class GeBackendRep(BackendRep):
         return arrays
 
 
+class GeCompiledRep(GeBackendRep):
+    """A prepared model on the NPU path: compiled per input signature, run by the executor;
+    the reference interpreter when the compiler refuses the model (`fallbacks` says why)."""
+
+    def __init__(self, model: onnx.ModelProto, input_shape: dict[str, Sequence[int]] | None, options: dict):
+        super().__init__(model, input_shape)
+        self.options = {"precision_mode": "must_keep_origin_dtype", **options}
+        self._compiled: dict[tuple, object] = {}
+        self.fallbacks: list[str] = []
+
+    def run(self, inputs, **kwargs) -> tuple:
+        arrays = self._bind(inputs)
+        key = tuple((a.shape, a.dtype.str) for a in arrays)
+        if key not in self._compiled:
+            self._compiled[key] = self._compile(arrays)
+        compiled = self._compiled[key]
+        if compiled is None:
+            return super().run(arrays, **kwargs)
+        outs = compiled.run(dict(zip(self.input_names, arrays)))
+        return namedtupledict("Outputs", self.output_names)(*(outs[n] for n in self.output_names))
+
+    def _compile(self, arrays: list[np.ndarray]):
+        import ge
+        from ge.errors import UnsupportedModelError
+
+        shapes = {**self._input_shape, **{n: a.shape for n, a in zip(self.input_names, arrays)}}
+        try:
+            return ge.compile(self.model, ge.CompileOptions(input_shape=shapes, **self.options))
+        except (UnsupportedModelError, ge.CompileError) as e:
+            self.fallbacks.append(str(e))
+            warnings.warn(f"ge.backend: running on the reference interpreter, the compiler refused the model: {e}",
+                          stacklevel=3)
+            return None
+
+
 def _is_dynamic(vi: onnx.ValueInfoProto) -> bool:
     dims = vi.type.tensor_type.shape.dim
     return not vi.type.tensor_type.HasField("shape") or any(not d.HasField("dim_value") for d in dims)
@@ -97,11 +138,16 @@ class GeBackend(Backend):
 
     @classmethod
     def prepare(cls, model: onnx.ModelProto | str | bytes, device: str = "CPU", **kwargs) -> GeBackendRep:
+        """A runnable model; for device="NPU", `kwargs` are `ge.CompileOptions` fields."""
         from ge.frontend.onnx import load_onnx_model
 
         if not cls.supports_device(device):
-            raise GeError(f"device '{device}' is not supported (use 'CPU')")
-        return GeBackendRep(load_onnx_model(model), kwargs.get("input_shape"))
+            raise GeError(f"device '{device}' is not supported (use 'CPU' or 'NPU')")
+        options = dict(kwargs)
+        input_shape = options.pop("input_shape", None)
+        if device.upper().startswith("NPU"):
+            return GeCompiledRep(load_onnx_model(model), input_shape, options)
+        return GeBackendRep(load_onnx_model(model), input_shape)
 
     @classmethod
     def run_model(cls, model, inputs, device: str = "CPU", **kwargs):
@@ -113,7 +159,7 @@ class GeBackend(Backend):
 
     @classmethod
     def supports_device(cls, device: str) -> bool:
-        return device.upper().startswith("CPU")
+        return device.upper().startswith(("CPU", "NPU"))
 
 
 prepare = GeBackend.prepare

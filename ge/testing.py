@@ -247,3 +247,25 @@ def encoder_layer_model(
         initializer=inits,
     )
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=8)
+
+
+def two_branch_model(batch: int | str = 32, k: int = 64, seed: int = 0) -> onnx.ModelProto:
+    """Two independent branches, x -> MatMul -> Relu -> MatMul and x -> MatMul -> Sigmoid ->
+    MatMul, added: small kernels that leave cores free, so a second stream pays off.
+    Input `x` [batch, k] (`batch` may be a symbolic name), output `y` [batch, k]."""
+    rng = np.random.default_rng(seed)
+    inits = [numpy_helper.from_array((rng.standard_normal((k, k)) / 8).astype(np.float32), f"w{i}") for i in range(4)]
+    nodes = [
+        helper.make_node("MatMul", ["x", "w0"], ["a0"], name="a0"),
+        helper.make_node("Relu", ["a0"], ["a1"], name="a1"),
+        helper.make_node("MatMul", ["a1", "w1"], ["a2"], name="a2"),
+        helper.make_node("MatMul", ["x", "w2"], ["b0"], name="b0"),
+        helper.make_node("Sigmoid", ["b0"], ["b1"], name="b1"),
+        helper.make_node("MatMul", ["b1", "w3"], ["b2"], name="b2"),
+        helper.make_node("Add", ["a2", "b2"], ["y"], name="y"),
+    ]
+    graph = helper.make_graph(
+        nodes, "two_branch", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [batch, k])],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [batch, k])], initializer=inits,
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])

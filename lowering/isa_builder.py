@@ -33,6 +33,9 @@ class IsaBuilder(IndexBuilder):
     def __init__(self, kernel: isa.KernelOp):
         super().__init__(kernel.body.block)
         self.kernel = kernel
+        self._scratch: dict[tuple, list[SSAValue]] | None = None  # inside `scratch()`
+        self._scratch_pool: dict[tuple, list[SSAValue]] = {}
+        self._scratch_seen: dict[tuple, int] = {}
 
     @staticmethod
     def new_kernel(name: str, ins: Sequence[Attribute], outs: Sequence[Attribute], block_dim: int = 1,
@@ -58,9 +61,35 @@ class IsaBuilder(IndexBuilder):
         op.result.name_hint = "block"
         return op.result
 
+    @contextmanager
+    def scratch(self) -> Iterator[None]:
+        """Temporaries of one op: its values are dead when it ends, so the buffers it asks
+        for are handed out again, in the same order, to the next op that asks for the same
+        kinds (one set of temporaries per kernel, not one per emitted copy of an op)."""
+        self._scratch_seen = {}
+        self._scratch = self._scratch_pool
+        try:
+            yield
+        finally:
+            self._scratch = None
+
     def buffer(self, space: isa.MemSpace | str, shape: Sequence[int], elem: Attribute, slots: int = 1,
                name: str | None = None) -> list[SSAValue]:
         """A local buffer (its slots), declared at the top of the kernel after the constants."""
+        if self._scratch is not None:
+            key = (str(space), tuple(shape), elem, slots, name)
+            nth = self._scratch_seen.get(key, 0)
+            self._scratch_seen[key] = nth + 1
+            pool = self._scratch.setdefault(key, [])
+            if nth < len(pool):
+                return [pool[nth]] if slots == 1 else list(pool[nth].owner.slots)
+            made = self._declare(space, shape, elem, slots, name)
+            pool.append(made[0])
+            return made
+        return self._declare(space, shape, elem, slots, name)
+
+    def _declare(self, space: isa.MemSpace | str, shape: Sequence[int], elem: Attribute, slots: int,
+                 name: str | None) -> list[SSAValue]:
         op = isa.BufferOp(isa.buffer_type(shape, elem, space), slots)
         last = None
         for o in self.top.ops:

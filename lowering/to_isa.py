@@ -444,11 +444,13 @@ class KernelLowering:
         elif isinstance(op, t.VectorOp):
             from ge.lowering.isa_vector import lower_vector
 
-            lower_vector(self, op)
+            with self.b.scratch():
+                lower_vector(self, op)
         elif isinstance(op, t.VPoolOp):
             from ge.lowering.isa_pool import lower_vpool
 
-            lower_vpool(self, op)
+            with self.b.scratch():
+                lower_vpool(self, op)
         elif isinstance(op, scf.ForOp):
             self.loop(op)
         elif op.dialect_name() == "arith":

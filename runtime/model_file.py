@@ -17,10 +17,19 @@ byte is caught. Partitions (kinds numbered as GE's where GE has one):
   (name, kind, block_dim, argument types).
 - WEIGHTS (1), raw bytes: the weights region of the arena, each weight at its offset.
 - TASK_INFO (2), JSON: the tasks in issue order (launch, copy, record, wait), tensors by id.
-- KERNELS (3, GE's TBE_KERNELS), JSON: the kernels' code, `{"format": "mlir", "text": ...}`
-  for graph-level kernels; the simulator's decoded programs take other formats.
+- KERNELS (3, GE's TBE_KERNELS), JSON: the kernels' code, `{"format": "mlir", "level":
+  "graph" | "tile" | "isa", "text": ...}`: one module holding only the kernel symbols (the
+  weights are in WEIGHTS); the executor parses it once at load.
 - METADATA (8, GE's MODEL_INOUT_INFO), JSON: inputs and outputs (names, shapes, dtypes),
   target, precision mode, dynamic-batch gears, memory and stream summary.
+
+Dynamic batch (`model_from_gears`): one static variant per gear in one file. The tensors,
+kernels and tasks of all gears are pooled (kernel symbols prefixed `b<batch>_`), every
+gear's weights sit in one shared weights region (identical blobs stored once), and each
+gear's inputs, outputs and workspace start right after it, so the arena is the weights
+plus the largest gear's activations. METADATA's `gears` gives per gear its batch, its task
+range `[first, end)`, its inputs and outputs (tensor ids) and its memory and streams; the
+top-level inputs show the dynamic dimension as -1.
 - IR_TEXT (64, optional), UTF-8: the task-level module without its weight blobs (they are
   in WEIGHTS), for inspection only.
 
@@ -31,6 +40,7 @@ raises a `ge.errors.ModelFormatError` subclass whose message names the file and 
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import io
 import itertools
@@ -41,7 +51,7 @@ from enum import IntEnum
 from pathlib import Path
 from typing import Any
 
-from xdsl.dialects.builtin import BFloat16Type, MemRefType, ModuleOp, StringAttr, TensorType
+from xdsl.dialects.builtin import BFloat16Type, IntegerAttr, MemRefType, ModuleOp, StringAttr, TensorType
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from ge.errors import ModelFormatError
@@ -118,16 +128,24 @@ def dtype_name(elem: Attribute) -> str:
     return "bfloat16" if isinstance(elem, BFloat16Type) else numpy_dtype(elem).name
 
 
-def tensor_entry(t: Attribute, offset: int | None = None) -> dict[str, Any]:
-    """How the model definition describes a buffer of type `t` (at `offset` of the arena)."""
+def tensor_entry(t: Attribute, offset: int | None = None, kind: str | None = None) -> dict[str, Any]:
+    """How the model definition describes a buffer of type `t` (at `offset` of the arena;
+    `kind` is "input", "output", "weight", "buffer" or "view" for the task level's tensors)."""
     from ge.dialects import layout, task
 
     assert isinstance(t, TensorType | MemRefType)
     entry: dict[str, Any] = {} if offset is None else {"offset": offset}
+    if kind is not None:
+        entry["kind"] = kind
     entry.update(bytes=task.byte_size(t), shape=list(t.get_shape()), dtype=dtype_name(t.element_type))
     if (enc := layout.layout_of(t)) is not None:
         entry.update(format=enc.format.data, origin_format=enc.origin_format.data, origin_shape=list(enc.shape))
     return entry
+
+
+def _int_attr(op: Operation, name: str) -> int | None:
+    attr = op.attributes.get(name)
+    return attr.value.data if isinstance(attr, IntegerAttr) else None
 
 
 def _kernel_entry(op: Operation) -> dict[str, Any]:
@@ -136,13 +154,18 @@ def _kernel_entry(op: Operation) -> dict[str, Any]:
     signature = task.kernel_signature(op)
     assert signature is not None
     kind = op.attributes.get("ge.kind") or op.properties.get("kind")
-    return {
+    entry = {
         "name": op.properties["sym_name"].data,
         "kind": kind.data if isinstance(kind, StringAttr) else "",
         "block_dim": task.kernel_block_dim(op),
         "ins": [tensor_entry(t) for t in signature[0]],
         "outs": [tensor_entry(t) for t in signature[1]],
     }
+    # the tile cost model's estimate and roofline bound, when the kernel still carries them
+    for key, attr in (("modeled_cycles", "tile.cycles"), ("bound", "tile.bound")):
+        if (value := _int_attr(op, attr)) is not None:
+            entry[key] = value
+    return entry
 
 
 def _label(op: Operation) -> str:
@@ -154,11 +177,33 @@ def _label(op: Operation) -> str:
     return loc.desc.data if isinstance(loc, NameLoc) else ""
 
 
-def model_from_module(module: ModuleOp, gears: list[dict[str, Any]] | None = None, with_ir: bool = True) -> Model:
-    """The model file contents of a module lowered by `build-model` (one `task.model`)."""
+def kernel_level(kernels: list[Operation]) -> str:
+    """The level of a model's kernels: "graph" (func.func), "tile" or "isa"."""
+    levels = {"graph" if k.name == "func.func" else k.dialect_name() for k in kernels}
+    if len(levels) > 1:
+        raise ModelFormatError(f"the kernels mix levels: {', '.join(sorted(levels))}")
+    return levels.pop() if levels else "graph"
+
+
+def _decl_kind(op: Operation) -> str:
+    from ge.dialects import task
+
+    kinds = {task.InputOp: "input", task.OutputOp: "output", task.WeightOp: "weight", task.BufferOp: "buffer"}
+    return kinds.get(type(op), "view")
+
+
+@dataclass
+class _Parts:
+    """One built module as model file pieces, before they are serialized."""
+
+    model: Model
+    kernel_ops: list[Operation]  # clones, renamed with the prefix
+
+
+def _parts(module: ModuleOp, prefix: str = "") -> _Parts:
+    """The model file contents of a module lowered by `build-model`; kernel symbols get `prefix`."""
     from ge import targets
     from ge.dialects import blobs, task
-    from ge.ir import print_module
 
     models = [op for op in module.ops if isinstance(op, task.ModelOp)]
     if len(models) != 1:
@@ -169,7 +214,7 @@ def model_from_module(module: ModuleOp, gears: list[dict[str, Any]] | None = Non
     for op in model.body.block.ops:
         if isinstance(op, (*task.DECL_OPS, task.ViewOp)):
             ids[op.results[0]] = len(tensors)
-            tensors.append(tensor_entry(op.results[0].type, task.offset_of(op.results[0])))
+            tensors.append(tensor_entry(op.results[0].type, task.offset_of(op.results[0]), _decl_kind(op)))
     callees = {op.callee.string_value() for op in model.body.block.ops if isinstance(op, task.LaunchOp)}
     kernel_ops = [op for op in module.ops if op.properties.get("sym_name") is not None
                   and op.properties["sym_name"].data in callees]
@@ -185,7 +230,7 @@ def model_from_module(module: ModuleOp, gears: list[dict[str, Any]] | None = Non
         elif isinstance(op, task.InputOp | task.OutputOp):
             io = inputs if isinstance(op, task.InputOp) else outputs
             io.append({"index": op.index.value.data, "name": op.io_name.data, "tensor": ids[op.result]}
-                      | {k: v for k, v in tensors[ids[op.result]].items() if k != "offset"})
+                      | {k: v for k, v in tensors[ids[op.result]].items() if k not in ("offset", "kind")})
         elif isinstance(op, task.LaunchOp):
             tasks.append({"op": "launch", "kernel": kernel_index[op.callee.string_value()],
                           "stream": op.stream.value.data, "block_dim": op.block_dim.value.data,
@@ -198,26 +243,164 @@ def model_from_module(module: ModuleOp, gears: list[dict[str, Any]] | None = Non
     inputs.sort(key=lambda d: d["index"])
     outputs.sort(key=lambda d: d["index"])
     regions = {r: list(model.region_span(r)) for r in task.REGIONS}
+    clones = []
+    for k in kernel_ops:
+        clone = k.clone()
+        clone.properties["sym_name"] = StringAttr(prefix + k.properties["sym_name"].data)
+        clones.append(clone)
     definition = {
         "name": model.sym_name.data, "arena": model.arena.value.data, "alignment": model.alignment.value.data,
         "regions": regions, "streams": model.streams.value.data, "events": model.events.value.data,
-        "tensors": tensors, "kernels": [_kernel_entry(k) for k in kernel_ops],
+        "tensors": tensors, "kernels": [_kernel_entry(k) for k in clones],
     }
-    kernel_module = ModuleOp([k.clone() for k in kernel_ops])
     target = targets.target_of(module) or targets.load_target(targets.DEFAULT_TARGET)
     precision = module.attributes.get("ge.precision_mode")
     metadata = {
         "name": model.sym_name.data, "target": target.name, "soc_version": target.soc_version,
         "precision_mode": precision.data if isinstance(precision, StringAttr) else None,
-        "inputs": inputs, "outputs": outputs, "gears": list(gears or []),
+        "kernel_level": kernel_level(kernel_ops),
+        "inputs": inputs, "outputs": outputs, "gears": [],
         "memory": {"arena": definition["arena"], **{r: s for r, (_, s) in regions.items()}},
         "streams": definition["streams"], "events": definition["events"],
         "kernels": len(kernel_ops), "tasks": len(tasks),
     }
-    return Model(
-        definition, tasks, bytes(weights), {"format": "mlir", "text": print_module(kernel_module)}, metadata,
-        _ir_text(module) if with_ir else None,
+    return _Parts(Model(definition, tasks, bytes(weights), {}, metadata), clones)
+
+
+def _kernels_partition(level: str, kernel_ops: list[Operation], target: str) -> dict[str, Any]:
+    """The KERNELS partition: the kernel symbols in one module that names the target."""
+    from ge.ir import print_module
+
+    module = ModuleOp(kernel_ops)
+    module.attributes["ge.target"] = StringAttr(target)
+    return {"format": "mlir", "level": level, "text": print_module(module)}
+
+
+def model_from_module(module: ModuleOp, gears: list[dict[str, Any]] | None = None, with_ir: bool = True) -> Model:
+    """The model file contents of a module lowered by `build-model` (one `task.model`)."""
+    parts = _parts(module)
+    model = parts.model
+    model.metadata["gears"] = list(gears or [])
+    model.kernels = _kernels_partition(model.metadata["kernel_level"], parts.kernel_ops, model.metadata["target"])
+    model.ir_text = _ir_text(module) if with_ir else None
+    return model
+
+
+# --------------------------------------------------------------------------------------
+# Dynamic batch: several static gears in one model
+# --------------------------------------------------------------------------------------
+
+
+class _SharedWeights:
+    """The weights region shared by all gears: each distinct blob stored once, aligned."""
+
+    def __init__(self, alignment: int):
+        self.alignment = alignment
+        self.data = bytearray()
+        self.placed: dict[bytes, int] = {}
+
+    def place(self, blob: bytes) -> int:
+        key = hashlib.sha256(blob).digest() + len(blob).to_bytes(8, "little")
+        if key not in self.placed:
+            self.placed[key] = len(self.data)
+            self.data += blob
+            self.data += bytes(-len(self.data) % self.alignment)
+        return self.placed[key]
+
+
+def _relocate(model: Model, shared: _SharedWeights) -> list[int | None]:
+    """New offsets of a gear's weight tensors (and views into them) in the shared weights
+    region; None for the others, which move along with the gear's activations."""
+    w_start, w_size = model.definition["regions"]["weights"]
+    tensors = model.definition["tensors"]
+    decls = sorted((t["offset"], t["bytes"]) for t in tensors if t.get("kind") == "weight")
+    new_base = {}
+    for offset, size in decls:
+        new_base[offset] = shared.place(bytes(model.weights[offset - w_start: offset - w_start + size]))
+    starts = [o for o, _ in decls]
+    offsets = []
+    for t in tensors:
+        o = t["offset"]
+        if w_start <= o < w_start + w_size and t["bytes"]:
+            base = starts[bisect.bisect_right(starts, o) - 1]
+            offsets.append(new_base[base] + o - base)
+        else:
+            offsets.append(None)
+    return offsets
+
+
+def model_from_gears(gears: list[tuple[int, ModuleOp]], with_ir: bool = True) -> Model:
+    """One model file holding a built module per batch size (`gears`: (batch, module))."""
+    if not gears:
+        raise ModelFormatError("a dynamic-batch model needs at least one gear")
+    parts = [_parts(module, f"b{batch}_") for batch, module in gears]
+    first = parts[0].model
+    shared = _SharedWeights(first.definition["alignment"])
+    relocations = [_relocate(p.model, shared) for p in parts]
+    weights_size = len(shared.data)
+    tensors: list[dict[str, Any]] = []
+    kernels: list[dict[str, Any]] = []
+    tasks: list[dict[str, Any]] = []
+    gear_meta = []
+    arena = weights_size
+    for (batch, _), p, new_offsets in zip(gears, parts, relocations):
+        d, m = p.model.definition, p.model.metadata
+        t0, k0 = len(tensors), len(kernels)
+        w_size = d["regions"]["weights"][1]
+        for t, o in zip(d["tensors"], new_offsets):
+            tensors.append(t | {"offset": o if o is not None else t["offset"] - w_size + weights_size})
+        kernels += d["kernels"]
+        first_task = len(tasks)
+        for task in p.model.tasks:
+            task = dict(task)
+            for key in ("ins", "outs"):
+                if key in task:
+                    task[key] = [i + t0 for i in task[key]]
+            for key in ("src", "dst"):
+                if key in task:
+                    task[key] += t0
+            if "kernel" in task:
+                task["kernel"] += k0
+            tasks.append(task)
+        regions = {r: [o - w_size + weights_size, s] for r, (o, s) in d["regions"].items() if r != "weights"}
+        regions["weights"] = [0, weights_size]
+        gear_arena = d["arena"] - w_size + weights_size
+        arena = max(arena, gear_arena)
+        gear_meta.append({
+            "batch": batch, "tasks": [first_task, len(tasks)], "arena": gear_arena, "regions": regions,
+            "streams": d["streams"], "events": d["events"],
+            "inputs": [io | {"tensor": io["tensor"] + t0} for io in m["inputs"]],
+            "outputs": [io | {"tensor": io["tensor"] + t0} for io in m["outputs"]],
+        })
+    largest = max(gear_meta, key=lambda g: g["arena"])
+    definition = {
+        "name": first.definition["name"], "arena": arena, "alignment": first.definition["alignment"],
+        "regions": largest["regions"], "streams": max(g["streams"] for g in gear_meta),
+        "events": max(g["events"] for g in gear_meta), "tensors": tensors, "kernels": kernels,
+    }
+    metadata = dict(first.metadata)
+    metadata.update(
+        inputs=_dynamic_ios([g["inputs"] for g in gear_meta]),
+        outputs=_dynamic_ios([g["outputs"] for g in gear_meta]),
+        gears=gear_meta, memory={"arena": arena, "weights": weights_size},
+        streams=definition["streams"], events=definition["events"], kernels=len(kernels), tasks=len(tasks),
     )
+    kernel_ops = [k for p in parts for k in p.kernel_ops]
+    ir_text = None
+    if with_ir:
+        ir_text = "".join(f"// gear batch={b}\n{_ir_text(module)}" for b, module in gears)
+    return Model(definition, tasks, bytes(shared.data), _kernels_partition(metadata["kernel_level"], kernel_ops, metadata["target"]),
+                 metadata, ir_text)
+
+
+def _dynamic_ios(per_gear: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """The graph inputs/outputs as the user sees them: -1 where gears differ (the first
+    gear's tensor ids, which the file checks need)."""
+    out = []
+    for ios in zip(*per_gear):
+        shape = [d if len(set(dims)) == 1 else -1 for d, *dims in zip(ios[0]["shape"], *(io["shape"] for io in ios))]
+        out.append(ios[0] | {"shape": shape})
+    return out
 
 
 def _ir_text(module: ModuleOp) -> str:
@@ -422,5 +605,15 @@ def _check_contents(model: Model, name: str) -> None:
                 raise InconsistentModelError(f"{name}: {where}: unknown task kind '{op}'")
         for io in (*model.metadata["inputs"], *model.metadata["outputs"]):
             tensor(io["tensor"], f"graph input/output '{io['name']}'")
+        for gear in model.metadata.get("gears", []):
+            if "tasks" not in gear:
+                continue
+            first, end = gear["tasks"]
+            if not 0 <= first <= end <= len(model.tasks):
+                raise InconsistentModelError(
+                    f"{name}: gear batch={gear['batch']} runs tasks [{first}, {end}); the model has {len(model.tasks)}"
+                )
+            for io in (*gear["inputs"], *gear["outputs"]):
+                tensor(io["tensor"], f"gear batch={gear['batch']} input/output '{io['name']}'")
     except (KeyError, TypeError, ValueError) as e:
         raise InconsistentModelError(f"{name}: the model definition is malformed ({type(e).__name__}: {e})") from None

@@ -1,0 +1,367 @@
+"""The Python API of the whole compiler: `ge.compile`, `ge.CompileOptions`, `ge.load_model`.
+
+Where it sits: on top of every level (DESIGN.md §2). `compile` runs, in process on one
+module and timed per stage, what ATC runs:
+
+    import ONNX -> graph-optimize{precision} -> assign-layouts -> eliminate-trans-data ->
+    fuse{switch-file} -> bufferize -> tile{target} -> to-isa -> plan-local-memory ->
+    insert-sync -> build-model{disable-reuse-memory, single-stream} -> model file
+
+and returns a `CompiledModel` (`.run`, `.save`, `.report`). `ge-compile` and `ge-run`
+are thin wrappers over this module, and `ge.backend` uses it for device="NPU".
+
+`kernel_level="tile"` stops after `tile`: the kernels then run in the tile interpreter
+-- functional only, cycles are the tile cost model's estimates -- a fast debug mode.
+A dynamic batch (an input shape with -1 as its first dim plus `dynamic_batch_size`)
+compiles one static gear per batch size into one model that shares the weights.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from xdsl.utils.exceptions import DiagnosticException, PassFailedException, VerifyException
+
+from ge import targets
+from ge.errors import GeError, ShapeError
+
+if TYPE_CHECKING:
+    import numpy as np
+    import onnx
+    from xdsl.dialects.builtin import ModuleOp
+
+log = logging.getLogger("ge.compile")
+
+PRECISION_MODES = ("force_fp16", "must_keep_origin_dtype", "allow_mix_precision")
+KERNEL_LEVELS = ("isa", "tile")
+ISA_STAGES = ("to-isa", "plan-local-memory", "insert-sync")
+
+
+class CompileError(GeError):
+    """A stage of the compiler refused the model (a kernel that does not fit, a lowering
+    that does not exist); the message names the model, the stage and the reason."""
+
+
+@dataclass(frozen=True)
+class CompileOptions:
+    """ATC's options, by their Python names (`ge-compile --help` has the CLI spelling)."""
+
+    soc_version: str = targets.DEFAULT_TARGET
+    precision_mode: str = "force_fp16"
+    input_shape: str | Mapping[str, Sequence[int]] | None = None
+    dynamic_batch_size: str | Sequence[int] | None = None
+    fusion_switch_file: str | None = None
+    disable_reuse_memory: bool = False
+    enable_single_stream: bool = False
+    kernel_level: str = "isa"
+    dump_ir: str | None = None  # a directory: the IR after every stage, re-parsable by ge-opt
+    keep_ir_text: bool = True  # store the task-level IR in the model file (for inspection)
+
+
+Progress = Callable[[str, int, int], None]  # (stage, number of stages done, total)
+
+
+# --------------------------------------------------------------------------------------
+# Options
+# --------------------------------------------------------------------------------------
+
+
+def resolve_target(soc_version: str) -> targets.Target:
+    """A target by ge's name ("ascend910") or ATC's soc_version ("Ascend910A")."""
+    names = targets.available_targets()
+    if soc_version in names:
+        return targets.load_target(soc_version)
+    for name in names:
+        target = targets.load_target(name)
+        if soc_version.lower() in (name.lower(), target.soc_version.lower()):
+            return target
+    known = ", ".join(f"{n} ({targets.load_target(n).soc_version})" for n in names)
+    raise CompileError(f"unknown soc version '{soc_version}'; known: {known}")
+
+
+def parse_batch_sizes(spec: str | Sequence[int] | None) -> list[int]:
+    """ATC's `--dynamic_batch_size "1,2,4,8"` (or a list) -> [1, 2, 4, 8]."""
+    if spec is None:
+        return []
+    try:
+        sizes = [int(s) for s in spec.split(",") if s.strip()] if isinstance(spec, str) else [int(s) for s in spec]
+    except ValueError:
+        raise ShapeError(f"dynamic_batch_size '{spec}' must be a comma-separated list of integers") from None
+    if not sizes or any(s <= 0 for s in sizes) or len(set(sizes)) != len(sizes):
+        raise ShapeError(f"dynamic_batch_size {sizes} must list distinct positive batch sizes")
+    return sizes
+
+
+def gear_shapes(input_shape, batch_sizes: list[int]) -> list[tuple[int | None, dict[str, tuple[int, ...]]]]:
+    """The static input shapes to compile: one entry per gear (batch, shapes), or one
+    entry (None, shapes) without dynamic batch. -1 is allowed only as the batch dim."""
+    from ge.frontend.onnx import parse_input_shape
+
+    shapes = parse_input_shape(input_shape)
+    dynamic = [n for n, s in shapes.items() if -1 in s]
+    for name in dynamic:
+        if shapes[name].index(-1) != 0 or shapes[name].count(-1) != 1:
+            raise ShapeError(f"input_shape '{name}': -1 may only stand for the batch (first) dimension, "
+                             f"got {list(shapes[name])}")
+    if batch_sizes and not dynamic:
+        raise ShapeError("dynamic_batch_size needs an input_shape with -1 as the batch dimension "
+                         "(e.g. \"x:-1,3,224,224\")")
+    if dynamic and not batch_sizes:
+        raise ShapeError(f"input_shape gives -1 for {', '.join(map(repr, dynamic))}: list the batch sizes to "
+                         "compile with dynamic_batch_size (e.g. \"1,2,4,8\")")
+    if not batch_sizes:
+        return [(None, shapes)]
+    return [(b, {n: (b, *s[1:]) if n in dynamic else s for n, s in shapes.items()}) for b in batch_sizes]
+
+
+def _check_options(options: CompileOptions) -> None:
+    if options.precision_mode not in PRECISION_MODES:
+        raise CompileError(f"precision mode '{options.precision_mode}' is not one of {', '.join(PRECISION_MODES)}")
+    if options.kernel_level not in KERNEL_LEVELS:
+        raise CompileError(f"kernel level '{options.kernel_level}' is not one of {', '.join(KERNEL_LEVELS)}")
+    if options.fusion_switch_file is not None and not Path(options.fusion_switch_file).is_file():
+        raise CompileError(f"fusion switch file {options.fusion_switch_file}: no such file")
+
+
+# --------------------------------------------------------------------------------------
+# The pipeline
+# --------------------------------------------------------------------------------------
+
+
+def _pass(name: str, **options):
+    from ge.transforms import get_all_ge_passes
+
+    passes = get_all_ge_passes()
+    if name not in passes:
+        raise CompileError(f"the '{name}' pass is not available in this build of ge; compile with "
+                           "kernel_level='tile' (ge-compile --kernel-level tile) to stop at the tile level")
+    return passes[name]()(**options)
+
+
+def pass_stages(options: CompileOptions, target: targets.Target) -> list[tuple[str, Any]]:
+    """(stage name, pass instance) from graph-optimize to the kernels' last pass."""
+    stages = [
+        ("graph-optimize", _pass("graph-optimize", precision=options.precision_mode)),
+        ("assign-layouts", _pass("assign-layouts", target=target.name)),
+        ("eliminate-trans-data", _pass("eliminate-trans-data")),
+        ("fuse", _pass("fuse", switch_file=options.fusion_switch_file)),
+        ("bufferize", _pass("bufferize")),
+        ("tile", _pass("tile", target=target.name)),
+    ]
+    if options.kernel_level == "isa":
+        stages += [(name, _pass(name)) for name in ISA_STAGES]
+    return stages
+
+
+def _count(module: ModuleOp, test: Callable[[Any], bool]) -> int:
+    return sum(1 for op in module.walk() if test(op))
+
+
+def _is_graph_compute(op) -> bool:
+    return op.dialect_name() == "graph" and op.name != "graph.constant"
+
+
+@dataclass
+class _GearResult:
+    batch: int | None
+    module: ModuleOp
+    stats: dict[str, Any] = field(default_factory=dict)
+
+
+class _Pipeline:
+    """Runs the stages on one gear after another, timing each stage."""
+
+    def __init__(self, source, name: str, options: CompileOptions, target: targets.Target,
+                 progress: Progress | None):
+        self.source, self.name, self.options, self.target = source, name, options, target
+        self.progress = progress
+        self.seconds: dict[str, float] = {}
+        self.done, self.total = 0, 0
+
+    def timed(self, stage: str, fn: Callable[[], Any]) -> Any:
+        if self.progress is not None:
+            self.progress(stage, self.done, self.total)
+        start = time.perf_counter()
+        try:
+            result = fn()
+        except (PassFailedException, DiagnosticException, VerifyException) as e:
+            raise CompileError(f"{self.name}: {stage} failed: {e}") from None
+        elapsed = time.perf_counter() - start
+        self.seconds[stage] = self.seconds.get(stage, 0.0) + elapsed
+        self.done += 1
+        log.info("%s: %s took %.3f s", self.name, stage, elapsed)
+        return result
+
+    def dump(self, module: ModuleOp, prefix: str, number: int, stage: str) -> None:
+        if self.options.dump_ir is None:
+            return
+        from ge.ir import print_module
+
+        directory = Path(self.options.dump_ir)
+        directory.mkdir(parents=True, exist_ok=True)
+        (directory / f"{prefix}{number:02d}_{stage}.mlir").write_text(print_module(module))
+
+    def gear(self, batch: int | None, shapes: dict[str, tuple[int, ...]]) -> _GearResult:
+        from ge.frontend.onnx import import_model
+        from ge.ir import make_context
+        from ge.lowering.build_model import BuildOptions, build_model
+
+        prefix = "" if batch is None else f"b{batch}_"
+        module = self.timed("import", lambda: import_model(self.source, input_shape=shapes, name=self.name))
+        self.dump(module, prefix, 0, "import")
+        result = _GearResult(batch, module)
+        ctx = make_context()
+        for number, (stage, p) in enumerate(pass_stages(self.options, self.target), start=1):
+            self.timed(stage, lambda p=p: (p.apply(ctx, module), module.verify()))
+            self.dump(module, prefix, number, stage)
+            if stage == "graph-optimize":
+                result.stats["graph_ops"] = _count(module, _is_graph_compute)
+            elif stage == "eliminate-trans-data":
+                result.stats["trans_data"] = _count(module, lambda op: op.name == "layout.trans_data")
+        build = BuildOptions(not self.options.disable_reuse_memory, self.options.enable_single_stream)
+        reports = self.timed("build-model", lambda: build_model(module, build))
+        self.dump(module, prefix, number + 1, "build-model")
+        result.stats["build"] = reports[0]
+        return result
+
+
+def _gear_stats(result: _GearResult) -> dict[str, Any]:
+    build = result.stats["build"]
+    return {
+        "graph_ops": result.stats["graph_ops"], "trans_data": result.stats["trans_data"],
+        "kernels": len(_kernel_symbols(result.module)),
+        "launches": build.launches, "copies": build.copies,
+        "streams": build.schedule.num_streams, "events": len(build.schedule.events),
+        "memory": {
+            "activation_peak_bytes": build.plan.peak,
+            "activation_lower_bound_bytes": build.plan.lower_bound,
+            "no_reuse_bytes": build.plan.no_reuse,
+            "weights_bytes": build.regions["weights"][1],
+            "arena_bytes": build.arena,
+        },
+    }
+
+
+def _report(name: str, options: CompileOptions, target: targets.Target, seconds: dict[str, float],
+            gears: list[_GearResult], model) -> dict[str, Any]:
+    per_gear = [{"batch": g.batch, **_gear_stats(g)} for g in gears]
+    top = max(per_gear, key=lambda s: s["memory"]["activation_peak_bytes"])
+    report = {
+        "model": name, "soc_version": target.soc_version, "target": target.name,
+        "precision_mode": options.precision_mode, "kernel_level": options.kernel_level,
+        "compile_seconds": {**{k: round(v, 4) for k, v in seconds.items()}, "total": round(sum(seconds.values()), 4)},
+        **{k: v for k, v in top.items() if k not in ("batch", "memory")},
+        "memory": {**top["memory"], "weights_bytes": len(model.weights)},
+    }
+    if gears[0].batch is not None:
+        report["gears"] = per_gear
+    return report
+
+
+def _kernel_symbols(module: ModuleOp):
+    from ge.dialects import task
+
+    callees = {op.callee.string_value() for m in module.ops if isinstance(m, task.ModelOp)
+               for op in m.body.block.ops if isinstance(op, task.LaunchOp)}
+    return [op for op in module.ops if "sym_name" in op.properties and op.properties["sym_name"].data in callees]
+
+
+def _model_name(model) -> str:
+    import onnx
+
+    if isinstance(model, str | Path):
+        return Path(model).name
+    if isinstance(model, onnx.ModelProto) and model.graph.name:
+        return model.graph.name
+    return "<model>"
+
+
+def compile(model: str | Path | bytes | onnx.ModelProto, options: CompileOptions | None = None,
+            progress: Progress | None = None) -> CompiledModel:
+    """Compile an ONNX model (path, bytes or ModelProto) for an NPU; see the module docstring."""
+    from ge.runtime.model_file import model_from_gears, model_from_module
+
+    options = options or CompileOptions()
+    _check_options(options)
+    target = resolve_target(options.soc_version)
+    gears = gear_shapes(options.input_shape, parse_batch_sizes(options.dynamic_batch_size))
+    name = _model_name(model)
+    source = str(model) if isinstance(model, Path) else model
+    pipeline = _Pipeline(source, name, options, target, progress)
+    pipeline.total = len(gears) * (len(pass_stages(options, target)) + 2) + 1
+    results = [pipeline.gear(batch, shapes) for batch, shapes in gears]
+    if results[0].batch is None:
+        built = pipeline.timed("serialize", lambda: model_from_module(results[0].module, with_ir=options.keep_ir_text))
+    else:
+        pairs = [(r.batch, r.module) for r in results]
+        built = pipeline.timed("serialize", lambda: model_from_gears(pairs, with_ir=options.keep_ir_text))
+    report = _report(name, options, target, pipeline.seconds, results, built)
+    built.metadata["compile_report"] = report
+    if progress is not None:
+        progress("done", pipeline.total, pipeline.total)
+    for r in results:
+        log.debug("%s: %s", name, r.stats["build"].summary())
+    return CompiledModel(built, report)
+
+
+# --------------------------------------------------------------------------------------
+# The compiled model
+# --------------------------------------------------------------------------------------
+
+
+class CompiledModel:
+    """A built model: `run({name: array}) -> {name: array}`, `save(path)`, `report`."""
+
+    def __init__(self, model, report: dict[str, Any] | None = None):
+        self.model = model  # ge.runtime.model_file.Model
+        self.report = report if report is not None else model.metadata.get("compile_report", {})
+        self._executor = None
+
+    @property
+    def executor(self):
+        """The executor (built on first use: it parses and decodes the kernels)."""
+        if self._executor is None:
+            from ge.runtime.executor import Executor
+
+            self._executor = Executor(self.model)
+        return self._executor
+
+    @property
+    def inputs(self) -> list[dict[str, Any]]:
+        return self.model.metadata["inputs"]
+
+    @property
+    def outputs(self) -> list[dict[str, Any]]:
+        return self.model.metadata["outputs"]
+
+    @property
+    def batch_sizes(self) -> list[int]:
+        return [g["batch"] for g in self.model.metadata.get("gears", []) if "tasks" in g]
+
+    @property
+    def last_run(self):
+        """The `RunReport` of the last `run` (cycles, per-kernel table, timeline)."""
+        return self.executor.last_report
+
+    def run(self, inputs: Mapping[str, np.ndarray], trace: bool = False) -> dict[str, np.ndarray]:
+        return self.executor.run(inputs, trace=trace)
+
+    def save(self, path: str | Path) -> int:
+        """Write the model file; returns its size in bytes."""
+        from ge.runtime.model_file import save_model
+
+        size = save_model(path, self.model)
+        self.report = {**self.report, "model_file_bytes": size}  # the file keeps the report without its own size
+        return size
+
+
+def load_model(path: str | Path) -> CompiledModel:
+    """Load a model file written by `CompiledModel.save` or `ge-compile`."""
+    from ge.runtime.model_file import load_model as read
+
+    return CompiledModel(read(path))

@@ -1,0 +1,1302 @@
+"""`tile.vector` -> isa Vector instructions: part of the tile -> isa lowering (`to-isa`).
+
+Level: tile (a `tile.vector` region of graph/layout ops on UB tiles) to isa (vector
+instructions on flat UB buffers, `scf.for` loops, `arith` index arithmetic). `to-isa`
+(lowering/to_isa.py) calls `lower_vector(k, op)` with its insertion point where the region
+runs; `k` gives the builder (`k.b`), the target (`k.target`) and the isa buffer + element
+offset of each UB operand (`k.buffer(v)`). Synchronization is `insert-sync`'s job and buffer
+placement `plan-local-memory`'s: temporaries are `isa.buffer`s without offsets.
+
+How the region's values become instructions:
+- every value is a row-major tensor in a flat UB buffer (a `Tensor`): the `ins` buffers, the
+  `outs` buffers (a yielded value is computed straight into its out buffer), or temporaries
+  this module takes from a pool (a temporary whose value is dead is reused, and an
+  elementwise op writes over an operand that dies with it);
+- elementwise ops without broadcasting are *flat*: ceil(n / elements per repeat) repeats in
+  as few instructions as the 255-repeat limit allows, the tail under a mask;
+- numpy broadcasting maps onto block and repeat strides (`_Layout`): a per-channel
+  [1, C1, 1, 1, C0] vector against [1, C1, P, 1, C0] reads its block with block stride 0, a
+  row vector against a matrix with repeat stride 0; an operand broadcast along the
+  innermost dim (a per-row scalar, a one-element tensor) is first spread to one block per
+  row by a strided `copy_ub_to_ub`; what cannot be put on blocks (rows that do not start on
+  a 32-byte block) is broadcast in full by one strided copy;
+- reductions (Softmax, LogSoftmax, LayerNorm, Reduce*, global pools on plain tensors) run on
+  f32 rows whose stride is a whole number of blocks: wider rows are folded into one repeat
+  with elementwise max/add, `vreduce_*` gives one value per row, `vbrcb` spreads it back to
+  one block per row; f16 data is converted to f32 first and back at the end;
+- global pools on NC1HWC0 add (max) pixel blocks pairwise, halving the pixel count per step;
+- LRN moves the tile to channel-major rows padded with zero channels, so that the window
+  over channels is a handful of whole-buffer adds;
+- Transpose and TransData (NC1HWC0 <-> NCHW / NHWC, FRACTAL_NZ <-> ND) are strided
+  `copy_ub_to_ub` moves on the Vector pipe.
+What each op computes is ge.runtime.reference's definition; what each instruction does is
+ge.runtime.isa_kernels'.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+from xdsl.dialects.builtin import FloatAttr, IntegerAttr, StringAttr, TensorType, f32, f64, i64
+from xdsl.ir import Attribute, Operation, SSAValue
+
+from ge.dialects import isa
+from ge.dialects import layout as lt
+from ge.dialects import tile as t
+from ge.dialects.dtypes import numpy_dtype
+from ge.errors import GeError
+from ge.lowering.index_builder import Index
+
+UB = isa.MemSpace.UB
+
+
+class VectorLoweringError(GeError):
+    """A `tile.vector` region uses something the isa vector lowering cannot emit."""
+
+
+# --------------------------------------------------------------------------------------
+# Values: tensors in flat UB buffers, splat constants
+# --------------------------------------------------------------------------------------
+
+
+def row_major(shape: Sequence[int]) -> tuple[int, ...]:
+    return isa.row_major(shape) if shape else ()
+
+
+@dataclass(frozen=True)
+class Tensor:
+    """A row-major tensor of `shape` at element `off` of the flat UB buffer `buf`.
+    `block_splat`: a one-element tensor whose whole block holds the value."""
+
+    buf: SSAValue
+    off: Index
+    shape: tuple[int, ...]
+    elem: Attribute
+    block_splat: bool = False
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def itemsize(self) -> int:
+        return isa.itemsize(self.elem)
+
+
+@dataclass(frozen=True)
+class Splat:
+    """A graph.constant with one value everywhere (folded into scalar instructions)."""
+
+    value: float
+    shape: tuple[int, ...]
+    elem: Attribute
+
+
+def tensor_shape(v: SSAValue) -> tuple[int, ...]:
+    ty = v.type
+    assert isinstance(ty, TensorType)
+    return tuple(ty.get_shape())
+
+
+def broadcast_strides(shape: Sequence[int], result: Sequence[int]) -> list[int]:
+    """Element strides of a row-major operand of `shape` read at the indices of `result`
+    (numpy broadcasting: right-aligned, size-1 dims stride 0)."""
+    own = row_major(shape)
+    lead = len(result) - len(shape)
+    out = []
+    for i, n in enumerate(result):
+        j = i - lead
+        out.append(0 if j < 0 or (shape[j] == 1 and n != 1) else own[j])
+    return out
+
+
+def collapse(shape: Sequence[int], strides: Sequence[Sequence[int]]) -> list[tuple[int, tuple[int, ...]]]:
+    """(size, stride per operand) for each dim, size-1 dims dropped and adjacent dims merged
+    where every operand steps through them as through one dim."""
+    dims: list[tuple[int, tuple[int, ...]]] = []
+    for i, n in enumerate(shape):
+        if n == 1:
+            continue
+        st = tuple(s[i] for s in strides)
+        if dims and all(o == n * s for o, s in zip(dims[-1][1], st)):
+            dims[-1] = (dims[-1][0] * n, st)
+        else:
+            dims.append((n, st))
+    return dims or [(1, tuple(0 for _ in strides))]
+
+
+# --------------------------------------------------------------------------------------
+# Block layouts: a strided elementwise op as vector instructions
+# --------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Instr:
+    """One instruction shape repeated over loops: `mask` elements per repeat, block strides,
+    a repeat axis (count, strides) and the outer dims looped over (count, strides), all
+    strides in blocks per operand; `base` the block offset of each operand."""
+
+    mask: int
+    blk: tuple[int, ...]
+    reps: int
+    rep: tuple[int, ...]
+    outer: list[tuple[int, tuple[int, ...]]]
+    base: tuple[int, ...]
+
+    def cost(self, startup: int, max_repeats: int) -> int:
+        trips = math.prod(n for n, _ in self.outer)
+        return trips * (-(-self.reps // max_repeats) * startup + self.reps)
+
+
+def _layout_inner(dims: list[tuple[int, tuple[int, ...]]], inner_elems: int, epb: int, per_blocks: int,
+                  nops: int) -> list[_Instr]:
+    """Instructions with the innermost block dim on the blocks of a repeat."""
+    n1, s1 = dims[-1]
+    zero = (0,) * nops
+    per = per_blocks * epb
+    if n1 <= per_blocks:
+        n2, s2 = dims[-2] if len(dims) > 1 else (1, zero)
+        return [_Instr(inner_elems, s1, n2, s2, dims[:-2], zero)]
+    full, rest = divmod(inner_elems, per)
+    out = []
+    step = tuple(per_blocks * s for s in s1)
+    if full:
+        out.append(_Instr(per, s1, full, step, dims[:-1], zero))
+    if rest:
+        out.append(_Instr(rest, s1, 1, step, dims[:-1], tuple(full * s for s in step)))
+    return out
+
+
+def block_layout(dims: list[tuple[int, tuple[int, ...]]], inner_elems: int, epb: int, per_blocks: int,
+                 startup: int, max_repeats: int) -> list[_Instr]:
+    """The cheaper of: blocks of a repeat along the innermost dim, or (when that dim is a few
+    whole blocks) one instruction per inner block with the next dim on the blocks."""
+    nops = len(dims[0][1])
+    best = _layout_inner(dims, inner_elems, epb, per_blocks, nops)
+    n1 = dims[-1][0]
+    if len(dims) > 1 and n1 < per_blocks and inner_elems == n1 * epb:
+        swapped = [*dims[:-2], dims[-1], dims[-2]]
+        alt = _layout_inner(swapped, dims[-2][0] * epb, epb, per_blocks, nops)
+        if sum(i.cost(startup, max_repeats) for i in alt) < sum(i.cost(startup, max_repeats) for i in best):
+            best = alt
+    return best
+
+
+# --------------------------------------------------------------------------------------
+# The lowering of one tile.vector
+# --------------------------------------------------------------------------------------
+
+Value = Tensor | Splat
+
+UNARY = {
+    "graph.relu": isa.VReluOp, "graph.abs": isa.VAbsOp, "graph.exp": isa.VExpOp, "graph.log": isa.VLnOp,
+    "graph.sqrt": isa.VSqrtOp, "graph.reciprocal": isa.VRecOp, "graph.tanh": isa.VTanhOp, "graph.erf": isa.VErfOp,
+}
+BINARY = {
+    "graph.add": isa.VAddOp, "graph.sub": isa.VSubOp, "graph.mul": isa.VMulOp, "graph.div": isa.VDivOp,
+    "graph.max": isa.VMaxOp, "graph.min": isa.VMinOp, "graph.sum": isa.VAddOp, "graph.mean": isa.VAddOp,
+}
+SCALAR = {"graph.add": isa.VAddsOp, "graph.mul": isa.VMulsOp, "graph.max": isa.VMaxsOp, "graph.min": isa.VMinsOp,
+          "graph.sum": isa.VAddsOp}
+REDUCE = {"sum": (isa.VReduceSumOp, isa.VAddOp), "max": (isa.VReduceMaxOp, isa.VMaxOp),
+          "min": (isa.VReduceMinOp, isa.VMinOp)}
+COMPOSITE = ("graph.neg", "graph.sigmoid", "graph.leaky_relu", "graph.clip", "graph.gelu", "graph.softplus",
+             "graph.softsign", "graph.hard_sigmoid", "graph.hard_swish")
+OTHER = ("graph.constant", "graph.cast", "graph.pow", "graph.batch_norm", "graph.softmax", "graph.log_softmax",
+         "graph.layer_norm", "graph.lrn", "graph.global_avg_pool", "graph.global_max_pool", "graph.transpose",
+         "layout.trans_data", "graph.reduce_sum", "graph.reduce_mean", "graph.reduce_max", "graph.reduce_min",
+         "graph.identity")
+SUPPORTED = frozenset((*UNARY, *BINARY, *COMPOSITE, *OTHER))
+
+
+def describe_op(op: Operation) -> str:
+    """`graph.lrn %r2 (node norm1)` for messages: the op, its result and its ONNX node."""
+    from ge.transforms.tile_capacity import node_names
+
+    name = f"{op.name}"
+    if op.results and op.results[0].name_hint:
+        name += f" %{op.results[0].name_hint}"
+    nodes = node_names(op)
+    if not nodes:
+        kernel = op.parent_op()
+        while kernel is not None and not hasattr(kernel, "sym_name"):
+            kernel = kernel.parent_op()
+        nodes = node_names(kernel) if kernel is not None else []
+        if kernel is not None and not nodes:
+            return f"{name} in kernel @{kernel.sym_name.data}"
+    return f"{name} (node {', '.join(nodes)})" if nodes else name
+
+
+def check_supported(op: t.VectorOp) -> None:
+    """Every op of the region has a lowering, or one error lists all that do not."""
+    bad = [o for o in op.body.block.ops if not isinstance(o, t.YieldOp) and o.name not in SUPPORTED]
+    if bad:
+        raise VectorLoweringError(
+            f"no isa vector lowering for {len(bad)} op(s) of a tile.vector: "
+            + "; ".join(describe_op(o) for o in bad)
+        )
+
+
+@dataclass
+class _Pool:
+    """Temporary UB buffers of this region, reused once their value is dead."""
+
+    free: list[Tensor] = field(default_factory=list)
+    count: int = 0
+
+
+class VectorLowering:
+    """Emits the instructions of one `tile.vector` (see the module docstring)."""
+
+    def __init__(self, k, op: t.VectorOp):
+        self.k, self.b, self.target, self.op = k, k.b, k.target, op
+        vec = self.target.vector
+        self.bpr, self.block, self.max_rep = vec.bytes_per_repeat, vec.block_bytes, vec.max_repeats
+        self.per_blocks = self.bpr // self.block
+        self.startup = self.target.startup.vector
+        self.env: dict[SSAValue, Value] = {}
+        self.owned: dict[SSAValue, Tensor] = {}  # values in temporaries of the pool
+        self.pool = _Pool()
+        self.current: Operation | None = None
+
+    # -- errors --------------------------------------------------------------------------
+
+    def fail(self, message: str) -> VectorLoweringError:
+        where = describe_op(self.current) if self.current is not None else "tile.vector"
+        return VectorLoweringError(f"{where}: {message}")
+
+    # -- buffers -------------------------------------------------------------------------
+
+    def epb(self, elem: Attribute) -> int:
+        return max(1, self.block // isa.itemsize(elem))
+
+    def temp(self, shape: Sequence[int], elem: Attribute) -> Tensor:
+        """A temporary row-major tensor (a dead temporary's buffer when one is big enough)."""
+        n = max(1, math.prod(shape))
+        fits = [x for x in self.pool.free if x.elem == elem and x.size >= n]
+        if fits:
+            best = min(fits, key=lambda x: x.size)
+            self.pool.free.remove(best)
+            return Tensor(best.buf, 0, tuple(shape), elem)
+        size = isa.align_up(n, self.epb(elem))
+        self.pool.count += 1
+        (buf,) = self.b.buffer(UB, [size], elem, name=f"vt{self.pool.count}")
+        return Tensor(buf, 0, tuple(shape), elem)
+
+    def release(self, x: Tensor) -> None:
+        if not any(f.buf is x.buf for f in self.pool.free):
+            ty = x.buf.type
+            self.pool.free.append(Tensor(x.buf, 0, (isa.num_elements(ty),), x.elem))
+
+    def shifted(self, x: Tensor, delta: Index, shape: Sequence[int] | None = None) -> Tensor:
+        return replace(x, off=self.b.add_(x.off, delta), shape=tuple(x.shape if shape is None else shape))
+
+    # -- instructions --------------------------------------------------------------------
+
+    def vec(self, cls, operands: Sequence[tuple[Tensor, Index]], repeat: int, mask: int | None = None,
+            blk: Sequence[int] | None = None, rep: Sequence[int] | None = None, **props) -> None:
+        """One vector instruction; operands as (tensor, extra element offset)."""
+        ops: list = []
+        for x, delta in operands:
+            off = self.b.offset(self.b.add_(x.off, delta))
+            ops += [x.buf, [] if off is None else [off]]
+        p: dict[str, Attribute] = {"repeat": IntegerAttr(repeat, i64)}
+        if mask is not None:
+            p["mask"] = IntegerAttr(mask, i64)
+        if blk is not None:
+            p["blk_stride"] = isa.int_array(blk)
+        if rep is not None:
+            p["rep_stride"] = isa.int_array(rep)
+        for key, v in props.items():
+            p[key] = FloatAttr(float(v), f64) if key == "scalar" else StringAttr(v) if key == "round" else v
+        self.b.add(cls.build(operands=ops, properties=p))
+
+    def copy(self, src: Tensor, dst: Tensor, sizes: Sequence[int], src_strides: Sequence[int] | None = None,
+             dst_strides: Sequence[int] | None = None) -> None:
+        """A strided UB -> UB move (Vector pipe)."""
+        self.b.add(isa.CopyUbToUbOp(src.buf, dst.buf, list(sizes), src_offset=self.b.offset(src.off),
+                                    dst_offset=self.b.offset(dst.off), src_strides=src_strides,
+                                    dst_strides=dst_strides))
+
+    def flat(self, cls, dst: Tensor, srcs: Sequence[Tensor], n: int | None = None, **props) -> None:
+        """dst[i] = f(srcs[i]) for i < n over contiguous elements: full repeats in chunks of
+        the repeat limit, then the tail under a mask."""
+        n = dst.size if n is None else n
+        size = max(x.itemsize for x in (dst, *srcs))
+        per = self.bpr // size
+        full, rest = divmod(n, per)
+        done = 0
+        while full:
+            r = min(full, self.max_rep)
+            self.vec(cls, [(x, done) for x in (dst, *srcs)], r, **props)
+            done, full = done + r * per, full - r
+        if rest:
+            self.vec(cls, [(x, done) for x in (dst, *srcs)], 1, mask=rest, **props)
+
+    def dup(self, dst: Tensor, value: float, n: int | None = None) -> None:
+        self.flat(isa.VDupOp, dst, [], n, scalar=value)
+
+    def move(self, src: Tensor, dst: Tensor) -> None:
+        """dst = src (same element count), converting the element type when they differ."""
+        if src.elem == dst.elem:
+            self.copy(src, dst, [src.size])
+        else:
+            self.convert(src, dst)
+
+    def convert(self, src: Tensor, dst: Tensor) -> None:
+        kind = numpy_dtype(dst.elem).kind
+        rnd = {"round": "trunc"} if kind in "iu" and numpy_dtype(src.elem).kind == "f" else {}
+        self.flat(isa.VConvOp, dst, [src], src.size, **rnd)
+
+    # -- strided elementwise ---------------------------------------------------------------
+
+    def strided(self, cls, dst: Tensor, srcs: Sequence[Tensor], shape: Sequence[int],
+                strides: Sequence[Sequence[int]], **props) -> None:
+        """dst[i . strides[0]] = f(srcs[j][i . strides[j + 1]]) over the indices i of `shape`
+        (element strides; one element type; operands with stride 0 on the innermost dim
+        must be block splats)."""
+        tensors = [dst, *srcs]
+        dims = collapse(shape, strides)
+        if len(dims) == 1 and all(s == 1 for s in dims[0][1]):
+            return self.flat(cls, dst, srcs, dims[0][0], **props)
+        epb = self.epb(dst.elem)
+        n_k, s_k = dims[-1]
+        inner_ok = all(s in (0, 1) for s in s_k) and (n_k % epb == 0 or len(dims) == 1)
+        outer_ok = all(s % epb == 0 for _, st in dims[:-1] for s in st)
+        if not (inner_ok and outer_ok):
+            raise self.fail(f"a strided access the vector unit cannot address (shape {list(shape)})")
+        bdims = [(n, tuple(s // epb for s in st)) for n, st in dims[:-1]]
+        bdims.append((-(-n_k // epb), tuple(1 if s == 1 else 0 for s in s_k)))
+        bdims = collapse([n for n, _ in bdims], [[st[j] for _, st in bdims] for j in range(len(tensors))])
+        inner_elems = n_k if len(dims) == 1 else bdims[-1][0] * epb
+        for ins in block_layout(bdims, inner_elems, epb, self.per_blocks, self.startup, self.max_rep):
+            self._emit(cls, tensors, ins, epb, props)
+
+    def _emit(self, cls, tensors: list[Tensor], ins: _Instr, epb: int, props: dict) -> None:
+        def run(depth: int, offs: list[Index]) -> None:
+            if depth == len(ins.outer):
+                done = 0
+                while done < ins.reps:
+                    r = min(ins.reps - done, self.max_rep)
+                    ops = [(x, self.b.add_(o, (ins.base[j] + done * ins.rep[j]) * epb)) for j, (x, o) in
+                           enumerate(zip(tensors, offs))]
+                    self.vec(cls, ops, r, mask=ins.mask, blk=ins.blk, rep=ins.rep, **props)
+                    done += r
+                return
+            n, st = ins.outer[depth]
+            if n <= 4:
+                for i in range(n):
+                    run(depth + 1, [self.b.add_(o, i * s * epb) for o, s in zip(offs, st)])
+                return
+            with self.b.loop(0, n, name=f"v{depth}") as i:
+                run(depth + 1, [self.b.add_(o, self.b.mul(i, s * epb)) for o, s in zip(offs, st)])
+
+        run(0, [0] * len(tensors))
+
+    def block_of(self, x: Tensor) -> Tensor:
+        """A one-element tensor spread over one block (its value in every lane)."""
+        if x.block_splat:
+            return x
+        blk = self.temp([self.epb(x.elem)], x.elem)
+        self.copy(x, blk, [self.epb(x.elem)], [0])
+        return replace(blk, shape=(1,), block_splat=True)
+
+    def ewise(self, cls, dst: Tensor, srcs: Sequence[Tensor], **props) -> None:
+        """dst = f(srcs) with numpy broadcasting of the sources to dst's shape."""
+        shape = dst.shape
+        strides = [row_major(shape), *(broadcast_strides(s.shape, shape) for s in srcs)]
+        if all(list(s) == list(strides[0]) for s in strides[1:]):
+            return self.flat(cls, dst, srcs, dst.size, **props)
+        dims = collapse(shape, strides)
+        epb = self.epb(dst.elem)
+        sizes = [n for n, _ in dims]
+        n_k = sizes[-1]
+        temps: list[Tensor] = []
+        new_srcs, new_strides = [], [list(row_major(sizes))]
+        for j, x in enumerate(srcs):
+            st = [d[1][j + 1] for d in dims]
+            if st[-1] != 0 or (len(dims) > 1 and n_k % epb):
+                new_srcs.append(x)
+                new_strides.append(st)
+                continue
+            new_srcs.append(self.spread(x, sizes, st, temps))
+            kept = [n if s else 1 for n, s in zip(sizes[:-1], st[:-1])]
+            own = row_major([*kept, epb])
+            new_strides.append([own[i] if st[i] else 0 for i in range(len(sizes) - 1)] + [0])
+        if len(dims) > 1 and n_k % epb:  # rows off the block grid: broadcast in full, then flat
+            full = []
+            for x, st in zip(new_srcs, new_strides[1:]):
+                if list(st) == list(row_major(sizes)):
+                    full.append(x)
+                    continue
+                y = self.temp(sizes, x.elem)
+                temps.append(y)
+                self.copy(x, y, sizes, st)
+                full.append(y)
+            self.flat(cls, dst, full, dst.size, **props)
+        else:
+            self.strided(cls, dst, new_srcs, sizes, new_strides, **props)
+        for x in temps:
+            self.release(x)
+
+    def spread(self, x: Tensor, sizes: Sequence[int], st: Sequence[int], temps: list[Tensor]) -> Tensor:
+        """An operand broadcast along the innermost dim, with each of its values spread over
+        one block (rows of `epb` equal elements)."""
+        epb = self.epb(x.elem)
+        if x.size == 1:
+            y = self.block_of(x)
+            if y is not x:
+                temps.append(y)
+            return y
+        kept = [(n, s) for n, s in zip(sizes[:-1], st[:-1]) if s]
+        y = self.temp([*(n for n, _ in kept), epb], x.elem)
+        temps.append(y)
+        self.copy(x, y, [*(n for n, _ in kept), epb], [*(s for _, s in kept), 0])
+        return y
+
+    # -- region walk -----------------------------------------------------------------------
+
+    def run(self) -> None:
+        check_supported(self.op)
+        block = self.op.body.block
+        yield_op = block.last_op
+        assert isinstance(yield_op, t.YieldOp)
+        for arg, v in zip(block.args, self.op.ins):
+            buf, off = self.k.buffer(v)
+            self.env[arg] = Tensor(buf, off, tensor_shape(arg), arg.type.element_type)
+        self.outs: dict[SSAValue, Tensor] = {}
+        for val, v in zip(yield_op.values, self.op.outs):
+            if val not in self.outs and val not in block.args:
+                buf, off = self.k.buffer(v)
+                self.outs[val] = Tensor(buf, off, tensor_shape(val), val.type.element_type)
+        ops = [o for o in block.ops if o is not yield_op]
+        last: dict[SSAValue, int] = {}
+        for i, o in enumerate(ops):
+            for v in o.operands:
+                last[v] = i
+        for i, o in enumerate(ops):
+            self.current = o
+            self.lower_op(o)
+            for v in set(o.operands):
+                if last.get(v) == i and v in self.owned and v not in yield_op.values:
+                    self.release(self.owned.pop(v))
+        self.current = None
+        for val, v in zip(yield_op.values, self.op.outs):
+            buf, off = self.k.buffer(v)
+            out = Tensor(buf, off, tensor_shape(val), val.type.element_type)
+            self.store_value(self.env[val], out)
+
+    def store_value(self, x: Value, out: Tensor) -> None:
+        if isinstance(x, Splat):
+            self.dup(out, x.value)
+        elif x.buf is not out.buf or x.off != out.off:
+            self.move(x, out)
+
+    def dest(self, result: SSAValue, reuse: Sequence[SSAValue] = ()) -> Tensor:
+        """Where `result` is computed: its out buffer when yielded, else a dying operand's
+        temporary of the same type and size (elementwise ops only), else a new temporary."""
+        shape, elem = tensor_shape(result), result.type.element_type
+        if result in self.outs:
+            return self.outs[result]
+        for v in reuse:
+            x = self.owned.get(v)
+            if x is not None and x.elem == elem and x.size == math.prod(shape) and self._dies_here(v):
+                del self.owned[v]
+                self.owned[result] = replace(x, shape=shape)
+                return self.owned[result]
+        x = self.temp(shape, elem)
+        self.owned[result] = x
+        return x
+
+    def _dies_here(self, v: SSAValue) -> bool:
+        later = False
+        for use in v.uses:
+            user = use.operation
+            if user is not self.current and (isinstance(user, t.YieldOp) or self._after(user)):
+                later = True
+        return not later
+
+    def _after(self, user: Operation) -> bool:
+        block = self.current.parent_block()
+        return block is not None and block.get_operation_index(user) > block.get_operation_index(self.current)
+
+    def tensor(self, v: SSAValue) -> Tensor:
+        """The operand `v` as a tensor in UB (a splat constant is written to one block)."""
+        x = self.env[v]
+        if isinstance(x, Splat):
+            blk = self.temp([self.epb(x.elem)], x.elem)
+            self.dup(blk, x.value)
+            y = replace(blk, shape=(1,), block_splat=True)
+            self.env[v] = y
+            self.owned.setdefault(v, y)
+            return y
+        return x
+
+    def lower_op(self, o: Operation) -> None:
+        name = o.name
+        if all(isinstance(self.env.get(v), Splat) for v in o.operands) and o.results:
+            return self.fold(o)
+        if name in UNARY:
+            x = self.tensor(o.operands[0])
+            dst = self.dest(o.results[0], o.operands)
+            self.flat(UNARY[name], dst, [x])
+            self.env[o.results[0]] = dst
+            return None
+        if name in BINARY:
+            return self.binary(o)
+        handler: Callable[[Operation], None] = getattr(self, "op_" + name.split(".", 1)[1])
+        handler(o)
+
+    def fold(self, o: Operation) -> None:
+        """An op on constants: evaluated now; a splat result stays a constant."""
+        from ge.runtime.reference import evaluate
+
+        args = [np.full(x.shape, x.value, numpy_dtype(x.elem)) for x in (self.env[v] for v in o.operands)]
+        for r, value in zip(o.results, evaluate(o, args)):
+            flat = np.asarray(value).reshape(-1)
+            if flat.size and not np.all(flat == flat[0]):
+                raise self.fail("a constant that is not one value everywhere (non-splat) has no vector lowering")
+            self.env[r] = Splat(float(flat[0]) if flat.size else 0.0, tensor_shape(r), r.type.element_type)
+
+    # -- elementwise -------------------------------------------------------------------------
+
+    def op_constant(self, o: Operation) -> None:
+        self.fold(o)
+
+    def op_identity(self, o: Operation) -> None:
+        self.op_cast(o)
+
+    def op_cast(self, o: Operation) -> None:
+        x = self.tensor(o.operands[0])
+        r = o.results[0]
+        if x.elem == r.type.element_type and r not in self.outs and o.operands[0] not in self.owned:
+            self.env[r] = x  # an input buffer: never released, safe to share
+            return
+        dst = self.dest(r, o.operands)
+        self.move(x, dst) if x.elem == dst.elem else self.convert(x, dst)
+        self.env[r] = dst
+
+    def binary(self, o: Operation) -> None:
+        name, r = o.name, o.results[0]
+        vals = [self.env[v] for v in o.operands]
+        if name == "graph.sub" and isinstance(vals[1], Splat):
+            vals, name = [vals[0], replace(vals[1], value=-vals[1].value)], "graph.add"
+        # only the first two operands may be overwritten: a third is read after the first step
+        firsts = list(zip(o.operands, vals))[:2]
+        dst = self.dest(r, [v for v, x in firsts if isinstance(x, Tensor) and x.shape == tensor_shape(r)])
+        acc: Tensor | None = None
+        for x in vals:
+            if isinstance(x, Splat) and acc is not None and name in SCALAR:
+                self.flat(SCALAR[name], dst, [acc], dst.size, scalar=x.value)
+            else:
+                x = self.block_of_splat(x)
+                if acc is None:
+                    acc = x
+                    continue
+                self.ewise(BINARY[name], dst, [acc, x])
+            acc = dst
+        if acc is None:  # a one-operand sum / max / min
+            acc = self.block_of_splat(vals[0])
+        if acc is not dst:
+            self.ewise(isa.VAddsOp, dst, [acc], scalar=0.0)
+        if name == "graph.mean":
+            self.flat(isa.VMulsOp, dst, [dst], scalar=1.0 / len(vals))
+        self.env[r] = dst
+
+    def block_of_splat(self, x: Value) -> Tensor:
+        if isinstance(x, Tensor):
+            return x
+        blk = self.temp([self.epb(x.elem)], x.elem)
+        self.dup(blk, x.value)
+        return replace(blk, shape=(1,), block_splat=True)
+
+    def op_pow(self, o: Operation) -> None:
+        x, e = self.env[o.operands[0]], self.env[o.operands[1]]
+        if not isinstance(e, Splat) or not isinstance(x, Tensor):
+            raise self.fail("pow needs a constant exponent (one value) on a computed base")
+        dst = self.dest(o.results[0])  # x is read again after dst is first written
+        p = e.value
+        if p == 2:
+            self.ewise(isa.VMulOp, dst, [x, x])
+        elif p == 1:
+            self.ewise(isa.VAddsOp, dst, [x], scalar=0.0)
+        elif p == 0.5:
+            self.flat(isa.VSqrtOp, dst, [x])
+        elif p == -1:
+            self.flat(isa.VRecOp, dst, [x])
+        elif p == 3:
+            self.flat(isa.VMulOp, dst, [x, x])
+            self.flat(isa.VMulOp, dst, [dst, x])
+        else:
+            def body(w: Tensor) -> None:
+                self.flat(isa.VLnOp, w, [w])
+                self.flat(isa.VMulsOp, w, [w], scalar=p)
+                self.flat(isa.VExpOp, w, [w])
+            self.in_f32(x, dst, body)
+        self.env[o.results[0]] = dst
+
+    def in_f32(self, x: Tensor, dst: Tensor, body: Callable[[Tensor], None]) -> None:
+        """dst = body(x) computed in f32 (in place on an f32 working copy of x); f16 data is
+        converted in and out once, so the result rounds to f16 once."""
+        if x.elem == f32 and dst.elem == f32:
+            if dst.buf is not x.buf or dst.off != x.off:
+                self.copy(x, dst, [x.size])
+            body(dst)
+            return
+        w = self.temp(x.shape, f32)
+        self.move(x, w)
+        body(w)
+        self.move(w, dst)
+        self.release(w)
+
+    def op_neg(self, o: Operation) -> None:
+        self.unary_scalar(o, isa.VMulsOp, -1.0)
+
+    def unary_scalar(self, o: Operation, cls, value: float) -> None:
+        x = self.tensor(o.operands[0])
+        dst = self.dest(o.results[0], o.operands)
+        self.flat(cls, dst, [x], scalar=value)
+        self.env[o.results[0]] = dst
+
+    def op_clip(self, o: Operation) -> None:
+        from ge.dialects.graph import get_float
+
+        x = self.tensor(o.operands[0])
+        dst = self.dest(o.results[0], o.operands)
+        lo, hi = get_float(o.properties, "min", -math.inf), get_float(o.properties, "max", math.inf)
+        src = x
+        if lo > -math.inf:
+            self.flat(isa.VMaxsOp, dst, [src], scalar=lo)
+            src = dst
+        if hi < math.inf:
+            self.flat(isa.VMinsOp, dst, [src], scalar=hi)
+            src = dst
+        if src is x:
+            self.move(x, dst)
+        self.env[o.results[0]] = dst
+
+    def op_leaky_relu(self, o: Operation) -> None:
+        from ge.dialects.graph import get_float
+
+        x = self.tensor(o.operands[0])
+        alpha = get_float(o.properties, "alpha", 0.01)
+        dst = self.dest(o.results[0])
+        # x >= 0: x; else alpha * x  ==  max(x, alpha x) for alpha <= 1, min(...) above
+        self.flat(isa.VMulsOp, dst, [x], scalar=alpha)
+        self.flat(isa.VMaxOp if alpha <= 1 else isa.VMinOp, dst, [x, dst])
+        self.env[o.results[0]] = dst
+
+    def composite(self, o: Operation, body: Callable[[Tensor, Tensor], None]) -> None:
+        """A unary op made of several instructions, in f32: body(work, f32 copy of x)."""
+        x = self.tensor(o.operands[0])
+        dst = self.dest(o.results[0])
+        xf = x
+        keep = None
+        if x.elem != f32:
+            keep = xf = self.temp(x.shape, f32)
+            self.convert(x, xf)
+        w = self.temp(x.shape, f32)
+        body(w, xf)
+        self.move(w, dst)
+        self.release(w)
+        if keep is not None:
+            self.release(keep)
+        self.env[o.results[0]] = dst
+
+    def op_sigmoid(self, o: Operation) -> None:
+        def body(w: Tensor, x: Tensor) -> None:
+            self.flat(isa.VMulsOp, w, [x], scalar=-1.0)
+            self.flat(isa.VExpOp, w, [w])
+            self.flat(isa.VAddsOp, w, [w], scalar=1.0)
+            self.flat(isa.VRecOp, w, [w])
+        self.composite(o, body)
+
+    def op_softplus(self, o: Operation) -> None:
+        def body(w: Tensor, x: Tensor) -> None:  # max(x, 0) + log(1 + exp(-|x|))
+            self.flat(isa.VAbsOp, w, [x])
+            self.flat(isa.VMulsOp, w, [w], scalar=-1.0)
+            self.flat(isa.VExpOp, w, [w])
+            self.flat(isa.VAddsOp, w, [w], scalar=1.0)
+            self.flat(isa.VLnOp, w, [w])
+            r = self.temp(x.shape, f32)
+            self.flat(isa.VReluOp, r, [x])
+            self.flat(isa.VAddOp, w, [w, r])
+            self.release(r)
+        self.composite(o, body)
+
+    def op_softsign(self, o: Operation) -> None:
+        def body(w: Tensor, x: Tensor) -> None:
+            self.flat(isa.VAbsOp, w, [x])
+            self.flat(isa.VAddsOp, w, [w], scalar=1.0)
+            self.flat(isa.VDivOp, w, [x, w])
+        self.composite(o, body)
+
+    def op_hard_sigmoid(self, o: Operation) -> None:
+        from ge.dialects.graph import get_float
+
+        a, b = get_float(o.properties, "alpha", 0.2), get_float(o.properties, "beta", 0.5)
+
+        def body(w: Tensor, x: Tensor) -> None:
+            self.flat(isa.VMulsOp, w, [x], scalar=a)
+            self.flat(isa.VAddsOp, w, [w], scalar=b)
+            self.flat(isa.VMaxsOp, w, [w], scalar=0.0)
+            self.flat(isa.VMinsOp, w, [w], scalar=1.0)
+        self.composite(o, body)
+
+    def op_hard_swish(self, o: Operation) -> None:
+        def body(w: Tensor, x: Tensor) -> None:
+            self.flat(isa.VMulsOp, w, [x], scalar=1 / 6)
+            self.flat(isa.VAddsOp, w, [w], scalar=0.5)
+            self.flat(isa.VMaxsOp, w, [w], scalar=0.0)
+            self.flat(isa.VMinsOp, w, [w], scalar=1.0)
+            self.flat(isa.VMulOp, w, [w, x])
+        self.composite(o, body)
+
+    def op_gelu(self, o: Operation) -> None:
+        from ge.dialects.graph import get_str
+
+        tanh = get_str(o.properties, "approximate", "none") == "tanh"
+
+        def body(w: Tensor, x: Tensor) -> None:
+            if tanh:  # 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+                self.flat(isa.VMulOp, w, [x, x])
+                self.flat(isa.VMulOp, w, [w, x])
+                self.flat(isa.VMulsOp, w, [w], scalar=0.044715)
+                self.flat(isa.VAddOp, w, [w, x])
+                self.flat(isa.VMulsOp, w, [w], scalar=math.sqrt(2 / math.pi))
+                self.flat(isa.VTanhOp, w, [w])
+            else:  # 0.5 x (1 + erf(x / sqrt 2))
+                self.flat(isa.VMulsOp, w, [x], scalar=1 / math.sqrt(2))
+                self.flat(isa.VErfOp, w, [w])
+            self.flat(isa.VAddsOp, w, [w], scalar=1.0)
+            self.flat(isa.VMulOp, w, [w, x])
+            self.flat(isa.VMulsOp, w, [w], scalar=0.5)
+        self.composite(o, body)
+
+    # -- batch norm -----------------------------------------------------------------------
+
+    def op_batch_norm(self, o: Operation) -> None:
+        """y = x * inv + shift with inv = scale / sqrt(var + eps), shift = bias - mean * inv,
+        both per channel in f32, then two broadcast instructions on the tile."""
+        from ge.dialects.graph import get_float
+
+        x = self.tensor(o.operands[0])
+        params = [self.tensor(v) for v in o.operands[1:5]]
+        c = params[0].size
+        scale, bias, mean, var = (self.as_f32(p) for p in params)
+        eps = get_float(o.properties, "epsilon", 1e-5)
+        inv, shift = self.temp([c], f32), self.temp([c], f32)
+        self.flat(isa.VAddsOp, inv, [var], scalar=eps)
+        self.flat(isa.VSqrtOp, inv, [inv])
+        self.flat(isa.VDivOp, inv, [scale, inv])
+        self.flat(isa.VMulOp, shift, [mean, inv])
+        self.flat(isa.VSubOp, shift, [bias, shift])
+        for p in (scale, bias, mean, var):
+            if p.elem == f32 and p.buf not in [q.buf for q in params]:
+                self.release(p)
+        if x.elem != f32:
+            inv, shift = self.narrow(inv, x.elem), self.narrow(shift, x.elem)
+        shape = self.channel_shape(o.operands[0], c)
+        dst = self.dest(o.results[0], o.operands[:1])
+        self.ewise(isa.VMulOp, dst, [x, replace(inv, shape=shape)])
+        self.ewise(isa.VAddOp, dst, [dst, replace(shift, shape=shape)])
+        self.release(inv)
+        self.release(shift)
+        self.env[o.results[0]] = dst
+
+    def channel_shape(self, v: SSAValue, c: int) -> tuple[int, ...]:
+        """The shape a per-channel vector of `c` values broadcasts with over tile `v`."""
+        shape = tensor_shape(v)
+        enc = lt.layout_of(v.type)
+        if enc is not None and enc.fmt == lt.Format.NC1HWC0:
+            c0 = shape[4]
+            if c != shape[1] * c0:
+                raise self.fail(f"{c} channel parameters for a tile of {shape[1]} x {c0} channels")
+            return (1, shape[1], 1, 1, c0)
+        if enc is not None or len(shape) < 2 or shape[1] != c:
+            raise self.fail(f"per-channel parameters on a {enc.fmt if enc else 'plain'} tile of shape {list(shape)}")
+        return (1, c, *([1] * (len(shape) - 2)))
+
+    def as_f32(self, x: Tensor) -> Tensor:
+        if x.elem == f32:
+            return x
+        y = self.temp(x.shape, f32)
+        self.convert(x, y)
+        return y
+
+    def narrow(self, x: Tensor, elem: Attribute) -> Tensor:
+        y = self.temp(x.shape, elem)
+        self.convert(x, y)
+        self.release(x)
+        return y
+
+    # -- rows: reductions on f32 rows whose stride is whole blocks ---------------------------
+
+    def load_rows(self, x: Tensor, sizes: Sequence[int], strides: Sequence[int], row_dims: int) -> Rows:
+        """The elements of x at the indices of `sizes` (element `strides`) as f32 rows: the
+        last `row_dims` dims form a row of n elements, stored every `ld` elements."""
+        n = math.prod(sizes[len(sizes) - row_dims:])
+        r = math.prod(sizes[:len(sizes) - row_dims])
+        ld = n if r == 1 else isa.align_up(n, self.epb(f32))
+        w = self.temp([r * ld], f32)
+        rows = Rows(w, r, n, ld)
+        if ld == n and list(strides) == list(row_major(sizes)):
+            self.move(x, replace(w, shape=x.shape))
+            return rows
+        src = x
+        if x.elem != f32:
+            src = self.temp(x.shape, f32)
+            self.convert(x, src)
+        self.copy(src, w, sizes, strides, self.row_strides(sizes, row_dims, ld))
+        if src is not x:
+            self.release(src)
+        return rows
+
+    @staticmethod
+    def row_strides(sizes: Sequence[int], row_dims: int, ld: int) -> list[int]:
+        k = len(sizes) - row_dims
+        inner = list(row_major(sizes[k:]))
+        outer = [s * ld for s in row_major(sizes[:k])]
+        return outer + inner
+
+    def store_rows(self, rows: Rows, dst: Tensor, sizes: Sequence[int], strides: Sequence[int], row_dims: int) -> None:
+        """The inverse of load_rows: the rows written to dst's elements at (sizes, strides)."""
+        w = rows.buf
+        if rows.ld == rows.n and list(strides) == list(row_major(sizes)):
+            self.move(replace(w, shape=dst.shape), dst)
+            return
+        mid = dst if dst.elem == f32 else self.temp(dst.shape, f32)
+        self.copy(w, mid, sizes, self.row_strides(sizes, row_dims, rows.ld), strides)
+        if mid is not dst:
+            self.convert(mid, dst)
+            self.release(mid)
+
+    def row_op(self, cls, dst: Rows, srcs: Sequence[Rows | tuple[str, Tensor]], n: int | None = None,
+               **props) -> None:
+        """dst row = f(src rows), chunk by chunk of one repeat. A source is Rows, ("bcast",
+        t) with t one block per row (a per-row value), or ("vec", t) one row for all rows."""
+        n = dst.n if n is None else n
+        epb, per = self.epb(f32), self.bpr // 4
+        if dst.r == 1:
+            return self.row_op_single(cls, dst, srcs, n, props)
+        for c0 in range(0, n, per):
+            mask = min(per, n - c0)
+            for r0 in range(0, dst.r, self.max_rep):
+                reps = min(self.max_rep, dst.r - r0)
+                ops, blk, rep = [(dst.buf, r0 * dst.ld + c0)], [1], [dst.ld // epb]
+                for s in srcs:
+                    if isinstance(s, Rows):
+                        ops.append((s.buf, r0 * s.ld + c0))
+                        blk.append(1)
+                        rep.append(s.ld // epb)
+                    elif s[0] == "bcast":
+                        ops.append((s[1], r0 * epb))
+                        blk.append(0)
+                        rep.append(1)
+                    else:
+                        ops.append((s[1], c0))
+                        blk.append(1)
+                        rep.append(0)
+                self.vec(cls, ops, reps, mask=mask, blk=blk, rep=rep, **props)
+
+    def row_op_single(self, cls, dst: Rows, srcs: Sequence[Rows | tuple[str, Tensor]], n: int, props: dict) -> None:
+        """row_op on one row: whole repeats along it (a per-row value read with strides 0)."""
+        per_blocks, per = self.per_blocks, self.bpr // 4
+        blk = [1] + [0 if not isinstance(s, Rows) and s[0] == "bcast" else 1 for s in srcs]
+        rep = [b * per_blocks for b in blk]
+        tensors = [dst.buf] + [s.buf if isinstance(s, Rows) else s[1] for s in srcs]
+        full, rest = divmod(n, per)
+        done = 0
+        while full:
+            r = min(full, self.max_rep)
+            ops = [(x, done if b else 0) for x, b in zip(tensors, blk)]
+            self.vec(cls, ops, r, blk=blk, rep=rep, **props)
+            done, full = done + r * per, full - r
+        if rest:
+            self.vec(cls, [(x, done if b else 0) for x, b in zip(tensors, blk)], 1, mask=rest, blk=blk, rep=rep,
+                     **props)
+
+    def row_reduce(self, kind: str, rows: Rows) -> Tensor:
+        """One f32 value per row (a tensor of the row count rounded up to a repeat of
+        blocks; the padding is zero)."""
+        red_cls, fold_cls = REDUCE[kind]
+        epb, per = self.epb(f32), self.bpr // 4
+        r8 = isa.align_up(rows.r, self.per_blocks)
+        out = self.temp([r8], f32)
+        if r8 != rows.r:
+            self.dup(out, 0.0)
+        src, mask = rows, min(rows.n, per)
+        acc = None
+        if rows.n > per:
+            acc = Rows(self.temp([rows.r * per], f32), rows.r, per, per)
+            self.copy(rows.buf, acc.buf, [rows.r, per], [rows.ld, 1])
+            for c0 in range(per, rows.n, per):
+                part = Rows(self.shifted(rows.buf, c0), rows.r, min(per, rows.n - c0), rows.ld)
+                self.row_op(fold_cls, acc, [acc, part], n=part.n)
+            src, mask = acc, per
+        group = self.max_rep // self.per_blocks * self.per_blocks  # dst offsets stay on blocks
+        for r0 in range(0, rows.r, group):
+            reps = min(group, rows.r - r0)
+            self.vec(red_cls, [(out, r0), (src.buf, r0 * src.ld)], reps, mask=mask, blk=[1, 1],
+                     rep=[1, src.ld // epb])
+        if acc is not None:
+            self.release(acc.buf)
+        return out
+
+    def brcb(self, vals: Tensor) -> Tensor:
+        """Each of the per-row values spread over one block."""
+        epb = self.epb(f32)
+        n = vals.size
+        out = self.temp([n * epb], f32)
+        for g0 in range(0, n // self.per_blocks, self.max_rep):
+            reps = min(self.max_rep, n // self.per_blocks - g0)
+            done = g0 * self.per_blocks
+            self.vec(isa.VBrcbOp, [(out, done * epb), (vals, done)], reps)
+        return out
+
+    def axis_rows(self, v: SSAValue, axes: Sequence[int]) -> tuple[list[int], list[int]]:
+        """(sizes, strides) that visit tensor v with the `axes` innermost (as rows)."""
+        shape = tensor_shape(v)
+        st = row_major(shape)
+        order = [i for i in range(len(shape)) if i not in axes] + list(axes)
+        return [shape[i] for i in order] or [1], [st[i] for i in order] or [1]
+
+    def op_softmax(self, o: Operation, log: bool = False) -> None:
+        x = self.tensor(o.operands[0])
+        self.plain_only(o.operands[0])
+        axis = o.properties["axis"].value.data
+        sizes, strides = self.axis_rows(o.operands[0], [axis])
+        rows = self.load_rows(x, sizes, strides, 1)
+        mx = self.row_reduce("max", rows)
+        mb = self.brcb(mx)
+        self.row_op(isa.VSubOp, rows, [rows, ("bcast", mb)])
+        if log:
+            e = Rows(self.temp([rows.r * rows.ld], f32), rows.r, rows.n, rows.ld)
+            self.row_op(isa.VExpOp, e, [rows])
+            s = self.row_reduce("sum", e)
+            self.release(e.buf)
+            self.flat(isa.VLnOp, s, [s], rows.r)
+            sb = self.brcb(s)
+            self.row_op(isa.VSubOp, rows, [rows, ("bcast", sb)])
+        else:
+            self.row_op(isa.VExpOp, rows, [rows])
+            s = self.row_reduce("sum", rows)
+            sb = self.brcb(s)
+            self.row_op(isa.VDivOp, rows, [rows, ("bcast", sb)])
+        for tmp in (mx, mb, s, sb):
+            self.release(tmp)
+        dst = self.dest(o.results[0])
+        self.store_rows(rows, dst, sizes, strides, 1)
+        self.release(rows.buf)
+        self.env[o.results[0]] = dst
+
+    def op_log_softmax(self, o: Operation) -> None:
+        self.op_softmax(o, log=True)
+
+    def plain_only(self, v: SSAValue) -> None:
+        enc = lt.layout_of(v.type)
+        if enc is not None:
+            raise self.fail(f"a reduction on a {enc.fmt} tile (plain tensors only)")
+
+    def op_layer_norm(self, o: Operation) -> None:
+        from ge.dialects.graph import get_float
+
+        x = self.tensor(o.operands[0])
+        self.plain_only(o.operands[0])
+        shape = tensor_shape(o.operands[0])
+        axis = o.properties["axis"].value.data
+        norm = shape[axis:]
+        rows = self.load_rows(x, list(shape) or [1], list(row_major(shape)) or [1], len(norm))
+        n = rows.n
+        mean = self.row_reduce("sum", rows)
+        self.flat(isa.VMulsOp, mean, [mean], scalar=1.0 / n)
+        mb = self.brcb(mean)
+        self.row_op(isa.VSubOp, rows, [rows, ("bcast", mb)])
+        sq = Rows(self.temp([rows.r * rows.ld], f32), rows.r, n, rows.ld)
+        self.row_op(isa.VMulOp, sq, [rows, rows])
+        var = self.row_reduce("sum", sq)
+        self.release(sq.buf)
+        self.flat(isa.VMulsOp, var, [var], scalar=1.0 / n)
+        self.flat(isa.VAddsOp, var, [var], scalar=get_float(o.properties, "epsilon", 1e-5))
+        self.flat(isa.VSqrtOp, var, [var])
+        self.flat(isa.VRecOp, var, [var])
+        vb = self.brcb(var)
+        self.row_op(isa.VMulOp, rows, [rows, ("bcast", vb)])
+        for v, cls in zip(o.operands[1:], (isa.VMulOp, isa.VAddOp)):
+            p = self.norm_param(v, norm)
+            self.row_op(cls, rows, [rows, ("vec", p)])
+            self.release(p)
+        for tmp in (mean, mb, var, vb):
+            self.release(tmp)
+        dst = self.dest(o.results[0])
+        self.store_rows(rows, dst, list(shape) or [1], list(row_major(shape)) or [1], len(norm))
+        self.release(rows.buf)
+        self.env[o.results[0]] = dst
+
+    def norm_param(self, v: SSAValue, norm: Sequence[int]) -> Tensor:
+        """A LayerNorm scale / bias as one f32 row of the normalized dims."""
+        x = self.tensor(v)
+        n = math.prod(norm)
+        out = self.temp([n], f32)
+        if x.size == n:
+            self.move(replace(x, shape=(n,)), out)
+            return out
+        src = x
+        if x.elem != f32:
+            src = self.temp(x.shape, f32)
+            self.convert(x, src)
+        self.copy(src, out, list(norm), broadcast_strides(x.shape, norm))
+        if src is not x:
+            self.release(src)
+        return out
+
+    def op_reduce(self, o: Operation, kind: str, mean: bool = False) -> None:
+        from ge.dialects.graph import get_ints
+
+        x = self.tensor(o.operands[0])
+        self.plain_only(o.operands[0])
+        axes = list(get_ints(o.properties, "axes"))
+        sizes, strides = self.axis_rows(o.operands[0], axes)
+        rows = self.load_rows(x, sizes, strides, len(axes))
+        red = self.row_reduce(kind, rows)
+        self.release(rows.buf)
+        if mean:
+            self.flat(isa.VMulsOp, red, [red], rows.r, scalar=1.0 / rows.n)
+        dst = self.dest(o.results[0])
+        self.move(replace(red, shape=dst.shape), dst)
+        self.release(red)
+        self.env[o.results[0]] = dst
+
+    def op_reduce_sum(self, o: Operation) -> None:
+        self.op_reduce(o, "sum")
+
+    def op_reduce_mean(self, o: Operation) -> None:
+        self.op_reduce(o, "sum", mean=True)
+
+    def op_reduce_max(self, o: Operation) -> None:
+        self.op_reduce(o, "max")
+
+    def op_reduce_min(self, o: Operation) -> None:
+        self.op_reduce(o, "min")
+
+    # -- pools and LRN ------------------------------------------------------------------------
+
+    def op_global_avg_pool(self, o: Operation) -> None:
+        self.global_pool(o, "sum")
+
+    def op_global_max_pool(self, o: Operation) -> None:
+        self.global_pool(o, "max")
+
+    def global_pool(self, o: Operation, kind: str) -> None:
+        x = self.tensor(o.operands[0])
+        v = o.operands[0]
+        shape = tensor_shape(v)
+        enc = lt.layout_of(v.type)
+        dst = self.dest(o.results[0])
+        if enc is None:  # plain [N, C, spatial...]: one row per (n, c)
+            sizes, strides = self.axis_rows(v, list(range(2, len(shape))))
+            rows = self.load_rows(x, sizes, strides, len(shape) - 2)
+            red = self.row_reduce(kind, rows)
+            self.release(rows.buf)
+            if kind == "sum":
+                self.flat(isa.VMulsOp, red, [red], rows.r, scalar=1.0 / rows.n)
+            self.move(replace(red, shape=dst.shape), dst)
+            self.release(red)
+        elif enc.fmt == lt.Format.NC1HWC0:
+            self.block_pool(x, dst, shape, kind)
+        else:
+            raise self.fail(f"a global pool on a {enc.fmt} tile")
+        self.env[o.results[0]] = dst
+
+    def block_pool(self, x: Tensor, dst: Tensor, shape: Sequence[int], kind: str) -> None:
+        """NC1HWC0 [N, C1, H, W, C0]: the pixel blocks of each (n, c1) added (maxed) pairwise,
+        halving the count per step; the sum scaled by 1 / (H W)."""
+        n, c1, h, w, c0 = shape
+        rows, p = n * c1, h * w
+        elem = f32 if kind == "sum" else x.elem
+        work = self.temp([rows * p * c0], elem)
+        self.move(replace(x, shape=work.shape), work)
+        cls = isa.VAddOp if kind == "sum" else isa.VMaxOp
+        left = p
+        while left > 1:
+            half = left // 2
+            a = work
+            b = self.shifted(work, (left - half) * c0)
+            st = [p * c0, 1]
+            self.strided(cls, a, [a, b], [rows, half * c0], [st, st, st])
+            left -= half
+        if kind == "sum" and p > 1:
+            st = [p * c0, 1]
+            self.strided(isa.VMulsOp, work, [work], [rows, c0], [st, st], scalar=1.0 / p)
+        mid = dst if dst.elem == elem else self.temp(dst.shape, elem)
+        self.copy(work, mid, [rows, c0], [p * c0, 1], [c0, 1])
+        if mid is not dst:
+            self.convert(mid, dst)
+            self.release(mid)
+        self.release(work)
+
+    def op_lrn(self, o: Operation) -> None:
+        """Channel-major f32 rows of the squares, zero rows for the channels past either end,
+        the window as `size` whole-buffer adds, then x / (bias + alpha/size * sum)^beta."""
+        props = o.properties
+        size = props["size"].value.data
+        alpha, beta, bias = (props[key].value.data for key in ("alpha", "beta", "bias"))
+        v = o.operands[0]
+        x = self.tensor(v)
+        shape = tensor_shape(v)
+        enc = lt.layout_of(v.type)
+        if enc is not None and enc.fmt == lt.Format.NC1HWC0:
+            n, c1, h, w, c0 = shape
+            c, p = c1 * c0, h * w
+            img = c1 * p * c0
+            sizes, strides = [c1, c0, p], [p * c0, 1, c0]
+        elif enc is None and len(shape) >= 3:
+            n, c, p = shape[0], shape[1], math.prod(shape[2:])
+            img = c * p
+            sizes, strides = [c, p], [p, 1]
+        else:
+            raise self.fail(f"LRN on a {enc.fmt if enc else 'plain'} tile of shape {list(shape)}")
+        lo, hi = (size - 1) // 2, size - 1 - (size - 1) // 2
+        pp = isa.align_up(p, self.epb(f32))
+        dst = self.dest(o.results[0])
+        for b in range(n):
+            xb = self.shifted(x, b * img, (img,))
+            xf = self.as_f32(xb) if xb.elem != f32 else xb
+            pad = self.temp([(c + lo + hi) * pp], f32)
+            self.dup(pad, 0.0)
+            rows = self.shifted(pad, lo * pp, (c * pp,))
+            row_st = [s * pp for s in row_major(sizes[:-1])] + [1]
+            self.copy(xf, rows, sizes, strides, row_st)
+            self.flat(isa.VMulOp, rows, [rows, rows])
+            acc = self.temp([c * pp], f32)
+            if size == 1:
+                self.copy(rows, acc, [c * pp])
+            else:
+                self.flat(isa.VAddOp, acc, [replace(pad, shape=(c * pp,)), self.shifted(pad, pp, (c * pp,))])
+                for k in range(2, size):
+                    self.flat(isa.VAddOp, acc, [acc, self.shifted(pad, k * pp, (c * pp,))])
+            self.flat(isa.VMulsOp, acc, [acc], scalar=alpha / size)
+            self.flat(isa.VAddsOp, acc, [acc], scalar=bias)
+            self.flat(isa.VLnOp, acc, [acc])
+            self.flat(isa.VMulsOp, acc, [acc], scalar=beta)
+            self.flat(isa.VExpOp, acc, [acc])
+            den = replace(pad, shape=(img,))
+            self.copy(acc, den, sizes, row_st, strides)
+            self.release(acc)
+            out = self.shifted(dst, b * img, (img,))
+            if out.elem == f32:
+                self.flat(isa.VDivOp, out, [xf, den])
+            else:
+                self.flat(isa.VDivOp, den, [xf, den])
+                self.convert(den, out)
+            self.release(pad)
+            if xf is not xb:
+                self.release(xf)
+        self.env[o.results[0]] = dst
+
+    # -- data movement ------------------------------------------------------------------------
+
+    def op_transpose(self, o: Operation) -> None:
+        from ge.dialects.graph import get_ints
+
+        x = self.tensor(o.operands[0])
+        perm = get_ints(o.properties, "perm")
+        st = row_major(x.shape)
+        dst = self.dest(o.results[0])
+        out_shape = [x.shape[p] for p in perm]
+        dims = collapse(out_shape, [[st[p] for p in perm], row_major(out_shape)])
+        self.copy(x, dst, [n for n, _ in dims], [s[0] for _, s in dims], [s[1] for _, s in dims])
+        self.env[o.results[0]] = dst
+
+    def op_trans_data(self, o: Operation) -> None:
+        x = self.tensor(o.operands[0])
+        src_t, dst_t = o.operands[0].type, o.results[0].type
+        dst = self.dest(o.results[0])
+        fine, plain, to_fine = (dst_t, src_t, True) if lt.layout_of(dst_t) is not None else (src_t, dst_t, False)
+        enc = lt.layout_of(fine)
+        if enc is None or lt.layout_of(plain) is not None:
+            raise self.fail("a conversion between two storage formats (one side must be a plain tensor)")
+        if x.elem != dst.elem:
+            raise self.fail("trans_data that changes the element type")
+        if enc.fmt == lt.Format.NC1HWC0:
+            parts = self.nc1hwc0_parts(tuple(fine.get_shape()), tuple(plain.get_shape()), enc.origin_fmt)
+        elif enc.fmt == lt.Format.FRACTAL_NZ:
+            parts = self.nz_parts(tuple(fine.get_shape()), tuple(plain.get_shape()))
+        else:
+            raise self.fail(f"trans_data to or from {enc.fmt}")
+        if to_fine and sum(math.prod(s) for s, *_ in parts) < dst.size:
+            self.dup(dst, 0.0)  # the padding of the storage format is zero
+        for sizes, plain_st, fine_st, plain_off, fine_off in parts:
+            src_st, dst_st = (plain_st, fine_st) if to_fine else (fine_st, plain_st)
+            s_off, d_off = (plain_off, fine_off) if to_fine else (fine_off, plain_off)
+            self.copy(self.shifted(x, s_off), self.shifted(dst, d_off), sizes, src_st, dst_st)
+        self.env[o.results[0]] = dst
+
+    @staticmethod
+    def nc1hwc0_parts(fine: Sequence[int], plain: Sequence[int], origin: lt.Format):
+        """Rectangles (sizes, plain strides, fine strides, plain offset, fine offset) that map
+        an NCHW / NHWC tile onto [N, C1, H, W, C0]: the whole C0 blocks, then the last
+        partial one."""
+        n, c1, h, w, c0 = fine
+        dims = [1] * (4 - len(plain)) + list(plain)
+        if origin == lt.Format.NHWC:
+            c = dims[3]
+            pst = row_major(dims)
+            plain_st = {"n": pst[0], "c": pst[3], "h": pst[1], "w": pst[2]}
+        else:
+            c = dims[1]
+            pst = row_major(dims)
+            plain_st = {"n": pst[0], "c": pst[1], "h": pst[2], "w": pst[3]}
+        fst = row_major(fine)
+        out = []
+        full, rest = divmod(min(c, c1 * c0), c0)
+        for blocks, lanes, first in ((full, c0, 0), (1 if rest else 0, rest, full)):
+            if not blocks:
+                continue
+            sizes = [n, blocks, lanes, h, w]
+            p = [plain_st["n"], c0 * plain_st["c"], plain_st["c"], plain_st["h"], plain_st["w"]]
+            f = [fst[0], fst[1], 1, fst[2], fst[3]]
+            out.append((sizes, p, f, first * c0 * plain_st["c"], first * fst[1]))
+        return out
+
+    @staticmethod
+    def nz_parts(fine: Sequence[int], plain: Sequence[int]):
+        """FRACTAL_NZ [..., N1, M1, M0, N0] <-> ND [..., M, N]: whole fractal rows, then the
+        partial last column block."""
+        *batch, n1, m1, m0, n0 = fine
+        *_, m, nn = plain
+        b = math.prod(batch)
+        fst, pst = row_major([b, n1, m1 * m0, n0]), row_major([b, m, nn])
+        out = []
+        rows = min(m, m1 * m0)
+        full, rest = divmod(min(nn, n1 * n0), n0)
+        for blocks, lanes, first in ((full, n0, 0), (1 if rest else 0, rest, full)):
+            if not blocks:
+                continue
+            sizes = [b, blocks, rows, lanes]
+            p = [pst[0], n0 * pst[2], pst[1], pst[2]]
+            f = [fst[0], fst[1], fst[2], fst[3]]
+            out.append((sizes, p, f, first * n0, first * fst[1]))
+        return out
+
+
+@dataclass
+class Rows:
+    """`r` rows of `n` f32 elements in `buf`, row i at element i * ld (ld whole blocks)."""
+
+    buf: Tensor
+    r: int
+    n: int
+    ld: int
+
+
+def lower_vector(k, op: t.VectorOp) -> None:
+    """Emit the isa vector instructions that compute `op`'s region (see the module
+    docstring); raises VectorLoweringError naming every op it cannot lower."""
+    VectorLowering(k, op).run()
+
+
+__all__ = ["SUPPORTED", "VectorLoweringError", "lower_vector"]

@@ -1,0 +1,498 @@
+"""The executor: runs a model file (the `task` level) and returns its outputs.
+
+Where it sits: the last box of DESIGN.md §2 — `build-model` made a `task.model`,
+`ge.runtime.model_file` stored it; this module loads that file and runs it ("model
+sinking": the whole graph on the device, no host round trips between kernels).
+
+Loading. One GM arena (numpy bytes, the model's `arena` size) with the weights region
+filled from the WEIGHTS partition; every tensor of the model definition becomes a numpy
+view of the arena at its offset. The KERNELS partition (one MLIR module of kernel
+symbols) is parsed once and each kernel decoded once:
+
+- `isa.kernel`: the AI Core simulator (`ge.runtime.simulator`) — functional and timed;
+- `tile.kernel`: the tile interpreter (`ge.runtime.tile_interp`) — functional only; its
+  cycles are the tile cost model's estimate (`tile.cycles`), a fast debug mode;
+- `func.func` (kernels outlined at the fusion level): the reference interpreter.
+
+Running. Inputs are checked against the model's signature (names, dtypes, shapes;
+`InputError` naming the input and what is wrong); for a dynamic-batch model the gear is
+the one compiled for the given batch. The tasks then run on their streams: tasks of one
+stream in order, `event_wait` holding its stream until the matching `event_record` (the
+latest one before it in issue order) has fired, i.e. until every task before the record on
+the recording stream has finished. Streams share the chip's cores: a launch occupies
+min(block_dim, cores) cores (the Cube cores or the Vector cores on a separated chip, the
+one pool of AI Cores on a coupled one) for its cycles and starts when its stream is free,
+its waited events have fired and enough cores are free; a copy (`task.copy`, an SDMA task)
+takes no core, start-up + read and write of its bytes at the HBM bandwidth. So a second
+stream can lower the total cycles. The functional results do not depend on the timing:
+tasks execute in an order that respects every stream and event dependency, and
+`build-model` guarantees that tasks touching the same bytes are ordered.
+
+`RunReport` has the total cycles, per task its stream, start, end and cores, per kernel its
+cycles, pipe busy cycles and roofline bound, and a Chrome / Perfetto timeline: one track
+per stream, and at the isa level the simulator's per-pipe tracks on the cores each launch
+ran on.
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+import logging
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+from ge import targets
+from ge.errors import GeError, InputError, ModelFormatError
+from ge.runtime.model_file import Model, load_model
+
+log = logging.getLogger("ge.executor")
+
+
+class ExecutionError(GeError):
+    """A model that cannot run as stored (a wait with no record, a kernel missing from the
+    KERNELS partition, an unsupported element type)."""
+
+
+# --------------------------------------------------------------------------------------
+# Kernels
+# --------------------------------------------------------------------------------------
+
+
+@dataclass
+class KernelRun:
+    """What one launch did: cycles (simulated at the isa level, the cost model's estimate at
+    the tile level), pipe busy cycles summed over its cores, the roofline bound if known."""
+
+    task: int
+    kernel: str
+    node: str
+    stream: int
+    start: float
+    cycles: float
+    cores: int
+    blocks: int
+    bound: float | None = None
+    pipe_busy: dict[str, float] = field(default_factory=dict)
+    instructions: dict[str, int] = field(default_factory=dict)
+
+    def utilization(self) -> dict[str, float]:
+        span = self.cycles * self.cores
+        return {p: b / span for p, b in self.pipe_busy.items() if span and self.instructions.get(p)}
+
+
+class _Kernel:
+    """One decoded kernel symbol of the KERNELS partition."""
+
+    def __init__(self, entry: dict[str, Any], op, level: str, target: targets.Target):
+        self.name = entry["name"]
+        self.level = level
+        self.block_dim = int(entry.get("block_dim", 1))
+        self.modeled = entry.get("modeled_cycles")
+        self.bound = entry.get("bound")
+        if level == "isa":
+            from ge.runtime.simulator import KernelProgram
+
+            self.program = KernelProgram(op, target)
+            self.uses_cube = self.program.uses_cube
+        elif level == "tile":
+            from ge.dialects import tile
+            from ge.runtime.tile_interp import KernelProgram as TileKernel
+
+            self.program = TileKernel(op)
+            self.uses_cube = any(isinstance(o, tile.MmadOp) for o in op.walk())
+        else:
+            self.program = op
+            self.uses_cube = False
+
+    def run(self, ins: list[np.ndarray], outs: list[np.ndarray], sim) -> Any:
+        """Execute on the arena views; returns the simulator's KernelStats at the isa level."""
+        if self.level == "isa":
+            return sim.run_kernel(self.program, [*ins, *outs])
+        if self.level == "tile":
+            self.program.run([*ins, *outs])
+            return None
+        from ge.runtime.reference import run_function
+
+        for out, value in zip(outs, run_function(self.program, ins)):
+            out[...] = value
+        return None
+
+
+def _parse_kernels(model: Model, target: targets.Target) -> list[_Kernel]:
+    from ge.ir import parse_module
+
+    part = model.kernels
+    if part.get("format") != "mlir" or not isinstance(part.get("text"), str):
+        raise ModelFormatError(f"{model.path or model.name}: the KERNELS partition is not an MLIR module")
+    module = parse_module(part["text"], f"{model.path or model.name}:KERNELS")
+    symbols = {op.properties["sym_name"].data: op for op in module.ops if "sym_name" in op.properties}
+    level = part.get("level", model.metadata.get("kernel_level", "graph"))
+    kernels = []
+    for entry in model.definition["kernels"]:
+        if entry["name"] not in symbols:
+            raise ExecutionError(f"{model.path or model.name}: kernel @{entry['name']} is not in the KERNELS partition")
+        kernels.append(_Kernel(entry, symbols[entry["name"]], level, target))
+    return kernels
+
+
+# --------------------------------------------------------------------------------------
+# Cores and the schedule
+# --------------------------------------------------------------------------------------
+
+
+class _Cores:
+    """When each core of the chip is next free. A coupled chip has one pool of AI Cores;
+    a separated one a Cube pool and a Vector pool. Trace ids: Cube cores first."""
+
+    def __init__(self, target: targets.Target):
+        self.coupled = target.architecture == "coupled"
+        self.free = {"cube": [0.0] * target.cores.cube}
+        if not self.coupled:
+            self.free["vector"] = [0.0] * target.cores.vector
+        self.first_id = {"cube": 0, "vector": 0 if self.coupled else target.cores.cube}
+
+    @property
+    def count(self) -> int:
+        return sum(len(f) for f in self.free.values())
+
+    def pool(self, uses_cube: bool) -> str:
+        return "cube" if uses_cube or self.coupled else "vector"
+
+    def claim(self, pool: str, wanted: int, ready: float) -> tuple[float, list[int]]:
+        """The earliest start at or after `ready` with `wanted` cores free, and which cores."""
+        free = self.free[pool]
+        chosen = heapq.nsmallest(min(wanted, len(free)), range(len(free)), key=lambda c: (free[c], c))
+        return max([ready, *(free[c] for c in chosen)]), chosen
+
+    def hold(self, pool: str, cores: list[int], end: float) -> None:
+        for c in cores:
+            self.free[pool][c] = end
+
+
+@dataclass
+class TaskSpan:
+    """When a launch or copy ran, on which stream and cores (trace ids)."""
+
+    task: int
+    kind: str
+    name: str
+    stream: int
+    start: float
+    end: float
+    cores: list[int] = field(default_factory=list)
+
+
+@dataclass
+class RunReport:
+    """The timing of one run (see the module docstring)."""
+
+    clock_hz: float
+    cycles_source: str  # "simulated" (isa), "modeled" (tile: the cost model), "none" (graph)
+    batch: int | None
+    spans: list[TaskSpan] = field(default_factory=list)
+    kernels: list[KernelRun] = field(default_factory=list)
+    problems: list[Any] = field(default_factory=list)
+    _pipe_events: list[tuple[int, int, str, float, float, int]] = field(default_factory=list, repr=False)
+    _core_count: int = 0
+
+    @property
+    def total_cycles(self) -> float:
+        return max((s.end for s in self.spans), default=0.0)
+
+    @property
+    def streams(self) -> int:
+        return len({s.stream for s in self.spans})
+
+    def table(self, limit: int | None = None) -> str:
+        """Per kernel: cycles, share of the kernels' cycles, roofline bound, pipe utilization."""
+        total = sum(k.cycles for k in self.kernels) or 1.0
+        rows = sorted(self.kernels, key=lambda k: -k.cycles)[:limit]
+        lines = [f"{'kernel':40s} {'stream':>6s} {'cores':>5s} {'cycles':>10s} {'share':>6s} {'bound':>9s}  pipes busy"]
+        for k in rows:
+            bound = f"{k.bound:9.0f}" if k.bound is not None else f"{'-':>9s}"
+            pipes = " ".join(f"{p} {u:.0%}" for p, u in sorted(k.utilization().items(), key=lambda x: -x[1]))
+            lines.append(f"{k.kernel[:40]:40s} {k.stream:6d} {k.cores:5d} {k.cycles:10.0f} {k.cycles / total:6.1%} "
+                         f"{bound}  {pipes or '-'}")
+        if limit is not None and len(self.kernels) > limit:
+            lines.append(f"... {len(self.kernels) - limit} more kernels")
+        lines.append(f"total: {self.total_cycles:.0f} cycles ({self.cycles_source}) on {self.streams} stream(s), "
+                     f"{self.total_cycles / self.clock_hz * 1e3:.3f} ms at {self.clock_hz / 1e9:g} GHz; "
+                     f"kernels alone {sum(k.cycles for k in self.kernels):.0f} cycles")
+        return "\n".join(lines)
+
+    def timeline(self) -> dict[str, Any]:
+        """Chrome / Perfetto trace: a process per core (one track per pipe) and a "streams"
+        process with one track per stream."""
+        from ge.runtime.sim_timing import PIPE_ORDER
+
+        us = 1e6 / self.clock_hz
+        events: list[dict[str, Any]] = []
+        for core in sorted({e[0] for e in self._pipe_events}):
+            events.append({"name": "process_name", "ph": "M", "pid": core, "tid": 0, "args": {"name": f"core {core}"}})
+            for i, p in enumerate(PIPE_ORDER):
+                events.append({"name": "thread_name", "ph": "M", "pid": core, "tid": i, "args": {"name": p.value}})
+        for core, pipe, name, start, end, instr in self._pipe_events:
+            events.append({"name": name, "cat": PIPE_ORDER[pipe].value, "ph": "X", "pid": core, "tid": pipe,
+                           "ts": start * us, "dur": max(end - start, 0.0) * us, "args": {"instruction": instr}})
+        pid = self._core_count
+        events.append({"name": "process_name", "ph": "M", "pid": pid, "tid": 0, "args": {"name": "streams"}})
+        for s in sorted({s.stream for s in self.spans}):
+            events.append({"name": "thread_name", "ph": "M", "pid": pid, "tid": s, "args": {"name": f"stream {s}"}})
+        for s in self.spans:
+            events.append({"name": s.name, "cat": s.kind, "ph": "X", "pid": pid, "tid": s.stream,
+                           "ts": s.start * us, "dur": (s.end - s.start) * us,
+                           "args": {"task": s.task, "cores": s.cores}})
+        return {"traceEvents": events, "displayTimeUnit": "ns",
+                "otherData": {"clock_hz": self.clock_hz, "cycles": self.total_cycles, "source": self.cycles_source}}
+
+    def write_timeline(self, path: str | Path) -> None:
+        Path(path).write_text(json.dumps(self.timeline()))
+
+
+# --------------------------------------------------------------------------------------
+# The executor
+# --------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Gear:
+    """What one run executes: a task range and the graph inputs / outputs (tensor ids)."""
+
+    batch: int | None
+    tasks: range
+    inputs: list[dict[str, Any]]
+    outputs: list[dict[str, Any]]
+
+
+def _gears(model: Model) -> list[_Gear]:
+    meta = model.metadata
+    gears = [g for g in meta.get("gears", []) if "tasks" in g]
+    if not gears:
+        return [_Gear(None, range(len(model.tasks)), meta["inputs"], meta["outputs"])]
+    return [_Gear(g["batch"], range(*g["tasks"]), g["inputs"], g["outputs"]) for g in gears]
+
+
+def _np_dtype(name: str, where: str) -> np.dtype:
+    try:
+        return np.dtype(name)
+    except TypeError:
+        raise ExecutionError(f"{where}: element type {name} has no numpy type; the executor cannot run it") from None
+
+
+class Executor:
+    """A loaded model: `run({name: array}) -> {name: array}`; `last_report` has the timing."""
+
+    def __init__(self, model: Model | str | Path, target: targets.Target | str | None = None):
+        self.model = model if isinstance(model, Model) else load_model(model)
+        self.where = self.model.path or self.model.name
+        meta = self.model.metadata
+        if target is None or isinstance(target, str):
+            target = targets.load_target(target or meta.get("target") or targets.DEFAULT_TARGET)
+        self.target = target
+        self.arena = np.zeros(self.model.definition["arena"], dtype=np.uint8)
+        w_offset, w_size = self.model.definition["regions"]["weights"]
+        self.arena[w_offset:w_offset + w_size] = np.frombuffer(self.model.weights, dtype=np.uint8)
+        self.views = [self._view(i, t) for i, t in enumerate(self.model.definition["tensors"])]
+        self.kernels = _parse_kernels(self.model, target)
+        self.level = self.model.kernels.get("level", meta.get("kernel_level", "graph"))
+        self.gears = _gears(self.model)
+        self._records = self._match_events()
+        self.last_report: RunReport | None = None
+
+    def _view(self, i: int, t: dict[str, Any]) -> np.ndarray:
+        dtype = _np_dtype(t["dtype"], f"{self.where}: tensor #{i}")
+        count = int(np.prod(t["shape"], dtype=np.int64))
+        return np.ndarray(t["shape"], dtype=dtype, buffer=self.arena, offset=t["offset"]) if count else \
+            np.zeros(t["shape"], dtype=dtype)
+
+    def _match_events(self) -> dict[int, int]:
+        """Per wait task, the record task it waits for (the latest one before it)."""
+        latest: dict[int, int] = {}
+        matched = {}
+        for j, t in enumerate(self.model.tasks):
+            if t["op"] == "record":
+                latest[t["event"]] = j
+            elif t["op"] == "wait":
+                if t["event"] not in latest:
+                    raise ExecutionError(f"{self.where}: task #{j} waits for event {t['event']}, which no task records")
+                matched[j] = latest[t["event"]]
+        return matched
+
+    # -- inputs and outputs ------------------------------------------------------------
+
+    @property
+    def input_names(self) -> list[str]:
+        return [io["name"] for io in self.model.metadata["inputs"]]
+
+    @property
+    def output_names(self) -> list[str]:
+        return [io["name"] for io in self.model.metadata["outputs"]]
+
+    @property
+    def batch_sizes(self) -> list[int]:
+        return [g.batch for g in self.gears if g.batch is not None]
+
+    def _check_inputs(self, inputs: Mapping[str, Any]) -> dict[str, np.ndarray]:
+        names = self.input_names
+        missing = [n for n in names if n not in inputs]
+        extra = sorted(set(inputs) - set(names))
+        if missing or extra:
+            raise InputError(
+                f"{self.where}: the model takes inputs {', '.join(map(repr, names))}; "
+                + "; ".join(p for p in (f"missing {', '.join(map(repr, missing))}" if missing else "",
+                                        f"unexpected {', '.join(map(repr, extra))}" if extra else "") if p)
+            )
+        arrays = {}
+        for io in self.model.metadata["inputs"]:
+            name, want = io["name"], io["shape"]
+            arr = np.asarray(inputs[name])
+            if arr.dtype != np.dtype(io["dtype"]):
+                raise InputError(f"{self.where}: input '{name}' must be {io['dtype']}, got {arr.dtype}")
+            if arr.ndim != len(want) or any(w not in (-1, g) for w, g in zip(want, arr.shape)):
+                shown = ",".join("N" if d == -1 else str(d) for d in want)
+                raise InputError(f"{self.where}: input '{name}' must have shape [{shown}], got {list(arr.shape)}")
+            arrays[name] = arr
+        return arrays
+
+    def _gear_for(self, arrays: dict[str, np.ndarray]) -> _Gear:
+        if len(self.gears) == 1 and self.gears[0].batch is None:
+            return self.gears[0]
+        for gear in self.gears:
+            if all(list(arrays[io["name"]].shape) == io["shape"] for io in gear.inputs):
+                return gear
+        dynamic = [(io["name"], io["shape"].index(-1)) for io in self.model.metadata["inputs"] if -1 in io["shape"]]
+        given = ", ".join(f"'{n}' batch {arrays[n].shape[axis]}" for n, axis in dynamic)
+        raise InputError(
+            f"{self.where}: no compiled gear for {given}; the model was compiled for batch sizes "
+            f"{', '.join(map(str, self.batch_sizes))} (--dynamic-batch-size)"
+        )
+
+    # -- running -----------------------------------------------------------------------
+
+    def run(self, inputs: Mapping[str, Any], trace: bool = False) -> dict[str, np.ndarray]:
+        """Run the model on `inputs` (by name); returns the outputs by name. `trace=True`
+        records the simulator's per-pipe spans for `last_report.timeline()`."""
+        arrays = self._check_inputs(inputs)
+        gear = self._gear_for(arrays)
+        for io in gear.inputs:
+            self.views[io["tensor"]][...] = arrays[io["name"]].reshape(self.views[io["tensor"]].shape)
+        self.last_report = _Run(self, gear, trace).execute()
+        return {io["name"]: self.views[io["tensor"]].reshape(io["shape"]).copy() for io in gear.outputs}
+
+
+class _Run:
+    """One run of a gear's tasks: the stream / event / core schedule, executing each task
+    when it is scheduled (so in an order that respects every dependency)."""
+
+    def __init__(self, ex: Executor, gear: _Gear, trace: bool):
+        self.ex, self.gear = ex, gear
+        self.tasks = ex.model.tasks
+        self.cores = _Cores(ex.target)
+        self.sim = None
+        if ex.level == "isa":
+            from ge.runtime.simulator import Simulator
+
+            self.sim = Simulator(ex.target, trace=trace)
+        source = {"isa": "simulated", "tile": "modeled"}.get(ex.level, "none")
+        self.report = RunReport(ex.target.clock_hz, source, gear.batch, _core_count=self.cores.count)
+        self.fired: dict[int, float] = {}
+
+    def execute(self) -> RunReport:
+        queues: dict[int, deque[int]] = {}
+        for j in self.gear.tasks:
+            queues.setdefault(self.tasks[j]["stream"], deque()).append(j)
+        free_at = dict.fromkeys(queues, 0.0)
+        with threadpool_limits(limits=1, user_api="blas"):  # many small products: threads only add overhead
+            while any(queues.values()):
+                ready = self._advance(queues, free_at)
+                if not ready:
+                    blocked = [f"stream {s} at task #{q[0]}" for s, q in queues.items() if q]
+                    raise ExecutionError(f"{self.ex.where}: the streams wait for each other forever ({', '.join(blocked)})")
+                stream = min(ready, key=lambda s: (free_at[s], queues[s][0]))
+                free_at[stream] = self._task(queues[stream].popleft(), free_at[stream])
+        if self.sim is not None:
+            self.report.problems = list(self.sim.report.problems)
+            if self.report.problems:
+                log.warning("%s: the simulator reported %d problem(s), first: %s", self.ex.where,
+                            len(self.report.problems), self.report.problems[0])
+        return self.report
+
+    def _advance(self, queues: dict[int, deque[int]], free_at: dict[int, float]) -> list[int]:
+        """Process every record and satisfiable wait at the heads of the streams; returns the
+        streams whose head is a launch or copy."""
+        progress = True
+        while progress:
+            progress = False
+            for s, q in queues.items():
+                while q and self.tasks[q[0]]["op"] in ("record", "wait"):
+                    j = q[0]
+                    if self.tasks[j]["op"] == "record":
+                        self.fired[j] = free_at[s]  # every earlier task of its stream has finished
+                    elif (record := self.ex._records[j]) in self.fired:
+                        free_at[s] = max(free_at[s], self.fired[record])
+                    else:
+                        break
+                    q.popleft()
+                    progress = True
+        return [s for s, q in queues.items() if q and self.tasks[q[0]]["op"] in ("launch", "copy")]
+
+    def _task(self, j: int, ready: float) -> float:
+        t = self.tasks[j]
+        if t["op"] == "copy":
+            return self._copy(j, t, ready)
+        return self._launch(j, t, ready)
+
+    def _copy(self, j: int, t: dict[str, Any], ready: float) -> float:
+        src, dst = self.ex.views[t["src"]], self.ex.views[t["dst"]]
+        dst.reshape(-1).view(np.uint8)[...] = src.reshape(-1).view(np.uint8)
+        end = ready + copy_cycles(self.ex.target, src.nbytes)
+        self.report.spans.append(TaskSpan(j, "copy", f"copy {src.nbytes} B", t["stream"], ready, end))
+        return end
+
+    def _launch(self, j: int, t: dict[str, Any], ready: float) -> float:
+        kernel = self.ex.kernels[t["kernel"]]
+        pool = self.cores.pool(kernel.uses_cube)
+        start, chosen = self.cores.claim(pool, max(1, t.get("block_dim", kernel.block_dim)), ready)
+        ins = [self.ex.views[i] for i in t["ins"]]
+        outs = [self.ex.views[i] for i in t["outs"]]
+        mark = len(self.sim.trace.events) if self.sim is not None and self.sim.trace is not None else 0
+        if self.sim is not None and self.sim.trace is not None:
+            self.sim.trace.offset = start
+        stats = kernel.run(ins, outs, self.sim)
+        run = KernelRun(j, kernel.name, t.get("name", ""), t["stream"], start, 0.0, len(chosen), kernel.block_dim,
+                        kernel.bound)
+        if stats is not None:
+            run.cycles, run.pipe_busy, run.instructions = stats.cycles, dict(stats.pipe_busy), dict(stats.instructions)
+            run.cores, run.blocks = stats.cores, stats.blocks
+            self._keep_pipe_events(mark, pool, chosen)
+        elif kernel.modeled is not None:
+            run.cycles = float(kernel.modeled)
+        end = start + run.cycles
+        ids = [self.cores.first_id[pool] + c for c in chosen[:run.cores]]
+        self.cores.hold(pool, chosen[:run.cores], end)
+        self.report.kernels.append(run)
+        self.report.spans.append(TaskSpan(j, "launch", kernel.name, t["stream"], start, end, ids))
+        return end
+
+    def _keep_pipe_events(self, mark: int, pool: str, chosen: list[int]) -> None:
+        """Move the simulator's spans of the last kernel to the cores it ran on."""
+        if self.sim is None or self.sim.trace is None:
+            return
+        first = self.cores.first_id[pool]
+        for core, pipe, name, start, end, instr in self.sim.trace.events[mark:]:
+            self.report._pipe_events.append((first + chosen[core % len(chosen)], pipe, name, start, end, instr))
+        del self.sim.trace.events[mark:]
+
+
+def copy_cycles(target: targets.Target, nbytes: int) -> float:
+    """A GM -> GM copy task: the DMA start-up, then reading and writing its bytes at the
+    chip's HBM bandwidth."""
+    bytes_per_cycle = target.dma.hbm_total * 1e9 / target.clock_hz
+    return target.startup.mte2 + 2 * nbytes / bytes_per_cycle

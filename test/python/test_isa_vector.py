@@ -1,0 +1,586 @@
+"""`tile.vector` -> isa vector instructions (lowering/isa_vector.py), run on the simulator.
+
+Each case lowers one tile.vector region -- hand-written graph ops, or regions the real
+pipeline (graph-optimize .. tile) makes from small ONNX graphs -- into an isa kernel around
+it (GM -> UB copies, the lowering, UB -> GM copies) with a stand-in for the `to-isa`
+context, runs plan-local-memory + insert-sync, simulates it and compares with the region's
+reference result (ge.runtime.tile_interp.run_graph_block). Every run must leave the
+simulator without problems (hazards, never-written reads, out-of-bounds accesses).
+
+Tolerances, relative to the output's largest magnitude: f32 1e-5 (reductions sum in
+another order than numpy); f16 2e-3 (two f16 roundings: both sides round each op once,
+but an f16 op computed via other f32 steps -- BatchNorm's folded scale and shift -- can
+land one f16 step away).
+"""
+
+from __future__ import annotations
+
+import collections
+import math
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.ir import Block, Region
+
+from ge import targets, testing
+from ge.dialects import blobs, isa
+from ge.dialects import tile as t
+from ge.dialects.dtypes import numpy_dtype
+from ge.frontend.onnx import import_model
+from ge.ir import parse_module, run_passes
+from ge.lowering.isa_builder import IsaBuilder
+from ge.lowering.isa_vector import VectorLoweringError, lower_vector
+from ge.runtime.simulator import Simulator
+from ge.runtime.tile_interp import run_graph_block
+
+TARGET = "ascend910"
+F32, F16 = "must_keep_origin_dtype", "force_fp16"
+TOL = {np.dtype(np.float32): 1e-5, np.dtype(np.float16): 2e-3}
+PIPELINE = "graph-optimize{{precision={}}},assign-layouts,eliminate-trans-data,fuse,bufferize,tile"
+
+
+# --------------------------------------------------------------------------------------
+# Harness: a kernel around one tile.vector, simulated
+# --------------------------------------------------------------------------------------
+
+
+class FakeContext:
+    """What `to-isa` hands the lowering: builder, target, the UB buffer of each operand."""
+
+    def __init__(self, b: IsaBuilder, target: targets.Target, bufs: dict):
+        self.b, self.target, self.bufs = b, target, bufs
+
+    def buffer(self, v):
+        return self.bufs[v], 0
+
+    def index(self, v):
+        raise AssertionError("tile.vector regions take no index operands")
+
+
+def _count(v) -> int:
+    return math.prod(v.type.get_shape())
+
+
+def build_kernel(vop: t.VectorOp, target: str = TARGET) -> ModuleOp:
+    """GM args -> flat UB buffers -> the lowering -> GM, planned and synchronized."""
+    tgt = targets.load_target(target)
+    ins, outs = list(vop.ins), list(vop.outs)
+    types = [isa.buffer_type([_count(v)], v.type.element_type, isa.MemSpace.GM) for v in ins + outs]
+    b = IsaBuilder.new_kernel("vec", types[:len(ins)], types[len(ins):])
+    ub = {}
+    for i, v in enumerate(ins + outs):
+        if v not in ub:
+            (ub[v],) = b.buffer(isa.MemSpace.UB, [_count(v)], v.type.element_type, name=f"io{i}")
+    for v, a in zip(ins, b.args):
+        b.add(isa.CopyGmToUbOp(a, ub[v], [_count(v)]))
+    lower_vector(FakeContext(b, tgt, ub), vop)
+    for v, a in zip(outs, b.args[len(ins):]):
+        b.add(isa.CopyUbToGmOp(ub[v], a, [_count(v)]))
+    module = ModuleOp([b.kernel])
+    module.attributes["ge.target"] = StringAttr(target)
+    module.verify()
+    return run_passes(module, "plan-local-memory,insert-sync")
+
+
+def random_args(vop: t.VectorOp, rng: np.random.Generator, positive: bool = False) -> list[np.ndarray]:
+    """Standard normal inputs (positive ones with `positive`, and always for a variance)."""
+    variances = {o.operands[4] for o in vop.body.block.ops if o.name == "graph.batch_norm"}
+    for o in reversed(list(vop.body.block.ops)):
+        if o.name == "graph.cast" and o.results[0] in variances:
+            variances.add(o.operands[0])
+    out = []
+    for a in vop.body.block.args:
+        x = rng.standard_normal(a.type.get_shape())
+        x = np.abs(x) + 0.1 if positive or a in variances else x
+        out.append(x.astype(numpy_dtype(a.type.element_type)))
+    return out
+
+
+class Result:
+    """Simulated outputs, reference outputs, the kernel and the simulator's report."""
+
+    def __init__(self, vop: t.VectorOp, args: list[np.ndarray], target: str = TARGET):
+        self.module = build_kernel(vop, target)
+        self.kernel = next(op for op in self.module.walk() if isinstance(op, isa.KernelOp))
+        self.want = run_graph_block(vop.body.block, {}, args)
+        self.got = [np.zeros(_count(v), numpy_dtype(v.type.element_type)) for v in vop.outs]
+        self.sim = Simulator(targets.load_target(target))
+        self.sim.run_kernel(self.kernel, [a.reshape(-1) for a in args] + self.got)
+
+    def errors(self) -> list[float]:
+        """Max |got - want| / max |want| per output."""
+        out = []
+        for g, w in zip(self.got, self.want):
+            w = np.asarray(w, np.float64).reshape(-1)
+            scale = max(1e-6, float(np.abs(w).max()))
+            out.append(float(np.abs(g.astype(np.float64) - w).max()) / scale)
+        return out
+
+    def vector_ops(self, name: str | None = None) -> list[isa._VectorOp]:
+        return [op for op in self.kernel.walk() if isinstance(op, isa.VECTOR_OPS) and (name is None or op.name == name)]
+
+    def check(self) -> None:
+        assert not self.sim.report.problems, self.sim.report.problems[:3]
+        tol = TOL[np.dtype(self.got[0].dtype)] if self.got[0].dtype.kind == "f" else 0
+        for g, w, e in zip(self.got, self.want, self.errors()):
+            assert g.dtype == np.asarray(w).dtype
+            assert e <= tol, f"relative error {e:.3g} > {tol}"
+        for op in self.vector_ops():
+            assert 1 <= op.repeats <= 255
+
+
+def run_region(vop: t.VectorOp, seed: int = 0, positive: bool = False) -> Result:
+    res = Result(vop, random_args(vop, np.random.default_rng(seed), positive))
+    res.check()
+    return res
+
+
+# --------------------------------------------------------------------------------------
+# Regions: hand-written graph ops, or from ONNX through the pipeline
+# --------------------------------------------------------------------------------------
+
+
+def region(text: str) -> t.VectorOp:
+    """A tile.vector whose body is the graph function `text` (args -> ins, results -> outs)."""
+    module = parse_module(text)
+    fn = next(op for op in module.walk() if isinstance(op, func.FuncOp))
+    holder = Block(arg_types=[_ub_type(a.type) for a in fn.body.block.args]
+                   + [_ub_type(ty) for ty in fn.function_type.outputs.data])
+    body = fn.body.detach_block(0)
+    ret = body.last_op
+    values = list(ret.operands)
+    body.erase_op(ret)
+    body.add_op(t.YieldOp(*values))
+    n = len(body.args)
+    vop = t.VectorOp(holder.args[:n], holder.args[n:], Region(body))
+    _KEEP.append((module, holder, vop))
+    return vop
+
+
+_KEEP: list = []  # parsed modules stay alive while their regions are used
+
+
+def _ub_type(ty):
+    from xdsl.dialects.builtin import MemRefType
+
+    return MemRefType(ty.element_type, list(ty.get_shape()) or [1], memory_space=t.MemSpaceAttr(t.MemSpace.UB))
+
+
+def _onnx(nodes, inputs, outputs, inits=(), opset: int = 17):
+    g = helper.make_graph(nodes, "t", inputs, outputs, initializer=list(inits))
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], ir_version=8)
+
+
+def _vi(name, shape):
+    return helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
+
+
+def pipeline_regions(mp, precision: str) -> list[t.VectorOp]:
+    m = import_model(mp)
+    run_passes(m, PIPELINE.format(precision))
+    _KEEP.append(m)
+    return [op for op in m.walk() if isinstance(op, t.VectorOp)]
+
+
+def region_ops(vop: t.VectorOp) -> set[str]:
+    return {o.name for o in vop.body.block.ops} - {"tile.yield"}
+
+
+# --------------------------------------------------------------------------------------
+# Elementwise: flat, broadcast on blocks, splat constants
+# --------------------------------------------------------------------------------------
+
+
+def test_flat_add_is_one_instruction_of_many_repeats():
+    """64 x 32 f16 = 2048 elements = 16 repeats of 128: one vadd."""
+    vop = region("""
+    func.func @f(%x: tensor<64x32xf16>, %y: tensor<64x32xf16>) -> tensor<64x32xf16> {
+      %z = graph.add %x, %y : (tensor<64x32xf16>, tensor<64x32xf16>) -> tensor<64x32xf16>
+      func.return %z : tensor<64x32xf16>
+    }""")
+    res = run_region(vop)
+    (add,) = res.vector_ops()
+    assert add.name == "isa.vadd" and add.repeats == 2048 // 128 and add.mask is None
+    np.testing.assert_array_equal(res.got[0], res.want[0].reshape(-1))  # one f16 rounding on both sides
+
+
+def test_long_flat_op_splits_at_the_repeat_limit():
+    """38440 f16 = 300 repeats of 128 elements + a 40-element tail: 255 + 45, then one
+    masked repeat."""
+    vop = region("""
+    func.func @f(%x: tensor<38440xf16>) -> tensor<38440xf16> {
+      %z = graph.relu %x : tensor<38440xf16>
+      func.return %z : tensor<38440xf16>
+    }""")
+    res = run_region(vop)
+    ops = res.vector_ops("isa.vrelu")
+    assert [o.repeats for o in ops] == [255, 45, 1]
+    assert [o.mask for o in ops[:2]] == [None] * 2 and ops[-1].mask.value.data == 38440 % 128
+
+
+@pytest.mark.parametrize("elem", ["f32", "f16"])
+def test_per_channel_vector_on_nc1hwc0_uses_block_stride_zero(elem):
+    """[1, C1, P, 1, C0] + [1, C1, 1, 1, C0]: the bias block is read with block and repeat
+    stride 0; every repeat is full (8 blocks), one instruction per C1 block."""
+    c0 = 8 if elem == "f32" else 16
+    x, bias = f"tensor<1x3x64x1x{c0}x{elem}>", f"tensor<1x3x1x1x{c0}x{elem}>"
+    vop = region(f"""
+    func.func @f(%x: {x}, %b: {bias}) -> {x} {{
+      %z = graph.add %x, %b : ({x}, {bias}) -> {x}
+      %r = graph.relu %z : {x}
+      func.return %r : {x}
+    }}""")
+    res = run_region(vop)
+    adds = res.vector_ops("isa.vadd")
+    assert len(adds) == 3
+    for op in adds:
+        assert isa.ints(op.blk_stride)[2] == 0 and isa.ints(op.rep_stride)[2] == 0
+        assert op.mask.value.data == 256 // (4 if elem == "f32" else 2)
+    assert sum(o.repeats for o in adds) == 3 * 64 * c0 * (4 if elem == "f32" else 2) // 256
+
+
+def test_f32_accumulator_plus_f16_bias_cast_chain():
+    """The conv epilogue of force_fp16: cast bias up, add to the f32 accumulator (C0 = 16
+    lanes are two f32 blocks), cast down, relu."""
+    vop = region("""
+    func.func @f(%acc: tensor<1x3x96x1x16xf32>, %b: tensor<1x3x1x1x16xf16>) -> tensor<1x3x96x1x16xf16> {
+      %0 = graph.cast %b : tensor<1x3x1x1x16xf16> to tensor<1x3x1x1x16xf32>
+      %1 = graph.add %acc, %0 : (tensor<1x3x96x1x16xf32>, tensor<1x3x1x1x16xf32>) -> tensor<1x3x96x1x16xf32>
+      %2 = graph.cast %1 : tensor<1x3x96x1x16xf32> to tensor<1x3x96x1x16xf16>
+      %r = graph.relu %2 : tensor<1x3x96x1x16xf16>
+      func.return %r : tensor<1x3x96x1x16xf16>
+    }""")
+    res = run_region(vop)
+    adds = res.vector_ops("isa.vadd")
+    # one instruction per (C1 block, f32 half of C0) with 8 pixels per repeat: full repeats
+    assert len(adds) == 6 and all(o.mask.value.data == 64 for o in adds)
+    np.testing.assert_array_equal(res.got[0], res.want[0].reshape(-1))
+
+
+@pytest.mark.parametrize("shape,other", [
+    ("16x64", "64"),        # row vector: repeat stride 0
+    ("8x64", "8x1"),        # per-row scalar: spread to one block per row
+    ("1x1x8x64", "1x1x1x64"),
+    ("4x32x16", "1"),       # one-element tensor (encoder's scale)
+    ("3x10", "10"),         # rows off the block grid: broadcast in full
+    ("5x7", "5x1"),
+    ("6x3x8", "6x1x8"),
+])
+@pytest.mark.parametrize("elem", ["f32", "f16"])
+@pytest.mark.parametrize("op", ["add", "sub", "mul", "div", "max", "min"])
+def test_broadcast_binary(op, shape, other, elem):
+    x, y = f"tensor<{shape}x{elem}>", f"tensor<{other}x{elem}>"
+    vop = region(f"""
+    func.func @f(%x: {x}, %y: {y}) -> {x} {{
+      %z = graph.{op} %y, %x : ({y}, {x}) -> {x}
+      func.return %z : {x}
+    }}""")
+    run_region(vop, positive=op == "div")
+
+
+def test_sum_of_three_and_mean():
+    ty = "tensor<4x64xf32>"
+    vop = region(f"""
+    func.func @f(%a: {ty}, %b: {ty}, %c: tensor<64xf32>) -> ({ty}, {ty}) {{
+      %s = graph.sum %a, %b, %c : ({ty}, {ty}, tensor<64xf32>) -> {ty}
+      %m = graph.mean %a, %b : ({ty}, {ty}) -> {ty}
+      func.return %s, %m : {ty}, {ty}
+    }}""")
+    run_region(vop)
+
+
+def test_splat_constants_fold_into_scalar_instructions():
+    ty = "tensor<8x64xf16>"
+    vop = region(f"""
+    func.func @f(%x: {ty}) -> {ty} {{
+      %two = graph.constant dense<2.0> : tensor<f16>
+      %three = graph.constant dense<3.0> : tensor<1xf16>
+      %a = graph.add %x, %two : ({ty}, tensor<f16>) -> {ty}
+      %b = graph.mul %a, %three : ({ty}, tensor<1xf16>) -> {ty}
+      %c = graph.sub %b, %two : ({ty}, tensor<f16>) -> {ty}
+      %d = graph.div %c, %three : ({ty}, tensor<1xf16>) -> {ty}
+      %e = graph.sub %two, %d : (tensor<f16>, {ty}) -> {ty}
+      func.return %e : {ty}
+    }}""")
+    res = run_region(vop)
+    names = collections.Counter(o.name for o in res.vector_ops())
+    assert names["isa.vadds"] == 2 and names["isa.vmuls"] == 1  # x + 2, * 3, - 2
+    assert names["isa.vdup"] == 2  # the constants 3 (divisor) and 2 (minuend) as one block each
+
+
+def test_non_splat_constant_is_refused_by_name():
+    vop = region("""
+    func.func @f(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
+      %w = graph.constant dense<[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]> : tensor<8xf32>
+      %y = graph.add %x, %w : (tensor<2x8xf32>, tensor<8xf32>) -> tensor<2x8xf32>
+      func.return %y : tensor<2x8xf32>
+    }""")
+    with pytest.raises(VectorLoweringError, match=r"graph\.constant %w.*non-splat"):
+        build_kernel(vop)
+
+
+def test_unsupported_ops_are_listed_together():
+    vop = region("""
+    func.func @f(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
+      %a = graph.sin %x : tensor<2x8xf32>
+      %b = graph.relu %a : tensor<2x8xf32>
+      %c = graph.cos %b : tensor<2x8xf32>
+      func.return %c : tensor<2x8xf32>
+    }""")
+    with pytest.raises(VectorLoweringError, match=r"2 op\(s\).*graph\.sin %a.*graph\.cos %c"):
+        build_kernel(vop)
+
+
+UNARY_CASES = [
+    ("relu", ""), ("abs", ""), ("neg", ""), ("exp", ""), ("tanh", ""), ("erf", ""), ("sigmoid", ""),
+    ("log", "positive"), ("sqrt", "positive"), ("reciprocal", "positive"), ("softplus", ""), ("softsign", ""),
+    ("clip", "{min = -0.5 : f32, max = 0.75 : f32}"), ("leaky_relu", "{alpha = 0.1 : f32}"),
+    ("gelu", ""), ("gelu", '{approximate = "tanh"}'), ("hard_sigmoid", "{alpha = 0.2 : f32, beta = 0.5 : f32}"),
+    ("hard_swish", ""),
+]
+
+
+@pytest.mark.parametrize("elem", ["f32", "f16"])
+@pytest.mark.parametrize("name,attrs", UNARY_CASES, ids=[f"{n}{i}" for i, (n, _) in enumerate(UNARY_CASES)])
+def test_unary(name, attrs, elem):
+    ty = f"tensor<5x100x{elem}>"
+    props = "" if attrs in ("", "positive") else " " + attrs
+    vop = region(f"""
+    func.func @f(%x: {ty}) -> {ty} {{
+      %y = graph.{name} %x{props} : {ty}
+      func.return %y : {ty}
+    }}""")
+    run_region(vop, positive=attrs == "positive")
+
+
+@pytest.mark.parametrize("exponent", ["2.0", "0.5", "3.0", "1.5"])
+def test_pow_by_constant(exponent):
+    ty = "tensor<4x40xf32>"
+    vop = region(f"""
+    func.func @f(%x: {ty}) -> {ty} {{
+      %p = graph.constant dense<{exponent}> : tensor<f32>
+      %y = graph.pow %x, %p : ({ty}, tensor<f32>) -> {ty}
+      func.return %y : {ty}
+    }}""")
+    run_region(vop, positive=True)
+
+
+# --------------------------------------------------------------------------------------
+# Reductions on rows
+# --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("elem", ["f32", "f16"])
+@pytest.mark.parametrize("shape,axis", [((1, 1000), 1), ((8, 64), 1), ((3, 100), 1), ((1, 1, 8, 64), 3),
+                                        ((4, 6, 5), 1), ((300, 16), 1)])
+def test_softmax_and_log_softmax(shape, axis, elem):
+    ty = f"tensor<{'x'.join(map(str, shape))}x{elem}>"
+    vop = region(f"""
+    func.func @f(%x: {ty}) -> ({ty}, {ty}) {{
+      %y = graph.softmax %x {{axis = {axis} : i64}} : {ty}
+      %z = graph.log_softmax %x {{axis = {axis} : i64}} : {ty}
+      func.return %y, %z : {ty}, {ty}
+    }}""")
+    res = run_region(vop, seed=1)
+    if shape == (1, 1000):  # one row: whole repeats along it, not 16 chunks per op
+        assert len(res.vector_ops("isa.vexp")) <= 4
+
+
+@pytest.mark.parametrize("elem", ["f32", "f16"])
+@pytest.mark.parametrize("shape,param", [("4x128", "128"), ("3x10", "10"), ("2x3x40", "40"), ("2x3x40", "3x40")])
+def test_layer_norm(shape, param, elem):
+    axis = len(shape.split("x")) - len(param.split("x"))
+    x, p = f"tensor<{shape}x{elem}>", f"tensor<{param}x{elem}>"
+    vop = region(f"""
+    func.func @f(%x: {x}, %g: {p}, %b: {p}) -> {x} {{
+      %y = graph.layer_norm %x, %g, %b {{axis = {axis} : i64, epsilon = 1.000000e-05 : f32}} : ({x}, {p}, {p}) -> {x}
+      func.return %y : {x}
+    }}""")
+    run_region(vop, seed=2)
+
+
+@pytest.mark.parametrize("kind", ["reduce_sum", "reduce_mean", "reduce_max", "reduce_min"])
+@pytest.mark.parametrize("axes,keep", [("1", True), ("0, 2", False), ("2", False)])
+def test_reduce(kind, axes, keep):
+    x = "tensor<6x70x9xf32>"
+    dims = [int(a) for a in axes.split(",")]
+    out = [1 if i in dims else d for i, d in enumerate((6, 70, 9))] if keep else [
+        d for i, d in enumerate((6, 70, 9)) if i not in dims]
+    y = f"tensor<{'x'.join(map(str, out))}xf32>"
+    kd = ", keepdims" if keep else ""
+    vop = region(f"""
+    func.func @f(%x: {x}) -> {y} {{
+      %y = graph.{kind} %x {{axes = array<i64: {axes}>{kd}}} : ({x}) -> {y}
+      func.return %y : {y}
+    }}""")
+    run_region(vop)
+
+
+# --------------------------------------------------------------------------------------
+# Regions from ONNX graphs through the pipeline
+# --------------------------------------------------------------------------------------
+
+
+def _check_all(regions, want_ops: set[str], **kw) -> None:
+    seen = set()
+    for vop in regions:
+        run_region(vop, **kw)
+        seen |= region_ops(vop)
+    assert want_ops <= seen, f"the pipeline made no region with {want_ops - seen}"
+
+
+@pytest.mark.parametrize("precision", [F32, F16])
+def test_conv_epilogue_with_residual(precision):
+    rng = np.random.default_rng(0)
+    w = helper.make_tensor("w", TensorProto.FLOAT, [16, 16, 3, 3], rng.standard_normal(16 * 16 * 9) * 0.1)
+    b = helper.make_tensor("b", TensorProto.FLOAT, [16], rng.standard_normal(16))
+    mp = _onnx([helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]),
+                helper.make_node("Add", ["c", "x"], ["s"]), helper.make_node("Relu", ["s"], ["y"])],
+               [_vi("x", [1, 16, 12, 12])], [_vi("y", [1, 16, 12, 12])], [w, b])
+    _check_all(pipeline_regions(mp, precision), {"graph.add", "graph.relu", "layout.trans_data"})
+
+
+@pytest.mark.parametrize("precision", [F32, F16])
+def test_batch_norm_lrn_and_global_pool(precision):
+    rng = np.random.default_rng(1)
+    c = 24
+    inits = [helper.make_tensor(n, TensorProto.FLOAT, [c], v) for n, v in (
+        ("s", rng.standard_normal(c)), ("bb", rng.standard_normal(c)), ("m", rng.standard_normal(c)),
+        ("v", np.abs(rng.standard_normal(c)) + 0.5))]
+    mp = _onnx([helper.make_node("BatchNormalization", ["x", "s", "bb", "m", "v"], ["n"]),
+                helper.make_node("Relu", ["n"], ["r"]),
+                helper.make_node("LRN", ["r"], ["l"], size=5, alpha=1e-2, beta=0.75, bias=1.0),
+                helper.make_node("MaxPool", ["l"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
+                helper.make_node("GlobalAveragePool", ["p"], ["y"])],
+               [_vi("x", [1, c, 14, 14])], [_vi("y", [1, c, 1, 1])], inits)
+    _check_all(pipeline_regions(mp, precision), {"graph.batch_norm", "graph.lrn", "graph.global_avg_pool"})
+
+
+@pytest.mark.parametrize("precision", [F32, F16])
+def test_channel_shuffle_transpose(precision):
+    mp = _onnx([helper.make_node("Reshape", ["x", "s1"], ["a"]),
+                helper.make_node("Transpose", ["a"], ["b"], perm=[0, 2, 1, 3, 4]),
+                helper.make_node("Reshape", ["b", "s2"], ["y"])],
+               [_vi("x", [1, 24, 6, 6])], [_vi("y", [1, 24, 6, 6])],
+               [helper.make_tensor("s1", TensorProto.INT64, [5], [1, 3, 8, 6, 6]),
+                helper.make_tensor("s2", TensorProto.INT64, [4], [1, 24, 6, 6])])
+    _check_all(pipeline_regions(mp, precision), {"graph.transpose"})
+
+
+def test_trans_data_both_ways_with_partial_c0_blocks():
+    """NCHW -> NC1HWC0 with 20 channels (a partial C0 block, padded with zeros) and back."""
+    for fine, plain in (("1x2x3x5x16xf16", "1x20x3x5xf16"), ("1x3x2x4x8xf32", "1x20x2x4xf32")):
+        enc = f"#layout.fmt<NC1HWC0, origin NCHW [1, 20, {plain.split('x')[2]}, {plain.split('x')[3]}]>"
+        f_ty, p_ty = f"tensor<{fine}, {enc}>", f"tensor<{plain}>"
+        vop = region(f"""
+        func.func @f(%x: {p_ty}) -> {p_ty} {{
+          %a = layout.trans_data %x : {p_ty} to {f_ty}
+          %r = graph.relu %a : {f_ty}
+          %b = layout.trans_data %r : {f_ty} to {p_ty}
+          func.return %b : {p_ty}
+        }}""")
+        run_region(vop)
+
+
+def test_fractal_nz_trans_data():
+    enc = "#layout.fmt<FRACTAL_NZ, origin ND [2, 20, 40]>"
+    f_ty, p_ty = f"tensor<2x3x2x16x16xf16, {enc}>", "tensor<2x20x40xf16>"
+    vop = region(f"""
+    func.func @f(%x: {p_ty}) -> {p_ty} {{
+      %a = layout.trans_data %x : {p_ty} to {f_ty}
+      %b = layout.trans_data %a : {f_ty} to {p_ty}
+      func.return %b : {p_ty}
+    }}""")
+    run_region(vop)
+
+
+def test_encoder_layer_regions():
+    with blobs.blob_scope():
+        for precision in (F32, F16):
+            regions = pipeline_regions(testing.encoder_layer_model(), precision)
+            _check_all(regions, {"graph.softmax", "graph.layer_norm", "graph.erf", "graph.div"})
+
+
+# --------------------------------------------------------------------------------------
+# Every tile.vector of the light models and the encoder layer
+# --------------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_every_region_of_the_light_models():
+    """Each distinct tile.vector (by printed text) of the nine light models and the encoder
+    layer, f32 and force_fp16, against the reference on random inputs."""
+    import io
+
+    from xdsl.printer import Printer
+
+    seen: set[str] = set()
+    worst: dict[tuple[str, str], float] = collections.defaultdict(float)
+    rng = np.random.default_rng(0)
+    ratio, instrs = (0.0, []), (0, [])
+    for name in (*testing.LIGHT_MODELS, "encoder"):
+        for precision in (F32, F16):
+            with blobs.blob_scope():
+                model = testing.encoder_layer_model() if name == "encoder" else testing.with_random_weights(
+                    testing.light_model_path(name))
+                m = import_model(model)
+                run_passes(m, PIPELINE.format(precision))
+                for vop in (op for op in m.walk() if isinstance(op, t.VectorOp)):
+                    text = io.StringIO()
+                    Printer(stream=text).print_op(vop)
+                    if text.getvalue() in seen:
+                        continue
+                    seen.add(text.getvalue())
+                    res = Result(vop, random_args(vop, rng))
+                    res.check()
+                    for kind in region_ops(vop):
+                        worst[(kind, precision)] = max(worst[(kind, precision)], max(res.errors()))
+                    temps = sum(isa.nbytes(op.type) for op in res.kernel.walk()
+                                if isinstance(op, isa.BufferOp) and op.slots[0].name_hint.startswith("vt"))
+                    io_bytes = sum(isa.nbytes(op.type) for op in res.kernel.walk()
+                             if isinstance(op, isa.BufferOp) and op.slots[0].name_hint.startswith("io"))
+                    ratio = max(ratio, (temps / io_bytes, sorted(region_ops(vop))))
+                    instrs = max(instrs, (len(res.vector_ops()), sorted(region_ops(vop))))
+    print(f"\n{len(seen)} distinct regions; most temporary UB / in+out UB {ratio}; most instructions {instrs}")
+    for (kind, precision), err in sorted(worst.items()):
+        print(f"  {kind:28s} {precision:24s} worst relative error {err:.2e}")
+    assert len(seen) > 900
+
+
+def test_dead_temporaries_are_reused_in_place():
+    """A chain of elementwise ops needs one temporary: each op overwrites the operand that
+    dies with it, and the last one writes the out buffer."""
+    ty = "tensor<16x64xf32>"
+    vop = region(f"""
+    func.func @f(%x: {ty}) -> {ty} {{
+      %a = graph.relu %x : {ty}
+      %b = graph.exp %a : {ty}
+      %c = graph.tanh %b : {ty}
+      %d = graph.abs %c : {ty}
+      %e = graph.neg %d : {ty}
+      func.return %e : {ty}
+    }}""")
+    res = run_region(vop)
+    temps = [op for op in res.kernel.walk() if isinstance(op, isa.BufferOp) and op.slots[0].name_hint.startswith("vt")]
+    assert len(temps) == 1
+
+
+def test_operands_read_after_the_first_step_are_not_overwritten():
+    """sum(a, b, c) and c^3 with dying temporaries: the result must not take the buffer of
+    an operand that a later instruction of the same op still reads."""
+    ty = "tensor<8x64xf32>"
+    vop = region(f"""
+    func.func @f(%x: {ty}, %y: {ty}, %z: {ty}) -> ({ty}, {ty}) {{
+      %a = graph.relu %x : {ty}
+      %b = graph.relu %y : {ty}
+      %c = graph.relu %z : {ty}
+      %three = graph.constant dense<3.0> : tensor<f32>
+      %p = graph.pow %c, %three : ({ty}, tensor<f32>) -> {ty}
+      %s = graph.sum %a, %b, %p : ({ty}, {ty}, {ty}) -> {ty}
+      %d = graph.relu %s : {ty}
+      func.return %d, %s : {ty}, {ty}
+    }}""")
+    run_region(vop)

@@ -1,0 +1,169 @@
+"""`ge-run`: runs a model file on the simulator (the executor), like ATC's msame.
+
+A thin command-line wrapper over `ge.load_model` (ge/compiler.py) and the executor
+(runtime/executor.py):
+
+    ge-run model.om                                   # seeded random inputs, per-kernel table
+    ge-run model.om --inputs in.npz --output out.npz  # inputs by name (.npz) or in order (.npy files)
+    ge-run model.om --compare model.onnx              # onnxruntime on the same inputs: errors, argmax
+    ge-run model.om --profile timeline.json           # Chrome / Perfetto timeline (streams, cores, pipes)
+
+A corrupted or truncated model file, or inputs that do not fit the model, print one
+`ge-run: error: ...` line and exit with 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from ge.errors import InputError
+from ge.tools.ge_opt import describe_error
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="ge-run", description="Run a ge model file (.om) on the simulator.")
+    p.add_argument("model", help="the model file (.om) written by ge-compile")
+    p.add_argument("--inputs", nargs="+", metavar="FILE", help="one .npz with the inputs by name, or one .npy per input")
+    p.add_argument("--output", metavar="OUT.npz", help="write the outputs (by name) to this .npz")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random inputs (when --inputs is not given)")
+    p.add_argument("--batch", type=int, help="batch size of the random inputs of a dynamic-batch model")
+    p.add_argument("--compare", metavar="MODEL.onnx", help="run onnxruntime on the same inputs and compare")
+    p.add_argument("--profile", metavar="timeline.json", help="write a Chrome / Perfetto timeline")
+    p.add_argument("--top", type=int, default=20, help="kernels shown in the table (the slowest first)")
+    p.add_argument("--log", choices=("error", "warning", "info", "debug"), default="warning")
+    return p
+
+
+# --------------------------------------------------------------------------------------
+# Inputs
+# --------------------------------------------------------------------------------------
+
+
+def random_inputs(inputs: list[dict], seed: int, batch: int | None) -> dict[str, np.ndarray]:
+    """Seeded inputs for the model's signature (-1 dims take `batch`)."""
+    rng = np.random.default_rng(seed)
+    out = {}
+    for io in inputs:
+        shape = [batch if d == -1 else d for d in io["shape"]]
+        if None in shape:
+            raise InputError(f"input '{io['name']}' has a dynamic batch: give --batch")
+        dtype = np.dtype(io["dtype"])
+        if dtype.kind == "f":
+            out[io["name"]] = rng.standard_normal(shape).astype(dtype)
+        elif dtype.kind == "b":
+            out[io["name"]] = rng.integers(0, 2, shape).astype(dtype)
+        else:
+            out[io["name"]] = rng.integers(0, 4, shape).astype(dtype)
+    return out
+
+
+def read_inputs(files: list[str], names: list[str]) -> dict[str, np.ndarray]:
+    """Inputs from one .npz (by name; arr_0, arr_1, ... in order) or one .npy per input."""
+    if len(files) == 1 and files[0].endswith(".npz"):
+        with np.load(files[0]) as data:
+            arrays = {k: data[k] for k in data.files}
+        if set(arrays) == {f"arr_{i}" for i in range(len(arrays))}:
+            return dict(zip(names, (arrays[f"arr_{i}"] for i in range(len(arrays)))))
+        return arrays
+    if len(files) != len(names):
+        raise InputError(f"the model takes {len(names)} input(s) ({', '.join(names)}); {len(files)} .npy file(s) given")
+    return {n: np.load(f) for n, f in zip(names, files)}
+
+
+# --------------------------------------------------------------------------------------
+# Comparison with onnxruntime
+# --------------------------------------------------------------------------------------
+
+
+def compare(onnx_path: str, inputs: dict[str, np.ndarray], outputs: dict[str, np.ndarray]) -> list[str]:
+    """One line per output: max abs error, error / output scale, argmax agreement."""
+    import onnxruntime as ort
+
+    session = ort.InferenceSession(onnx_path, providers=["CPUExecutionProvider"])
+    names = [o.name for o in session.get_outputs()]
+    feeds = {i.name: inputs[i.name] for i in session.get_inputs() if i.name in inputs}
+    expected = dict(zip(names, session.run(None, feeds)))
+    lines = []
+    for name, got in outputs.items():
+        if name not in expected:
+            lines.append(f"{name}: not an output of {onnx_path}")
+            continue
+        ref = np.asarray(expected[name])
+        if got.shape != ref.shape:
+            lines.append(f"{name}: shape {list(got.shape)} but onnxruntime gives {list(ref.shape)}")
+            continue
+        g64, r64 = got.astype(np.float64), ref.astype(np.float64)
+        err = float(np.abs(g64 - r64).max()) if got.size else 0.0
+        scale = float(np.abs(r64).max()) if got.size else 0.0
+        line = f"{name}: max abs error {err:.3g}, error / output scale {err / scale if scale else 0.0:.3g}"
+        if got.ndim >= 2 and got.shape[1] > 1:
+            agree = np.mean(g64.argmax(axis=1) == r64.argmax(axis=1))
+            line += f", argmax agrees {agree:.0%}"
+        lines.append(line)
+    return lines
+
+
+# --------------------------------------------------------------------------------------
+# Main
+# --------------------------------------------------------------------------------------
+
+
+def run(args: argparse.Namespace) -> int:
+    import ge
+
+    logging.basicConfig(level=args.log.upper(), format="ge-run: %(levelname)s: %(message)s")
+    start = time.perf_counter()
+    model = ge.load_model(args.model)
+    names = [io["name"] for io in model.inputs]
+    executor = model.executor
+    loaded = time.perf_counter()
+    if args.inputs:
+        inputs = read_inputs(args.inputs, names)
+    else:
+        inputs = random_inputs(model.inputs, args.seed, args.batch or (model.batch_sizes or [None])[0])
+    outputs = model.run(inputs, trace=args.profile is not None)
+    done = time.perf_counter()
+    report = executor.last_report
+    print(report.table(args.top))
+    gear = f", gear batch={report.batch}" if report.batch is not None else ""
+    print(f"loaded in {loaded - start:.2f} s, ran in {done - loaded:.2f} s{gear}")
+    if report.problems:
+        print(f"warning: the simulator reported {len(report.problems)} problem(s); first: {report.problems[0]}")
+    if args.output:
+        np.savez(args.output, **outputs)
+        print(f"wrote {args.output}: {', '.join(f'{k} {list(v.shape)}' for k, v in outputs.items())}")
+    if args.profile:
+        report.write_timeline(args.profile)
+        print(f"wrote {args.profile}")
+    if args.compare:
+        if not Path(args.compare).is_file():
+            raise FileNotFoundError(2, "no such file", args.compare)
+        for line in compare(args.compare, inputs, outputs):
+            print(line)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        return run(args)
+    except Exception as e:
+        message = describe_error(e, args.model)
+        if message is None:
+            if isinstance(e, OSError):
+                message = f"{e.filename}: {e.strerror or e}"
+            else:
+                raise
+        print(f"ge-run: error: {message}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
