@@ -13,10 +13,12 @@ never compared wrongly); otherwise the accesses are assumed to overlap.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+import numpy as np
 from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import IntegerAttr, MemRefType
 from xdsl.ir import Block, BlockArgument, Operation, SSAValue
@@ -96,6 +98,7 @@ class MemAccess:
     hi: int
     write: bool
     buffer: SSAValue
+    rects: tuple[isa.Rect, ...] = field(default=(), compare=False)  # the elements, when known
 
 
 @dataclass
@@ -170,7 +173,7 @@ def instructions(kernel: isa.KernelOp, target: targets.Target) -> list[Instr]:
                 raise UnplacedBufferError(f"{op.name} uses a buffer without an offset")
             key, base, _ = loc
             size = isa.itemsize(a.buffer.type)
-            accesses.append(MemAccess(key, base, size, affine(a.offset), a.lo, a.hi, a.write, a.buffer))
+            accesses.append(MemAccess(key, base, size, affine(a.offset), a.lo, a.hi, a.write, a.buffer, a.rects))
         out.append(Instr(op, op.PIPE, path, accesses, len(out)))
     return out
 
@@ -215,12 +218,14 @@ def may_overlap(x: MemAccess, y: MemAccess, block: Block, loop: scf.ForOp | None
     # x starts at base_x + size_x * off_x; const is that minus the same for y.
     diff = x.offset.scaled(x.size).minus(y.offset.scaled(y.size))
     const = x.base - y.base + diff.const
-    if not x.offset.terms and not y.offset.terms:
-        return yl - xh < const < yh - xl  # the same bytes in every iteration
+    if _apart(x, y):
+        return False
+    if not x.offset.terms and not y.offset.terms:  # the same bytes in every iteration
+        return yl - xh < const < yh - xl and _touch(x, y, const)
     if not later:
         leaves = (*x.offset.leaves, *y.offset.leaves)
         if not diff.terms and all(_visible(v, block) for v in leaves):
-            if yl - xh < const < yh - xl:
+            if yl - xh < const < yh - xl and _touch(x, y, const):
                 return True
         else:  # offsets over loop counters with constant bounds: compare their ranges
             span = _range(diff)
@@ -243,6 +248,52 @@ def may_overlap(x: MemAccess, y: MemAccess, block: Block, loop: scf.ForOp | None
         return True
     # y runs d iterations later: its iv is larger by d * step, so const shrinks by cy * step * d.
     return _exists(const, -cy * step, yl - xh, yh - xl, 1)
+
+
+def _span(a: MemAccess) -> tuple[int, int] | None:
+    """All bytes `a` may touch in any iteration, when its offset ranges over loop counters
+    with constant bounds (or is constant)."""
+    form = a.offset.scaled(a.size)
+    r = _range(form) if form.terms else (0, 0)
+    if r is None:
+        return None
+    start = a.base + form.const
+    return start + r[0] + a.lo * a.size, start + r[1] + a.hi * a.size
+
+
+def _apart(x: MemAccess, y: MemAccess) -> bool:
+    """Are the whole byte ranges x and y may ever touch disjoint?"""
+    sx, sy = _span(x), _span(y)
+    return sx is not None and sy is not None and (sx[1] <= sy[0] or sy[1] <= sx[0])
+
+
+EXACT_LIMIT = 1 << 16  # elements: beyond this, overlapping ranges count as overlapping
+
+
+def _touch(x: MemAccess, y: MemAccess, shift: int) -> bool:
+    """Do x's bytes, moved by `shift`, meet y's? Exact for strided patterns (two vector
+    instructions on interleaved blocks of one buffer do not conflict); ranges overlapping
+    is enough when a pattern is unknown or large."""
+    if not x.rects or not y.rects:
+        return True
+    xb, yb = _bytes(x.rects, x.size), _bytes(y.rects, y.size)
+    if xb is None or yb is None:
+        return True
+    return bool(np.intersect1d(xb + shift, yb, assume_unique=True).size)
+
+
+@functools.lru_cache(maxsize=4096)
+def _bytes(rects: tuple[isa.Rect, ...], size: int) -> np.ndarray | None:
+    if sum(r.count for r in rects) > EXACT_LIMIT:
+        return None
+    parts = []
+    for r in rects:
+        elems = np.full((), r.base, dtype=np.int64)
+        for n, st in zip(r.shape, r.strides):
+            elems = elems[..., None] + np.arange(n, dtype=np.int64) * st
+        parts.append(elems.reshape(-1))
+    elems = np.unique(np.concatenate(parts)) if parts else np.zeros(0, np.int64)
+    return np.unique((elems[:, None] * size + np.arange(size)).reshape(-1))
 
 
 def _range(form: Affine) -> tuple[int, int] | None:
