@@ -1,80 +1,63 @@
-"""Compile an ONNX model through ge's levels, run it, and compare with onnxruntime.
+"""Compile an ONNX model with `ge-compile` and run it with `ge-run` on the AI Core simulator,
+comparing with onnxruntime.
 
-    python examples/run_model.py                 # resnet50 from the onnx wheel, seeded weights
-    python examples/run_model.py squeezenet      # any of the nine light models
+    python examples/run_model.py                  # squeezenet from the onnx wheel, seeded weights
+    python examples/run_model.py resnet50         # any of the nine light models
     python examples/run_model.py path/to/model.onnx [--input-shape "x:1,3,224,224"]
-    python examples/run_model.py resnet50 --precision force_fp16
+    python examples/run_model.py squeezenet --precision-mode must_keep_origin_dtype
 
-Stages: import -> graph-optimize -> assign-layouts + eliminate-trans-data -> fuse, then the
-fused module runs on the reference interpreter (the simulator path comes with ge-compile).
+The light models ship with every weight equal to 0.02; the script writes a copy with seeded
+random weights to build/examples/<name>.onnx first. Then it runs, and prints, the two
+commands a user runs on their own model:
+
+    ge-compile MODEL.onnx -o MODEL.om --soc-version ascend910 --report MODEL.report.json
+    ge-run MODEL.om --compare MODEL.onnx
 """
 
 from __future__ import annotations
 
 import argparse
-import collections
+import shlex
+import subprocess
 import sys
-import time
 from pathlib import Path
 
-import numpy as np
 import onnx
 
-import ge
-from ge.ir import run_passes
-from ge.runtime.reference import run
-from ge.testing import LIGHT_MODELS, light_model_path, random_inputs, with_random_weights
+from ge.testing import LIGHT_MODELS, light_model_path, with_random_weights
+
+OUT = Path("build") / "examples"
 
 
-def _summary(module) -> str:
-    ops = collections.Counter(op.name for op in module.walk())
-    compute = sum(n for name, n in ops.items() if name.startswith(("graph.", "layout.")) and name != "graph.constant")
-    groups = ops["fusion.group"]
-    kernels = f", {groups} kernels" if groups else ""
-    return f"{compute} compute ops, {ops['layout.trans_data']} trans_data{kernels}"
+def _run(argv: list[str]) -> None:
+    print("$ " + " ".join(shlex.quote(a) for a in argv), flush=True)
+    done = subprocess.run(argv)
+    if done.returncode:
+        raise SystemExit(done.returncode)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("model", nargs="?", default="resnet50", help="a light model name or an .onnx path")
+    parser.add_argument("model", nargs="?", default="squeezenet", help="a light model name or an .onnx path")
     parser.add_argument("--input-shape", default=None, help='ATC-style "name:1,3,224,224;name2:..."')
-    parser.add_argument("--precision", default="must_keep_origin_dtype",
-                        choices=["must_keep_origin_dtype", "force_fp16", "allow_mix_precision"])
+    parser.add_argument("--precision-mode", default="force_fp16",
+                        choices=["force_fp16", "must_keep_origin_dtype", "allow_mix_precision"])
+    parser.add_argument("--soc-version", default="ascend910")
     args = parser.parse_args()
 
+    OUT.mkdir(parents=True, exist_ok=True)
     if args.model in LIGHT_MODELS:
-        model = with_random_weights(light_model_path(args.model), seed=0)
+        path = OUT / f"{args.model}.onnx"
+        onnx.save(with_random_weights(light_model_path(args.model), seed=0), str(path))
     else:
-        model = onnx.load(str(Path(args.model)))
-    inputs = random_inputs(model, seed=0)
-    stages = [
-        ("graph-optimize", f"graph-optimize{{precision={args.precision}}}"),
-        ("layouts", "assign-layouts,eliminate-trans-data"),
-        ("fuse", "fuse"),
-    ]
-    try:
-        t0 = time.perf_counter()
-        module = ge.load_onnx(model, input_shape=args.input_shape)
-        print(f"{args.model}: import {time.perf_counter() - t0:.2f} s, {_summary(module)}")
-        for name, spec in stages:
-            t0 = time.perf_counter()
-            run_passes(module, spec)
-            print(f"  {name}: {time.perf_counter() - t0:.2f} s, {_summary(module)}")
-        t0 = time.perf_counter()
-        outputs = run(module, inputs)
-        print(f"  reference run of the fused module: {time.perf_counter() - t0:.2f} s")
-    except ge.GeError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
-
-    import onnxruntime as ort
-
-    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    expected = session.run(None, inputs)
-    for name, got, want in zip([o.name for o in model.graph.output], outputs, expected):
-        err = float(np.max(np.abs(got - want)))
-        scale = float(np.max(np.abs(want))) or 1.0
-        print(f"  output {name}: shape {list(got.shape)}, max |ge - onnxruntime| = {err:.3g} ({err / scale:.2e} of scale)")
+        path = Path(args.model)
+    om = OUT / f"{path.stem}.om"
+    compile_cmd = ["ge-compile", str(path), "-o", str(om), "--soc-version", args.soc_version,
+                   "--precision-mode", args.precision_mode, "--report", str(OUT / f"{path.stem}.report.json")]
+    if args.input_shape:
+        compile_cmd += ["--input-shape", args.input_shape]
+    _run(compile_cmd)
+    _run(["ge-run", str(om), "--compare", str(path)])
     return 0
 
 
