@@ -58,6 +58,7 @@ from ge.transforms.isa_analysis import (
     Instr,
     Linear,
     UnplacedBufferError,
+    access_span,
     instructions,
     kernel_ops,
     may_overlap,
@@ -145,8 +146,25 @@ def dependencies(kernel: isa.KernelOp, instrs: list[Instr]) -> set[Dep]:
         d = next(i for i, o in enumerate(instr.path) if o.parent_block() is block)
         return tuple(index[o] for o in instr.path[d:])
 
+    spans = {id(a): access_span(a) for i in instrs for a in i.accesses}
+
+    def candidates(a: Instr, b: Instr) -> list[tuple]:
+        """The access pairs that may meet: one memory, a write, byte spans that intersect
+        (cheap filters before the exact test)."""
+        out = []
+        for p in a.accesses:
+            sp = spans[id(p)]
+            for q in b.accesses:
+                if p.key != q.key or not (p.write or q.write):
+                    continue
+                sq = spans[id(q)]
+                if sp is not None and sq is not None and (sp[1] <= sq[0] or sq[1] <= sp[0]):
+                    continue
+                out.append((p, q))
+        return out
+
     def overlap(a: Instr, b: Instr, block: Block, loop: scf.ForOp | None, later: bool) -> bool:
-        return any(may_overlap(p, q, block, loop, later, kernel) for p in a.accesses for q in b.accesses)
+        return any(may_overlap(p, q, block, loop, later, kernel) for p, q in candidates(a, b))
 
     for i, first in enumerate(instrs):
         for second in instrs[i:]:

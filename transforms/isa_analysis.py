@@ -250,7 +250,7 @@ def may_overlap(x: MemAccess, y: MemAccess, block: Block, loop: scf.ForOp | None
     return _exists(const, -cy * step, yl - xh, yh - xl, 1)
 
 
-def _span(a: MemAccess) -> tuple[int, int] | None:
+def access_span(a: MemAccess) -> tuple[int, int] | None:
     """All bytes `a` may touch in any iteration, when its offset ranges over loop counters
     with constant bounds (or is constant)."""
     form = a.offset.scaled(a.size)
@@ -263,7 +263,7 @@ def _span(a: MemAccess) -> tuple[int, int] | None:
 
 def _apart(x: MemAccess, y: MemAccess) -> bool:
     """Are the whole byte ranges x and y may ever touch disjoint?"""
-    sx, sy = _span(x), _span(y)
+    sx, sy = access_span(x), access_span(y)
     return sx is not None and sy is not None and (sx[1] <= sy[0] or sy[1] <= sx[0])
 
 
@@ -276,10 +276,18 @@ def _touch(x: MemAccess, y: MemAccess, shift: int) -> bool:
     is enough when a pattern is unknown or large."""
     if not x.rects or not y.rects:
         return True
-    xb, yb = _bytes(x.rects, x.size), _bytes(y.rects, y.size)
+    return _patterns_meet(x.rects, x.size, y.rects, y.size, shift)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _patterns_meet(xr: tuple[isa.Rect, ...], xs: int, yr: tuple[isa.Rect, ...], ys: int, shift: int) -> bool:
+    xb, yb = _bytes(xr, xs), _bytes(yr, ys)
     if xb is None or yb is None:
         return True
-    return bool(np.intersect1d(xb + shift, yb, assume_unique=True).size)
+    moved = xb + shift
+    hits = np.searchsorted(yb, moved)
+    hits[hits == yb.size] = 0
+    return bool(yb.size and (yb[hits] == moved).any())
 
 
 @functools.lru_cache(maxsize=4096)

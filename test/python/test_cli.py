@@ -5,7 +5,6 @@ mistake one `<tool>: error:` line and exit code 1."""
 
 from __future__ import annotations
 
-import importlib.util
 import io
 import json
 import re
@@ -23,8 +22,7 @@ from ge.runtime import model_file as mf
 from ge.testing import two_branch_model
 from ge.tools.ge_compile import _Progress
 
-HAVE_ISA = importlib.util.find_spec("ge.lowering.to_isa") is not None
-ISA = pytest.param("isa", marks=pytest.mark.skipif(not HAVE_ISA, reason="ge.lowering.to_isa (tile -> isa) does not exist yet"))
+ISA = "isa"
 LEVELS = ["tile", ISA]
 STAGES = ["import", "graph-optimize", "assign-layouts", "eliminate-trans-data", "fuse", "bufferize", "tile",
           "build-model"]

@@ -10,7 +10,6 @@ exists the isa cases are reported as skipped with that reason (pytest -ra lists 
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 
 import numpy as np
@@ -26,8 +25,7 @@ from ge.runtime import model_file as mf
 from ge.runtime.executor import Executor, copy_cycles
 from ge.testing import two_branch_model
 
-HAVE_ISA = importlib.util.find_spec("ge.lowering.to_isa") is not None
-ISA = pytest.param("isa", marks=pytest.mark.skipif(not HAVE_ISA, reason="ge.lowering.to_isa (tile -> isa) does not exist yet"))
+ISA = "isa"
 LEVELS = ["tile", ISA]
 F32 = "must_keep_origin_dtype"
 
