@@ -16,6 +16,8 @@ import argparse
 import json
 from pathlib import Path
 
+from _common import markdown, mib
+
 import ge
 from ge.dialects.blobs import blob_scope
 from ge.ir import run_passes
@@ -40,23 +42,12 @@ def measure(name: str) -> dict:
     }
 
 
-def mib(n: int) -> str:
-    return f"{n / 2**20:.2f}"
-
-
 def table(rows: list[dict]) -> str:
-    lines = [
-        "| model | launches + copies | streams (events) | peak MiB | lower bound MiB | no reuse MiB "
-        "| single stream: peak / lower bound MiB |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for r in rows:
-        lines.append(
-            f"| {r['model']} | {r['launches']} + {r['copies']} | {r['streams']} ({r['events']}) | {mib(r['peak'])} "
-            f"| {mib(r['lower_bound'])} | {mib(r['no_reuse'])} | {mib(r['single_peak'])} / "
-            f"{mib(r['single_lower_bound'])} |"
-        )
-    return "\n".join(lines)
+    header = ["model", "launches + copies", "streams (events)", "peak MiB", "lower bound MiB", "no reuse MiB",
+              "single stream: peak / lower bound MiB"]
+    return markdown(header, ([r["model"], f"{r['launches']} + {r['copies']}", f"{r['streams']} ({r['events']})",
+                              mib(r["peak"]), mib(r["lower_bound"]), mib(r["no_reuse"]),
+                              f"{mib(r['single_peak'])} / {mib(r['single_lower_bound'])}"] for r in rows))
 
 
 def main() -> None:

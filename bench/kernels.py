@@ -16,37 +16,23 @@ full. Cycles are simulated, so one run is exact; no timing noise.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
-from pathlib import Path
 
 import onnx
+from _common import markdown, parser
 
 from ge.dialects import isa
 from ge.dialects.blobs import blob_scope
 from ge.frontend.onnx import import_model
 from ge.ir import run_passes
 from ge.runtime.simulator import IsaProgram
-from ge.testing import (
-    LIGHT_MODELS,
-    calibrate_weights,
-    encoder_layer_model,
-    light_model_path,
-    random_inputs,
-    with_random_weights,
-)
+from ge.testing import LIGHT_MODELS, calibrated_model, random_inputs
 
 MODELS = (*LIGHT_MODELS, "encoder_layer")
 QUICK = ("squeezenet", "resnet50", "encoder_layer")
 FRONT = "graph-optimize,assign-layouts,eliminate-trans-data,fuse,bufferize,tile"
 BACK = "to-isa{{double-buffer={db}}},plan-local-memory,insert-sync"
-
-
-def model_of(name: str) -> onnx.ModelProto:
-    """Seeded weights calibrated on the inputs, so that f16 stays finite in deep nets."""
-    model = encoder_layer_model() if name == "encoder_layer" else with_random_weights(light_model_path(name), seed=1)
-    return calibrate_weights(model, random_inputs(model, seed=2))
 
 
 def simulate(model: onnx.ModelProto, double_buffer: bool) -> list[dict]:
@@ -73,7 +59,7 @@ def simulate(model: onnx.ModelProto, double_buffer: bool) -> list[dict]:
 
 def measure(name: str) -> dict:
     with blob_scope():
-        model = model_of(name)
+        model = calibrated_model(name)
         double = simulate(model, True)
         single = simulate(model, False)
     cycles = sum(r["cycles"] for r in double)
@@ -89,33 +75,24 @@ def measure(name: str) -> dict:
 
 
 def model_table(rows: list[dict]) -> str:
-    lines = ["| model | kernels | cycles | roofline bound | cycles / bound | conv+matmul kernels: cycles / bound "
-             "| single-buffered cycles | double buffering saves |", "|---|---|---|---|---|---|---|---|"]
-    for r in rows:
-        saved = 1 - r["cycles"] / r["single_buffer_cycles"]
-        lines.append(f"| {r['model']} | {r['kernels']} | {r['cycles']:,.0f} | {r['bound']:,.0f} "
-                     f"| {r['cycles'] / r['bound']:.2f} | {r['cube_cycles']:,.0f} / {r['cube_bound']:,.0f} "
-                     f"| {r['single_buffer_cycles']:,.0f} | {saved:.0%} |")
-    return "\n".join(lines)
+    header = ["model", "kernels", "cycles", "roofline bound", "cycles / bound", "conv+matmul kernels: cycles / bound",
+              "single-buffered cycles", "double buffering saves"]
+    return markdown(header, ([r["model"], r["kernels"], f"{r['cycles']:,.0f}", f"{r['bound']:,.0f}",
+                              f"{r['cycles'] / r['bound']:.2f}", f"{r['cube_cycles']:,.0f} / {r['cube_bound']:,.0f}",
+                              f"{r['single_buffer_cycles']:,.0f}", f"{1 - r['cycles'] / r['single_buffer_cycles']:.0%}"]
+                             for r in rows))
 
 
 def kernel_table(row: dict) -> str:
-    lines = [f"{row['model']}, per kernel (ascend910, force_fp16):", "",
-             "| kernel | kind | blocks / cores | cycles | bound | cycles / bound | Cube utilization |",
-             "|---|---|---|---|---|---|---|"]
-    for k in row["per_kernel"]:
-        ratio = f"{k['cycles'] / k['bound']:.2f}" if k["bound"] else "-"
-        lines.append(f"| {k['kernel']} | {k['kind']} | {k['blocks']} / {k['cores']} | {k['cycles']:,.0f} "
-                     f"| {k['bound'] or 0:,.0f} | {ratio} | {k['cube_utilization']:.0%} |")
-    return "\n".join(lines)
+    header = ["kernel", "kind", "blocks / cores", "cycles", "bound", "cycles / bound", "Cube utilization"]
+    body = ([k["kernel"], k["kind"], f"{k['blocks']} / {k['cores']}", f"{k['cycles']:,.0f}", f"{k['bound'] or 0:,.0f}",
+             f"{k['cycles'] / k['bound']:.2f}" if k["bound"] else "-", f"{k['cube_utilization']:.0%}"]
+            for k in row["per_kernel"])
+    return f"{row['model']}, per kernel (ascend910, force_fp16):\n\n" + markdown(header, body)
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--quick", action="store_true", help=f"only {', '.join(QUICK)}")
-    p.add_argument("--models", help="comma-separated model names")
-    p.add_argument("--json", type=Path, default=Path(__file__).parent / "results" / "kernels.json")
-    args = p.parse_args(argv)
+    args = parser(__doc__, "kernels", QUICK).parse_args(argv)
     names = args.models.split(",") if args.models else QUICK if args.quick else MODELS
     rows = []
     for name in names:

@@ -36,6 +36,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import onnx
+from _common import markdown, mib
 
 import ge
 from ge.dialects.blobs import blob_scope
@@ -110,25 +111,17 @@ def models():
     yield "encoder_layer", encoder_layer_model()
 
 
-def mib(n: int) -> str:
-    return f"{n / 2**20:.2f}"
-
-
 def table(rows: list[dict]) -> str:
     """The README table: several streams in full, then single-stream=true's three figures."""
-    lines = [
-        "| model | tensors | lower bound MiB | ge peak MiB | ort-style best fit MiB | no reuse MiB | ort-style / ge "
-        "| single stream: bound / ge / ort-style MiB |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
+    header = ["model", "tensors", "lower bound MiB", "ge peak MiB", "ort-style best fit MiB", "no reuse MiB",
+              "ort-style / ge", "single stream: bound / ge / ort-style MiB"]
+    body = []
     for r in rows:
         p, q = r["multi_stream"], r["single_stream"]
-        lines.append(
-            f"| {r['model']} | {p['tensors']} | {mib(p['lower_bound'])} | {mib(p['ge_peak'])} "
-            f"| {mib(p['ort_style_peak'])} | {mib(p['no_reuse'])} | {p['ort_style_peak'] / (p['ge_peak'] or 1):.2f} "
-            f"| {mib(q['lower_bound'])} / {mib(q['ge_peak'])} / {mib(q['ort_style_peak'])} |"
-        )
-    return "\n".join(lines)
+        body.append([r["model"], p["tensors"], mib(p["lower_bound"]), mib(p["ge_peak"]), mib(p["ort_style_peak"]),
+                     mib(p["no_reuse"]), f"{p['ort_style_peak'] / (p['ge_peak'] or 1):.2f}",
+                     f"{mib(q['lower_bound'])} / {mib(q['ge_peak'])} / {mib(q['ort_style_peak'])}"])
+    return markdown(header, body)
 
 
 def main() -> None:

@@ -36,8 +36,9 @@ def benchmarks() -> list[Path]:
 
 
 def supports(script: Path, option: str) -> bool:
-    """Does the script's argument parser define `option`?"""
-    return f'"{option}"' in script.read_text()
+    """Does the script's argument parser define `option`? (Asks its --help.)"""
+    done = subprocess.run([sys.executable, str(script), "--help"], capture_output=True, text=True)
+    return option in done.stdout
 
 
 def command(script: Path, quick: bool) -> list[str]:

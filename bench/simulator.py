@@ -14,39 +14,26 @@ executed instructions per second and the time to load the model file and run it 
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import sys
 import time
 from pathlib import Path
 
-import onnx
 import onnxruntime as ort
+from _common import markdown, parser
 
 import ge
 from ge.dialects.blobs import blob_scope
-from ge.testing import (
-    LIGHT_MODELS,
-    calibrate_weights,
-    encoder_layer_model,
-    light_model_path,
-    random_inputs,
-    with_random_weights,
-)
+from ge.testing import LIGHT_MODELS, calibrated_model, random_inputs
 
 MODELS = (*LIGHT_MODELS, "encoder_layer")
 QUICK = ("squeezenet", "resnet50", "encoder_layer")
 
 
-def model_of(name: str) -> onnx.ModelProto:
-    model = encoder_layer_model() if name == "encoder_layer" else with_random_weights(light_model_path(name), seed=1)
-    return calibrate_weights(model, random_inputs(model, seed=2))
-
-
 def measure(name: str, repeats: int, tmp: Path) -> dict:
     with blob_scope():
-        model = model_of(name)
+        model = calibrated_model(name)
         inputs = random_inputs(model, seed=2)
         compiled = ge.compile(model, ge.CompileOptions(keep_ir_text=False))
         path = tmp / f"{name}.om"
@@ -77,21 +64,16 @@ def measure(name: str, repeats: int, tmp: Path) -> dict:
 
 
 def table(rows: list[dict]) -> str:
-    lines = ["| model | simulated inference s | onnxruntime CPU | ratio | load + first run s | simulated cycles "
-             "| instructions / s |", "|---|---|---|---|---|---|---|"]
-    for r in rows:
-        ips = f"{r['instructions_per_s']:,.0f}" if r["instructions_per_s"] else "-"
-        lines.append(f"| {r['model']} | {r['simulate_s']:.2f} | {r['onnxruntime_s'] * 1e3:.1f} ms | {r['ratio']:,.0f} "
-                     f"| {r['first_run_s']:.2f} | {r['cycles']:,.0f} | {ips} |")
-    return "\n".join(lines)
+    header = ["model", "simulated inference s", "onnxruntime CPU", "ratio", "load + first run s", "simulated cycles",
+              "instructions / s"]
+    return markdown(header, ([r["model"], f"{r['simulate_s']:.2f}", f"{r['onnxruntime_s'] * 1e3:.1f} ms",
+                              f"{r['ratio']:,.0f}", f"{r['first_run_s']:.2f}", f"{r['cycles']:,.0f}",
+                              f"{r['instructions_per_s']:,.0f}" if r["instructions_per_s"] else "-"] for r in rows))
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--quick", action="store_true", help=f"only {', '.join(QUICK)}, 2 repeats")
-    p.add_argument("--repeats", type=int, default=3)
-    p.add_argument("--models", help="comma-separated model names")
-    p.add_argument("--json", type=Path, default=Path(__file__).parent / "results" / "simulator.json")
+    p = parser(__doc__, "simulator", QUICK)
+    p.add_argument("--repeats", type=int, default=3, help="alternating runs of each side (--quick: 2)")
     args = p.parse_args(argv)
     names = args.models.split(",") if args.models else QUICK if args.quick else MODELS
     repeats = 2 if args.quick and args.repeats == 3 else args.repeats

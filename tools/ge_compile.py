@@ -19,7 +19,7 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from ge.tools.ge_opt import describe_error
+from ge.tools.ge_opt import run_reporting_errors
 
 LOG_LEVELS = ("error", "warning", "info", "debug")
 
@@ -99,17 +99,7 @@ def run(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    try:
-        return run(args)
-    except Exception as e:
-        message = describe_error(e, args.model)
-        if message is None:
-            if isinstance(e, OSError):
-                message = f"{e.filename or args.output}: {e.strerror or e}"
-            else:
-                raise
-        print(f"ge-compile: error: {message}", file=sys.stderr)
-        return 1
+    return run_reporting_errors("ge-compile", lambda: run(args), args.model, args.output)
 
 
 if __name__ == "__main__":

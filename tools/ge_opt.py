@@ -8,7 +8,7 @@ located one-paragraph message and exit code 1, never a Python traceback.
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from xdsl.utils.exceptions import DiagnosticException, ParseError, PassFailedException, VerifyException
 from xdsl.xdsl_opt_main import xDSLOptMain
@@ -92,6 +92,21 @@ def describe_error(e: Exception, where: str) -> str | None:
         # xDSLOptMain reports unknown passes and file types as ValueError.
         return str(e)
     return None
+
+
+def run_reporting_errors(tool: str, run: Callable[[], int], where: str, default_file: str | None = None) -> int:
+    """`run()`, with a user mistake printed as one `<tool>: error: ...` line and exit code 1
+    (the command-line tools' shared error handling; internal errors still raise)."""
+    try:
+        return run()
+    except Exception as e:
+        message = describe_error(e, where)
+        if message is None:
+            if not isinstance(e, OSError):
+                raise
+            message = f"{e.filename or default_file}: {e.strerror or e}"
+        print(f"{tool}: error: {message}", file=sys.stderr)
+        return 1
 
 
 def main(argv: Sequence[str] | None = None) -> int:

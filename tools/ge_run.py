@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from ge.errors import InputError
-from ge.tools.ge_opt import describe_error
+from ge.tools.ge_opt import run_reporting_errors
 
 
 def parser() -> argparse.ArgumentParser:
@@ -152,17 +152,7 @@ def run(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    try:
-        return run(args)
-    except Exception as e:
-        message = describe_error(e, args.model)
-        if message is None:
-            if isinstance(e, OSError):
-                message = f"{e.filename}: {e.strerror or e}"
-            else:
-                raise
-        print(f"ge-run: error: {message}", file=sys.stderr)
-        return 1
+    return run_reporting_errors("ge-run", lambda: run(args), args.model, None)
 
 
 if __name__ == "__main__":
