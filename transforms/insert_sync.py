@@ -379,7 +379,8 @@ def _prune(candidates: dict[Pair, list[Dep]], nested: dict[int, list[Pair]], inn
 
     for p in sorted(kept, key=lambda p: (p.carried, p.w - p.s, p.s, p.src, p.dst)):
         others = level([q for q in kept if q is not p])
-        if all(implied(d, others) for d in deps):
+        own = candidates[p]  # checked first: a pair that is needed fails on its own deps
+        if all(implied(d, others) for d in own) and all(implied(d, others) for d in deps if d not in own):
             kept.remove(p)
     return kept
 
