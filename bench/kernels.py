@@ -1,17 +1,18 @@
-"""Simulated cycles against the roofline bound, per kernel and per model.
+"""Simulated cycles against the roofline bound, per kernel and per model, with and without
+double buffering and multiple streams.
 
     python bench/kernels.py [--quick] [--models a,b] [--json bench/results/kernels.json]
 
 Each model (seeded random weights calibrated on the inputs, ATC's default `force_fp16`,
-target ascend910) is compiled
-to the isa level (... -> tile -> to-isa -> plan-local-memory -> insert-sync) twice -- with
-double buffering and with `to-isa{double-buffer=false}` -- and run once on the AI Core
-simulator. Per kernel: simulated cycles, the roofline bound the tiler recorded
+target ascend910) is compiled with `ge.compile` three ways and run once on the executor
+(every kernel on the AI Core simulator): as shipped (double buffering, streams), with
+`enable_single_stream`, and with `double_buffer=False` (`to-isa{double-buffer=false}`).
+Per kernel (as shipped): simulated cycles, the roofline bound the tiler recorded
 (`tile.bound`: max of the work at the Cube's / Vector's peak and the GM bytes at HBM
 bandwidth, on the cores the kernel uses), the ratio, and the Cube's utilization (busy
-cycles over cycles x cores). Per model: the sums (kernels run one after another, the single
-stream case) and what double buffering saves. resnet50's per-kernel table is printed in
-full. Cycles are simulated, so one run is exact; no timing noise.
+cycles over cycles x cores). Per model: the kernels' cycles one after another, the run's
+total with streams sharing the cores, single stream, and single-buffered. resnet50's
+per-kernel table is printed in full. Cycles are simulated: one run is exact, no noise.
 """
 
 from __future__ import annotations
@@ -19,73 +20,62 @@ from __future__ import annotations
 import json
 import sys
 
-import onnx
 from _common import markdown, parser
 
-from ge.dialects import isa
+import ge
 from ge.dialects.blobs import blob_scope
-from ge.frontend.onnx import import_model
-from ge.ir import run_passes
-from ge.runtime.simulator import IsaProgram
 from ge.testing import LIGHT_MODELS, calibrated_model, random_inputs
 
 MODELS = (*LIGHT_MODELS, "encoder_layer")
 QUICK = ("squeezenet", "resnet50", "encoder_layer")
-FRONT = "graph-optimize,assign-layouts,eliminate-trans-data,fuse,bufferize,tile"
-BACK = "to-isa{{double-buffer={db}}},plan-local-memory,insert-sync"
+VARIANTS = {"shipped": {}, "single_stream": {"enable_single_stream": True}, "single_buffer": {"double_buffer": False}}
 
 
-def simulate(model: onnx.ModelProto, double_buffer: bool) -> list[dict]:
-    module = import_model(model)
-    run_passes(module, FRONT + "," + BACK.format(db=str(double_buffer).lower()))
-    kernels = {op.sym_name.data: op for op in module.walk() if isinstance(op, isa.KernelOp)}
-    program = IsaProgram(module)
-    program.run(random_inputs(model, seed=2))
-    if program.sim.report.problems:
-        raise SystemExit(f"simulator problems: {program.sim.report.problems[:3]}")
-    rows = []
-    for stats in program.sim.report.kernels:
-        attrs = kernels[stats.name].attributes
-        bound = attrs.get("tile.bound")
-        kind = attrs.get("ge.kind")
-        rows.append({
-            "kernel": stats.name, "kind": kind.data if kind is not None else "",
-            "cycles": stats.cycles, "bound": bound.value.data if bound is not None else None,
-            "cores": stats.cores, "blocks": stats.blocks,
-            "cube_utilization": stats.utilization().get("M", 0.0),
-        })
-    return rows
+def simulate(model, inputs, **options):
+    compiled = ge.compile(model, ge.CompileOptions(keep_ir_text=False, **options))
+    compiled.run(inputs)
+    run = compiled.last_run
+    if run.problems:
+        raise SystemExit(f"simulator problems: {run.problems[:3]}")
+    return compiled, run
 
 
 def measure(name: str) -> dict:
     with blob_scope():
         model = calibrated_model(name)
-        double = simulate(model, True)
-        single = simulate(model, False)
-    cycles = sum(r["cycles"] for r in double)
-    bound = sum(r["bound"] or 0 for r in double)
-    cube = [r for r in double if r["kind"] == "cube_epilogue"]
+        inputs = random_inputs(model, seed=2)
+        runs = {v: simulate(model, inputs, **opts)[1] for v, opts in VARIANTS.items()}
+    shipped = runs["shipped"]
+    per_kernel = [{
+        "kernel": k.kernel, "node": k.node, "cycles": k.cycles, "bound": k.bound, "cores": k.cores,
+        "blocks": k.blocks, "stream": k.stream,
+        "cube_utilization": k.pipe_busy.get("M", 0.0) / (k.cycles * k.cores) if k.cycles else 0.0,
+    } for k in shipped.kernels]
+    cube = [k for k in per_kernel if k["cube_utilization"] > 0]
     return {
-        "model": name, "kernels": len(double), "cycles": cycles, "bound": bound,
-        "single_buffer_cycles": sum(r["cycles"] for r in single),
-        "cube_kernels": len(cube), "cube_cycles": sum(r["cycles"] for r in cube),
-        "cube_bound": sum(r["bound"] or 0 for r in cube),
-        "per_kernel": double,
+        "model": name, "kernels": len(per_kernel), "streams": shipped.streams,
+        "kernel_cycles": sum(k["cycles"] for k in per_kernel), "bound": sum(k["bound"] or 0 for k in per_kernel),
+        "total": shipped.total_cycles, "single_stream_total": runs["single_stream"].total_cycles,
+        "single_buffer_total": runs["single_buffer"].total_cycles,
+        "cube_kernels": len(cube), "cube_cycles": sum(k["cycles"] for k in cube),
+        "cube_bound": sum(k["bound"] or 0 for k in cube), "per_kernel": per_kernel,
     }
 
 
 def model_table(rows: list[dict]) -> str:
-    header = ["model", "kernels", "cycles", "roofline bound", "cycles / bound", "conv+matmul kernels: cycles / bound",
-              "single-buffered cycles", "double buffering saves"]
-    return markdown(header, ([r["model"], r["kernels"], f"{r['cycles']:,.0f}", f"{r['bound']:,.0f}",
-                              f"{r['cycles'] / r['bound']:.2f}", f"{r['cube_cycles']:,.0f} / {r['cube_bound']:,.0f}",
-                              f"{r['single_buffer_cycles']:,.0f}", f"{1 - r['cycles'] / r['single_buffer_cycles']:.0%}"]
+    header = ["model", "kernels", "kernel cycles", "roofline bound", "cycles / bound", "Cube kernels: cycles / bound",
+              "run, streams", "run, single stream", "run, single-buffered"]
+    return markdown(header, ([r["model"], r["kernels"], f"{r['kernel_cycles']:,.0f}", f"{r['bound']:,.0f}",
+                              f"{r['kernel_cycles'] / r['bound']:.2f}",
+                              f"{r['cube_cycles']:,.0f} / {r['cube_bound']:,.0f}",
+                              f"{r['total']:,.0f} ({r['streams']} streams)", f"{r['single_stream_total']:,.0f}",
+                              f"{r['single_buffer_total']:,.0f} (+{r['single_buffer_total'] / r['total'] - 1:.0%})"]
                              for r in rows))
 
 
 def kernel_table(row: dict) -> str:
-    header = ["kernel", "kind", "blocks / cores", "cycles", "bound", "cycles / bound", "Cube utilization"]
-    body = ([k["kernel"], k["kind"], f"{k['blocks']} / {k['cores']}", f"{k['cycles']:,.0f}", f"{k['bound'] or 0:,.0f}",
+    header = ["kernel", "nodes", "blocks / cores", "cycles", "bound", "cycles / bound", "Cube utilization"]
+    body = ([k["kernel"], k["node"], f"{k['blocks']} / {k['cores']}", f"{k['cycles']:,.0f}", f"{k['bound'] or 0:,.0f}",
              f"{k['cycles'] / k['bound']:.2f}" if k["bound"] else "-", f"{k['cube_utilization']:.0%}"]
             for k in row["per_kernel"])
     return f"{row['model']}, per kernel (ascend910, force_fp16):\n\n" + markdown(header, body)
@@ -97,7 +87,7 @@ def main(argv: list[str] | None = None) -> None:
     rows = []
     for name in names:
         rows.append(measure(name))
-        print(f"{name}: {rows[-1]['cycles']:,.0f} cycles", file=sys.stderr)
+        print(f"{name}: {rows[-1]['total']:,.0f} cycles", file=sys.stderr)
     print(model_table(rows))
     for r in rows:
         if r["model"] == "resnet50":

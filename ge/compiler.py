@@ -61,6 +61,7 @@ class CompileOptions:
     kernel_level: str = "isa"
     dump_ir: str | None = None  # a directory: the IR after every stage, re-parsable by ge-opt
     keep_ir_text: bool = True  # store the task-level IR in the model file (for inspection)
+    double_buffer: bool = True  # ge's own switch (not ATC's): to-isa{double-buffer=false} to measure what it buys
 
 
 Progress = Callable[[str, int, int], None]  # (stage, number of stages done, total)
@@ -154,7 +155,8 @@ def pass_stages(options: CompileOptions, target: targets.Target) -> list[tuple[s
         ("tile", _pass("tile", target=target.name)),
     ]
     if options.kernel_level == "isa":
-        stages += [(name, _pass(name)) for name in ISA_STAGES]
+        stages += [(name, _pass(name, double_buffer=options.double_buffer) if name == "to-isa" else _pass(name))
+                   for name in ISA_STAGES]
     return stages
 
 
