@@ -159,7 +159,7 @@ def test_two_streams_beat_one(level):
     assert cycles[False] < cycles[True], f"two streams {cycles[False]} cycles, one stream {cycles[True]}"
 
 
-@pytest.mark.parametrize("level", ["tile", pytest.param("isa", marks=[*ISA.marks, pytest.mark.slow])])
+@pytest.mark.parametrize("level", ["tile", pytest.param("isa", marks=pytest.mark.slow)])
 def test_schedule_of_a_branchy_light_model_respects_dependencies(level):
     from ge.testing import light_model_path, random_inputs, with_random_weights
 
