@@ -33,7 +33,9 @@ that share bytes are ordered too.
    that always runs, or inside the loops holding them); barriers go as late as possible.
 5. Event ids: pairs of one (set pipe, wait pipe) whose lifetimes (set to wait; a
    loop-carried pair: the whole loop) overlap get different ids, at most eight; the least
-   recently used free id is taken, so ids are reused as late as possible.
+   recently used free id is taken, so ids are reused as late as possible. When more than
+   eight would be live, the two nearest pairs of one block merge into one (set after both
+   sets, waited before both waits) until the ids suffice.
 
 The analysis is conservative: what it cannot prove disjoint or ordered gets a pair or a
 barrier. A kernel that already has sync ops is left as it is.
@@ -41,8 +43,9 @@ barrier. A kernel that already has sync ops is left as it is.
 
 from __future__ import annotations
 
+import itertools
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from xdsl.context import Context
 from xdsl.dialects import scf
@@ -73,6 +76,11 @@ PIPELINED = {isa.Pipe.V, isa.Pipe.MTE1, isa.Pipe.MTE2, isa.Pipe.MTE3, isa.Pipe.F
 
 class SyncError(PassFailedException, GeError):
     """insert-sync cannot synchronize a kernel (unplaced buffers, too many events)."""
+
+
+class _TooManyEvents(Exception):
+    def __init__(self, src: isa.Pipe, dst: isa.Pipe):
+        self.src, self.dst = src, dst
 
 
 @dataclass(frozen=True)
@@ -468,10 +476,7 @@ def _events(kernel: isa.KernelOp, pairs: list[Pair]) -> dict[Pair, int]:
             start, end = span(p)
             free = [e for e in range(isa.EVENT_IDS) if last_end[e] < start]
             if not free:
-                raise SyncError(
-                    f"insert-sync: {describe_kernel(kernel)}: more than {isa.EVENT_IDS} {src.value} -> {dst.value} "
-                    "events are live at once"
-                )
+                raise _TooManyEvents(src, dst)
             e = min(free, key=lambda e: (last_end[e], e))
             ids[p] = e
             last_end[e] = end
@@ -566,7 +571,46 @@ def insert_sync(kernel: isa.KernelOp, target: targets.Target) -> None:
         same = [d for d in deps if d.src == d.dst]
         if same:
             barriers += _barriers(same, level, bars)
-    _emit(pairs, _events(kernel, pairs), barriers)
+    while True:
+        try:
+            ids = _events(kernel, pairs)
+            break
+        except _TooManyEvents as e:
+            if not _merge_closest(pairs, e.src, e.dst):
+                raise SyncError(f"insert-sync: {describe_kernel(kernel)}: more than {isa.EVENT_IDS} "
+                                f"{e.src.value} -> {e.dst.value} events are live at once") from None
+    _emit(pairs, ids, barriers)
+
+
+def _merge_closest(pairs: list[Pair], src: isa.Pipe, dst: isa.Pipe) -> bool:
+    """Step 5's fallback when more than eight pairs of one pipe pair are live at once: the
+    two nearest pairs of one block (and loop) become one, set after the later of their
+    sets and waited before the earlier of their waits -- it orders everything both did, at
+    the price of some overlap (e.g. a kernel double-buffering five inputs needs ten
+    carried V -> MTE2 pairs; merged, the loads of one slot wait together). False when no
+    two pairs can merge."""
+    groups: dict[tuple, list[Pair]] = defaultdict(list)
+    for p in pairs:
+        if (p.src, p.dst) == (src, dst):
+            groups[(p.block, p.loop, p.carried)].append(p)
+    best = None
+    for group in groups.values():
+        group.sort(key=lambda p: (p.w, p.s))
+        for a, b in itertools.pairwise(group):
+            s, w = max(a.s, b.s), min(a.w, b.w)
+            if not a.carried and s >= w:
+                continue  # a forward pair's set must come before its wait
+            cost = abs(a.s - b.s) + abs(a.w - b.w)
+            if best is None or cost < best[0]:
+                best = (cost, a, b, replace(a, s=s, w=w))
+    if best is None:
+        return False
+    _, a, b, merged = best
+    pairs.remove(a)
+    pairs.remove(b)
+    if merged not in pairs:
+        pairs.append(merged)
+    return True
 
 
 @dataclass(frozen=True)

@@ -77,6 +77,22 @@ def elementwise():
     return _model(nodes, [_tensor("x", [3, 70]), _tensor("z", [3, 70])], [_tensor("y", [3, 70])])
 
 
+def pool_batch_norm():
+    """densenet's transition pattern: max pool, then BN + ReLU on the pooled map (a BN
+    that folds into no conv), both results used. Its kernel double-buffers five UB inputs
+    (the map and four per-channel vectors): ten loop-carried V -> MTE2 pairs."""
+    c = 64
+    s, b, m, v = RNG.random(c) + 0.5, RNG.standard_normal(c), RNG.standard_normal(c), RNG.random(c) + 0.5
+    w1, w2 = RNG.standard_normal((16, c, 1, 1)) * 0.1, RNG.standard_normal((16, c, 1, 1)) * 0.1
+    nodes = [helper.make_node("MaxPool", ["x"], ["p"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
+             helper.make_node("BatchNormalization", ["p", "s", "b", "m", "v"], ["n"]),
+             helper.make_node("Relu", ["n"], ["r"]),
+             helper.make_node("Conv", ["p", "w1"], ["c1"]), helper.make_node("Conv", ["r", "w2"], ["c2"]),
+             helper.make_node("Add", ["c1", "c2"], ["y"])]
+    inits = [_init(n, a) for n, a in (("s", s), ("b", b), ("m", m), ("v", v), ("w1", w1), ("w2", w2))]
+    return _model(nodes, [_tensor("x", [1, c, 112, 112])], [_tensor("y", [1, 16, 56, 56])], inits, opset=13)
+
+
 CASES = {f.__name__: f for f in (conv_epilogue, matmul_bias, pools, softmax, layer_norm, elementwise)}
 
 
@@ -143,3 +159,24 @@ def test_deleting_any_sync_op_or_pair_of_compiled_kernels_is_caught(capsys):
               f"deleted {pairs_tried} set/wait pairs, {pairs_caught} left a data hazard")
     assert not missed, "\n".join(missed)
     assert tried > 40 and pairs_tried > 15
+
+
+def test_more_than_eight_live_events_merge_pairs(monkeypatch):
+    """Without merging, insert-sync would need ten V -> MTE2 event ids for the kernel of
+    pool_batch_norm; merged, it runs hazard-free and matches the graph level."""
+    from ge.transforms import insert_sync
+
+    model = pool_batch_norm()
+    inputs = _inputs(model)
+    with monkeypatch.context() as patch:
+        patch.setattr(insert_sync, "_merge_closest", lambda *args: False)
+        with pytest.raises(insert_sync.SyncError, match="more than 8 V -> MTE2 events"):
+            _compiled(model, "force_fp16", inputs)
+    module, reference = _compiled(model, "force_fp16", inputs)
+    ids = {op.event.value.data for op in module.walk() if isinstance(op, isa.SetFlagOp)
+           and (op.src_pipe.data, op.dst_pipe.data) == (isa.Pipe.V, isa.Pipe.MTE2)}
+    assert max(ids) == isa.EVENT_IDS - 1
+    outputs, report = _run(module, inputs)
+    assert report.problems == []
+    scale = float(np.abs(reference[0].astype(np.float64)).max())
+    assert float(np.abs(outputs[0].astype(np.float64) - reference[0]).max()) / scale <= 1e-2
