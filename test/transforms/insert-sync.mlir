@@ -210,12 +210,12 @@ builtin.module attributes {ge.target = "ascend910"} {
 
 // -----
 
-// Five double-buffered inputs read by the Vector unit: ten loop-carried V -> MTE2 pairs
-// (refill a buffer only after the previous read of it) would need ten event ids; the
-// nearest pairs merge (set after both reads, waited before both loads) until eight ids
-// suffice, and the kernel is still fully ordered (no id above 7, no error).
+// Six double-buffered inputs read by five Vector instructions per slot: ten loop-carried
+// V -> MTE2 pairs (refill a buffer only after its last read) would be live at once, two
+// more than the eight event ids; the nearest pairs merge (set after both reads, waited
+// before both loads) until eight ids suffice.
 builtin.module attributes {ge.target = "ascend910"} {
-  isa.kernel @five_inputs ins(%x: memref<8192xf16, #isa.space<gm>>) outs(%y: memref<8192xf16, #isa.space<gm>>) block_dim 1 {
+  isa.kernel @six_inputs ins(%x: memref<8192xf16, #isa.space<gm>>) outs(%y: memref<8192xf16, #isa.space<gm>>) block_dim 1 {
     %c0 = arith.constant 0 : index
     %c2 = arith.constant 2 : index
     %c8 = arith.constant 8 : index
@@ -225,6 +225,7 @@ builtin.module attributes {ge.target = "ascend910"} {
     %a2, %b2 = isa.buffer offset 1024 slots 2 : memref<128xf16, #isa.space<ub>>
     %a3, %b3 = isa.buffer offset 1536 slots 2 : memref<128xf16, #isa.space<ub>>
     %a4, %b4 = isa.buffer offset 2048 slots 2 : memref<128xf16, #isa.space<ub>>
+    %a5, %b5 = isa.buffer offset 2560 slots 2 : memref<128xf16, #isa.space<ub>>
     %o = isa.buffer offset 8192 : memref<128xf16, #isa.space<ub>>
     scf.for %t = %c0 to %c8 step %c2 {
       isa.copy_gm_to_ub %x[%c128] to %a0 sizes [128] : memref<8192xf16, #isa.space<gm>> to memref<128xf16, #isa.space<ub>>
@@ -232,26 +233,30 @@ builtin.module attributes {ge.target = "ascend910"} {
       isa.copy_gm_to_ub %x[%c128] to %a2 sizes [128] : memref<8192xf16, #isa.space<gm>> to memref<128xf16, #isa.space<ub>>
       isa.copy_gm_to_ub %x[%c128] to %a3 sizes [128] : memref<8192xf16, #isa.space<gm>> to memref<128xf16, #isa.space<ub>>
       isa.copy_gm_to_ub %x[%c128] to %a4 sizes [128] : memref<8192xf16, #isa.space<gm>> to memref<128xf16, #isa.space<ub>>
+      isa.copy_gm_to_ub %x[%c128] to %a5 sizes [128] : memref<8192xf16, #isa.space<gm>> to memref<128xf16, #isa.space<ub>>
       isa.vadd %o, %a0, %a1 repeat 1 : memref<128xf16, #isa.space<ub>>, memref<128xf16, #isa.space<ub>>, memref<128xf16, #isa.space<ub>>
       isa.vadd %o, %o, %a2 repeat 1 : memref<128xf16, #isa.space<ub>>, memref<128xf16, #isa.space<ub>>, memref<128xf16, #isa.space<ub>>
       isa.vadd %o, %o, %a3 repeat 1 : memref<128xf16, #isa.space<ub>>, memref<128xf16, #isa.space<ub>>, memref<128xf16, #isa.space<ub>>
       isa.vadd %o, %o, %a4 repeat 1 : memref<128xf16, #isa.space<ub>>, memref<128xf16, #isa.space<ub>>, memref<128xf16, #isa.space<ub>>
+      isa.vadd %o, %o, %a5 repeat 1 : memref<128xf16, #isa.space<ub>>, memref<128xf16, #isa.space<ub>>, memref<128xf16, #isa.space<ub>>
       isa.copy_ub_to_gm %o to %y[%c128] sizes [128] : memref<128xf16, #isa.space<ub>> to memref<8192xf16, #isa.space<gm>>
       isa.copy_gm_to_ub %x[%c128] to %b0 sizes [128] : memref<8192xf16, #isa.space<gm>> to memref<128xf16, #isa.space<ub>>
       isa.copy_gm_to_ub %x[%c128] to %b1 sizes [128] : memref<8192xf16, #isa.space<gm>> to memref<128xf16, #isa.space<ub>>
       isa.copy_gm_to_ub %x[%c128] to %b2 sizes [128] : memref<8192xf16, #isa.space<gm>> to memref<128xf16, #isa.space<ub>>
       isa.copy_gm_to_ub %x[%c128] to %b3 sizes [128] : memref<8192xf16, #isa.space<gm>> to memref<128xf16, #isa.space<ub>>
       isa.copy_gm_to_ub %x[%c128] to %b4 sizes [128] : memref<8192xf16, #isa.space<gm>> to memref<128xf16, #isa.space<ub>>
+      isa.copy_gm_to_ub %x[%c128] to %b5 sizes [128] : memref<8192xf16, #isa.space<gm>> to memref<128xf16, #isa.space<ub>>
       isa.vadd %o, %b0, %b1 repeat 1 : memref<128xf16, #isa.space<ub>>, memref<128xf16, #isa.space<ub>>, memref<128xf16, #isa.space<ub>>
       isa.vadd %o, %o, %b2 repeat 1 : memref<128xf16, #isa.space<ub>>, memref<128xf16, #isa.space<ub>>, memref<128xf16, #isa.space<ub>>
       isa.vadd %o, %o, %b3 repeat 1 : memref<128xf16, #isa.space<ub>>, memref<128xf16, #isa.space<ub>>, memref<128xf16, #isa.space<ub>>
       isa.vadd %o, %o, %b4 repeat 1 : memref<128xf16, #isa.space<ub>>, memref<128xf16, #isa.space<ub>>, memref<128xf16, #isa.space<ub>>
+      isa.vadd %o, %o, %b5 repeat 1 : memref<128xf16, #isa.space<ub>>, memref<128xf16, #isa.space<ub>>, memref<128xf16, #isa.space<ub>>
       isa.copy_ub_to_gm %o to %y[%c128] sizes [128] : memref<128xf16, #isa.space<ub>> to memref<8192xf16, #isa.space<gm>>
     }
   }
 }
 
-// CHECK-LABEL: isa.kernel @five_inputs
+// CHECK-LABEL: isa.kernel @six_inputs
 // CHECK-NOT:     {{\[}}V, MTE2, {{[89]}}{{\]}}
 // CHECK:         isa.set_flag [V, MTE2, 7]
 // CHECK-NOT:     {{\[}}V, MTE2, {{[89]}}{{\]}}
