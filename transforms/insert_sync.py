@@ -171,28 +171,35 @@ def dependencies(kernel: isa.KernelOp, instrs: list[Instr]) -> set[Dep]:
                 out.append((p, q))
         return out
 
-    def overlap(a: Instr, b: Instr, block: Block, loop: scf.ForOp | None, later: bool) -> bool:
-        return any(may_overlap(p, q, block, loop, later, kernel) for p, q in candidates(a, b))
+    def overlap(cands: list[tuple], block: Block, loop: scf.ForOp | None, later: bool) -> bool:
+        return any(may_overlap(p, q, block, loop, later, kernel) for p, q in cands)
 
+    loop_of: dict[Block, scf.ForOp | None] = {}
     for i, first in enumerate(instrs):
         for second in instrs[i:]:
+            forward = candidates(first, second)
+            if not forward:
+                continue  # no common byte with a write, in any iteration
+            backward = [(q, p) for p, q in forward]
             d = 0
             while d < len(first.path) - 1 and first.path[d] is second.path[d]:
                 d += 1
             block = first.path[d].parent_block()
             assert block is not None
             same_run = False
-            if first is not second and overlap(first, second, block, None, False):
+            if first is not second and overlap(forward, block, None, False):
                 same_run = True
                 deps.add(Dep(block, None, first.pipe, second.pipe, path_in(first, block), path_in(second, block), False))
-            loop = _repeating_loop(block)
+            if block not in loop_of:
+                loop_of[block] = _repeating_loop(block)
+            loop = loop_of[block]
             if loop is None:
                 continue
             body = loop.body.block
             xs, ys = path_in(first, body), path_in(second, body)
-            if overlap(second, first, body, loop, True):
+            if overlap(backward, body, loop, True):
                 deps.add(Dep(body, loop, second.pipe, first.pipe, ys, xs, True))
-            if first is not second and not same_run and overlap(first, second, body, loop, True):
+            if first is not second and not same_run and overlap(forward, body, loop, True):
                 carried = xs[0] == ys[0]
                 deps.add(Dep(body, loop if carried else None, first.pipe, second.pipe, xs, ys, carried))
     return {d for d in deps if d.src != d.dst or d.src in PIPELINED}
@@ -214,6 +221,7 @@ class Level:
     nested: dict[int, list[Pair]]
     inner: dict[int, Level] = field(default_factory=dict)
     always: set[int] = field(default_factory=set)  # nested loops that run at least once
+    memo: dict = field(default_factory=dict, repr=False, compare=False)  # `_inside` results on this body
 
 
 # Program points inside a block are (gap, phase): gap g is between ops g-1 and g; in a gap
@@ -299,6 +307,13 @@ def _inside(level: Level, at: int, pipe: isa.Pipe, pos: tuple, waited: bool) -> 
     if inner is None or pos > (at, 1):
         return set()
     before = (at, 0) > pos
+    key = (pipe, before, waited)  # all the answer depends on (the body's pairs are fixed)
+    if key not in inner.memo:
+        inner.memo[key] = _inside_body(inner, pipe, before, waited)
+    return inner.memo[key]
+
+
+def _inside_body(inner: Level, pipe: isa.Pipe, before: bool, waited: bool) -> set[tuple]:
     start = (pipe, (-1, 0))
     todo, seen, out = [start], {start}, set()
     while todo:
