@@ -409,6 +409,14 @@ def _prune(candidates: dict[Pair, list[Dep]], nested: dict[int, list[Pair]], inn
 
 
 Barriers = dict[Block, dict[isa.Pipe, set[int]]]  # block -> pipe -> gaps holding a barrier
+_LOOPS: dict[Block, list[tuple[int, scf.ForOp]]] = {}  # per kernel (cleared by insert_sync)
+
+
+def _running_loops(block: Block) -> list[tuple[int, scf.ForOp]]:
+    """(index, loop) of the loops in `block` that run at least once."""
+    if block not in _LOOPS:
+        _LOOPS[block] = [(i, op) for i, op in enumerate(block.ops) if isinstance(op, scf.ForOp) and min_trips(op) >= 1]
+    return _LOOPS[block]
 
 
 def _has_barrier(block: Block, pipe: isa.Pipe, bars: Barriers, lo: int | None = None, hi: int | None = None) -> bool:
@@ -416,9 +424,8 @@ def _has_barrier(block: Block, pipe: isa.Pipe, bars: Barriers, lo: int | None = 
     hi -- or inside a loop strictly between them that runs at least once?"""
     if any((lo is None or g > lo) and (hi is None or g <= hi) for g in bars.get(block, {}).get(pipe, ())):
         return True
-    for i, op in enumerate(block.ops):
-        if (isinstance(op, scf.ForOp) and (lo is None or i > lo) and (hi is None or i < hi) and min_trips(op) >= 1
-                and _has_barrier(op.body.block, pipe, bars)):
+    for i, op in _running_loops(block):
+        if (lo is None or i > lo) and (hi is None or i < hi) and _has_barrier(op.body.block, pipe, bars):
             return True
     return False
 
@@ -547,6 +554,7 @@ def _depth(block: Block) -> int:
 def insert_sync(kernel: isa.KernelOp, target: targets.Target) -> None:
     if any(isinstance(op, isa.SYNC_OPS) for op in kernel_ops(kernel.body.block)):
         return
+    _LOOPS.clear()
     try:
         instrs = instructions(kernel, target)
     except UnplacedBufferError as e:
@@ -594,6 +602,7 @@ def insert_sync(kernel: isa.KernelOp, target: targets.Target) -> None:
             if not _merge_closest(pairs, e.src, e.dst):
                 raise SyncError(f"insert-sync: {describe_kernel(kernel)}: more than {isa.EVENT_IDS} "
                                 f"{e.src.value} -> {e.dst.value} events are live at once") from None
+    _LOOPS.clear()
     _emit(pairs, ids, barriers)
 
 
