@@ -38,12 +38,16 @@ that share bytes are ordered too.
    sets, waited before both waits) until the ids suffice.
 
 The analysis is conservative: what it cannot prove disjoint or ordered gets a pair or a
-barrier. A kernel that already has sync ops is left as it is.
+barrier. A kernel that already has sync ops is left as it is. Kernels whose bodies are the
+same but for SSA names (repeated layers: resnet50's 58 kernels are 29 different ones) are
+analysed once; the others get the same sync ops at the same places.
 """
 
 from __future__ import annotations
 
+import io
 import itertools
+import re
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
 
@@ -52,6 +56,7 @@ from xdsl.dialects import scf
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Operation
 from xdsl.passes import ModulePass
+from xdsl.printer import Printer
 from xdsl.utils.exceptions import PassFailedException
 
 from ge import targets
@@ -646,6 +651,47 @@ class InsertSyncPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         target = module_target(op)
-        for kernel in op.walk():
-            if isinstance(kernel, isa.KernelOp):
+        done: dict[str, isa.KernelOp] = {}
+        for kernel in [k for k in op.walk() if isinstance(k, isa.KernelOp)]:
+            if any(isinstance(o, isa.SYNC_OPS) for o in kernel_ops(kernel.body.block)):
+                continue
+            key = structure_key(kernel)
+            twin = done.get(key)
+            if twin is None:
                 insert_sync(kernel, target)
+                done[key] = kernel
+            else:
+                replay_sync(twin.body.block, kernel.body.block)
+
+
+_NAME = re.compile(r"%[\w.$-]+")
+
+
+def structure_key(kernel: isa.KernelOp) -> str:
+    """The kernel's body as text with its SSA names numbered in order of appearance: two
+    kernels with one key have the same instructions, buffers, offsets and loops (resnet50's
+    58 kernels have 29 keys), so they need the same synchronization."""
+    text = io.StringIO()
+    Printer(stream=text).print_region(kernel.body)
+    ids: dict[str, str] = {}
+    return _NAME.sub(lambda m: ids.setdefault(m.group(0), f"%{len(ids)}"), text.getvalue())
+
+
+def replay_sync(src: Block, dst: Block) -> None:
+    """Give `dst` (the same ops as `src` had before insert-sync) `src`'s sync ops, at the
+    same places in every nested block."""
+    ops = list(dst.ops)
+    j = 0
+    for op in list(src.ops):
+        if isinstance(op, isa.SYNC_OPS):
+            copy = op.clone()
+            if j < len(ops):
+                dst.insert_op_before(copy, ops[j])
+            else:
+                dst.add_op(copy)
+            continue
+        twin = ops[j]
+        j += 1
+        for r1, r2 in zip(op.regions, twin.regions):
+            for b1, b2 in zip(r1.blocks, r2.blocks):
+                replay_sync(b1, b2)

@@ -180,3 +180,39 @@ def test_more_than_eight_live_events_merge_pairs(monkeypatch):
     assert report.problems == []
     scale = float(np.abs(reference[0].astype(np.float64)).max())
     assert float(np.abs(outputs[0].astype(np.float64) - reference[0]).max()) / scale <= 1e-2
+
+
+def test_identical_kernels_get_the_synchronization_of_their_own_analysis():
+    """insert-sync analyses each distinct kernel body once and replays its sync ops on the
+    kernels with the same body (repeated layers): the result is what analysing every
+    kernel gives."""
+    from ge.ir import parse_module, print_module
+    from ge.targets import load_target
+    from ge.transforms.insert_sync import insert_sync, structure_key
+
+    model = CASES["conv_epilogue"]()
+    module, _ = _compiled(model, "force_fp16", _inputs(model))
+    text = print_module(module)
+    kernels = [op for op in module.walk() if isinstance(op, isa.KernelOp)]
+    # a second, renamed copy of every kernel in one module, before insert-sync
+    bare = parse_module(text)
+    for op in [o for o in bare.walk() if isinstance(o, (isa.SetFlagOp, isa.WaitFlagOp, isa.PipeBarrierOp))]:
+        op.detach()
+        op.erase()
+    first = [op for op in bare.walk() if isinstance(op, isa.KernelOp)]
+    for k in first:
+        twin = k.clone()
+        twin.sym_name = StringAttr(k.sym_name.data + "_twin")
+        bare.body.block.add_op(twin)
+    assert len({structure_key(k) for k in first}) == len(first)
+    run_passes(bare, "insert-sync")
+    target = load_target("ascend910")
+    for k in [op for op in bare.walk() if isinstance(op, isa.KernelOp) and op.sym_name.data.endswith("_twin")]:
+        alone = k.clone()
+        for op in [o for o in alone.walk() if isinstance(o, (isa.SetFlagOp, isa.WaitFlagOp, isa.PipeBarrierOp))]:
+            op.detach()
+            op.erase()
+        insert_sync(alone, target)
+        assert any(isinstance(op, isa.SetFlagOp) for op in k.walk())
+        assert structure_key(alone) == structure_key(k)  # the same sync ops at the same places
+    assert len(kernels) == len(first)
