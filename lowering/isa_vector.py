@@ -42,6 +42,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 from xdsl.dialects.builtin import FloatAttr, IntegerAttr, StringAttr, TensorType, f32, f64, i64
 from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.utils.exceptions import PassFailedException
 
 from ge.dialects import isa
 from ge.dialects import layout as lt
@@ -53,7 +54,7 @@ from ge.lowering.index_builder import Index
 UB = isa.MemSpace.UB
 
 
-class VectorLoweringError(GeError):
+class VectorLoweringError(PassFailedException, GeError):
     """A `tile.vector` region uses something the isa vector lowering cannot emit."""
 
 

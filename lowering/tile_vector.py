@@ -516,6 +516,7 @@ def build_region(kern: VectorKernel, tiles: Sequence[int]) -> tuple[Block, list[
             result_types=[tile_type(r.type, kern.shape(r, tiles)) for r in op.results],
             properties=dict(op.properties), attributes=dict(op.attributes),
         )
+        new.location = op.location  # the ONNX node, for messages from later levels
         for r, nr in zip(op.results, new.results):
             nr.name_hint = r.name_hint
             mapping[r] = nr

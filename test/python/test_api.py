@@ -122,6 +122,15 @@ def test_lowering_refusal_names_model_stage_and_node():
         ge.compile(slice_model(), ge.CompileOptions(kernel_level="tile"))
 
 
+def test_vector_lowering_refusal_names_the_op_and_node():
+    nodes = [helper.make_node("Sin", ["x"], ["s"], name="my_sin"), helper.make_node("Relu", ["s"], ["y"], name="r")]
+    graph = helper.make_graph(nodes, "sin", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 64])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 64])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    with pytest.raises(ge.CompileError, match=r"sin: to-isa failed: no isa vector lowering for 1 op\(s\) .*graph\.sin %s \(node my_sin\)"):
+        ge.compile(model)
+
+
 def test_fusion_switch_file_changes_the_kernels(tmp_path):
     switch = tmp_path / "switch.cfg"
     switch.write_text("ALL:off\n")
