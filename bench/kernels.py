@@ -32,19 +32,20 @@ VARIANTS = {"shipped": {}, "single_stream": {"enable_single_stream": True}, "sin
 
 
 def simulate(model, inputs, **options):
+    """The executor's report of one run of the model compiled with `options`."""
     compiled = ge.compile(model, ge.CompileOptions(keep_ir_text=False, **options))
     compiled.run(inputs)
     run = compiled.last_run
     if run.problems:
         raise SystemExit(f"simulator problems: {run.problems[:3]}")
-    return compiled, run
+    return run
 
 
 def measure(name: str) -> dict:
     with blob_scope():
         model = calibrated_model(name)
         inputs = random_inputs(model, seed=2)
-        runs = {v: simulate(model, inputs, **opts)[1] for v, opts in VARIANTS.items()}
+        runs = {v: simulate(model, inputs, **opts) for v, opts in VARIANTS.items()}
     shipped = runs["shipped"]
     per_kernel = [{
         "kernel": k.kernel, "node": k.node, "cycles": k.cycles, "bound": k.bound, "cores": k.cores,

@@ -7,11 +7,13 @@ lowering/isa_builder.py): constants are created once at the top of the kernel, a
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import ClassVar
 
-from xdsl.dialects import arith
+from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import IndexType, IntegerAttr
-from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 Index = int | SSAValue  # a static or a dynamic index
 
@@ -42,17 +44,35 @@ class IndexBuilder:
             op = arith.ConstantOp(IntegerAttr(int(value), ty))
             if ty == IndexType():
                 op.result.name_hint = f"c{value}" if value >= 0 else f"cm{-value}"
-            if self._anchor is None:
-                first = self.top.first_op
-                if first is None:
-                    self.top.add_op(op)
-                else:
-                    self.top.insert_op_before(op, first)
-            else:
-                self.top.insert_op_after(op, self._anchor)
+            self.insert_at_top(op, self._anchor)
             self._anchor = op
             self.constants[key] = op.result
         return self.constants[key]
+
+    def insert_at_top(self, op: Operation, after: Operation | None) -> None:
+        """Put `op` in the kernel's top block right after `after`, or first without it."""
+        if after is not None:
+            self.top.insert_op_after(op, after)
+        elif self.top.first_op is None:
+            self.top.add_op(op)
+        else:
+            self.top.insert_op_before(op, self.top.first_op)
+
+    @contextmanager
+    def loop(self, lo: Index, hi: Index, step: int = 1, name: str = "i",
+             attributes: dict[str, Attribute] | None = None) -> Iterator[SSAValue]:
+        """`scf.for` from lo to hi; ops built inside the `with` go into its body."""
+        body = Block(arg_types=[IndexType()])
+        body.args[0].name_hint = name
+        op = self.add(scf.ForOp(self.value(lo), self.value(hi), self.const(step), [], Region(body)))
+        op.attributes.update(attributes or {})
+        outer = self.at
+        self.at = body
+        try:
+            yield body.args[0]
+        finally:
+            body.add_op(scf.YieldOp())
+            self.at = outer
 
     def value(self, x: Index) -> SSAValue:
         return self.const(x) if isinstance(x, int) else x

@@ -19,9 +19,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
-from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import IndexType, IntegerAttr, i1, i64
-from xdsl.ir import Attribute, Block, Region, SSAValue
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import IntegerAttr, i1, i64
+from xdsl.ir import Attribute, SSAValue
 
 from ge.dialects import isa
 from ge.lowering.index_builder import Index, IndexBuilder
@@ -95,14 +95,7 @@ class IsaBuilder(IndexBuilder):
         for o in self.top.ops:
             if isinstance(o, arith.ConstantOp | isa.BufferOp):
                 last = o
-        if last is None:
-            first = self.top.first_op
-            if first is None:
-                self.top.add_op(op)
-            else:
-                self.top.insert_op_before(op, first)
-        else:
-            self.top.insert_op_after(op, last)
+        self.insert_at_top(op, last)
         if name:
             for r in op.slots:
                 r.name_hint = name
@@ -119,18 +112,9 @@ class IsaBuilder(IndexBuilder):
              max_trips: int | None = None) -> Iterator[SSAValue]:
         """`scf.for` from lo to hi; ops built inside the `with` go into its body.
         `max_trips` records a bound on its iterations that the IR does not show."""
-        body = Block(arg_types=[IndexType()])
-        body.args[0].name_hint = name
-        op = self.add(scf.ForOp(self.value(lo), self.value(hi), self.const(step), [], Region(body)))
-        if max_trips is not None:
-            op.attributes[isa.MAX_TRIPS_ATTR] = IntegerAttr(max_trips, i64)
-        outer = self.at
-        self.at = body
-        try:
-            yield body.args[0]
-        finally:
-            body.add_op(scf.YieldOp())
-            self.at = outer
+        attrs = {} if max_trips is None else {isa.MAX_TRIPS_ATTR: IntegerAttr(max_trips, i64)}
+        with super().loop(lo, hi, step, name, attrs) as iv:
+            yield iv
 
     def pipelined(self, lo: Index, hi: Index, slots: int, body: Callable[[Index, int], None], name: str = "t") -> None:
         """Iterations lo .. hi-1 with `slots`-buffered buffers: `body(iteration, slot)` is

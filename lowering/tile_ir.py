@@ -8,12 +8,11 @@ created once at the top of the kernel, `x * 1`, `x + 0` and `c1 * c2` never reac
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 
-from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import BoolAttr, IndexType, MemRefType, TensorType, i1
-from xdsl.ir import Attribute, Block, Region, SSAValue
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import BoolAttr, MemRefType, TensorType, i1
+from xdsl.ir import Attribute, SSAValue
 
 from ge.dialects import layout as lt
 from ge.dialects import tile as t
@@ -67,21 +66,6 @@ class KernelBuilder(IndexBuilder):
         dst_offsets = dst_offsets if dst_offsets is not None else [0] * ty.get_num_dims()
         self.add(t.CopyOp(src, [self.value(o) for o in src_offsets], dst, [self.value(o) for o in dst_offsets],
                           sizes, strides, perm, pad))
-
-    @contextmanager
-    def loop(self, lo: Index, hi: Index, step: int = 1, name: str = "i") -> Iterator[SSAValue]:
-        """`scf.for` from lo to hi; ops built inside the `with` go into its body."""
-        body = Block(arg_types=[IndexType()])
-        body.args[0].name_hint = name
-        op = scf.ForOp(self.value(lo), self.value(hi), self.const(step), [], Region(body))
-        self.add(op)
-        outer = self.at
-        self.at = body
-        try:
-            yield body.args[0]
-        finally:
-            body.add_op(scf.YieldOp())
-            self.at = outer
 
     def block_range(self, total: int, blocks: int) -> tuple[Index, Index]:
         """The [lo, hi) share of `total` items of this core when `blocks` cores split them."""

@@ -34,7 +34,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
-from xdsl.dialects import arith, func, scf
+from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import IndexType, IntegerAttr, MemRefType, ModuleOp, StringAttr, i1
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.passes import ModulePass
@@ -631,12 +631,6 @@ def lower_module(module: ModuleOp, target: targets.Target, double_buffer: bool =
             op.parent_block().insert_op_before(launch, op)
             op.detach()
             op.erase()
-
-
-def _function_ops(module: ModuleOp) -> Iterator[func.FuncOp]:
-    for op in module.body.block.ops:
-        if isinstance(op, func.FuncOp):
-            yield op
 
 
 @dataclass(frozen=True)
