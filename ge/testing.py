@@ -276,3 +276,284 @@ def calibrated_model(name: str, seed: int = 1, input_seed: int = 2) -> onnx.Mode
     inputs: f16 stays finite and well-conditioned through deep nets (benchmarks use it)."""
     model = encoder_layer_model() if name == "encoder_layer" else with_random_weights(light_model_path(name), seed=seed)
     return calibrate_weights(model, random_inputs(model, seed=input_seed))
+
+
+# --------------------------------------------------------------------------------------
+# Random graphs for the differential fuzzer (ge/fuzz.py)
+# --------------------------------------------------------------------------------------
+
+_ACTIVATIONS = ("Relu", "Sigmoid", "Tanh", "LeakyRelu", "Clip", "HardSigmoid", "HardSwish", "Abs", "Neg", "Softsign",
+                "Elu", "Softplus")
+_REDUCTIONS = ("ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin")
+
+
+class _RandomGraph:
+    """Builds one NNSmith-style graph: a chain of patterns over a current tensor whose
+    shape is tracked here, with branches that rejoin it (residual Add, Concat, attention)."""
+
+    def __init__(self, seed: int, conv1d: bool, max_ops: int, opset: int):
+        self.rng = np.random.default_rng(seed)
+        self.conv1d, self.max_ops, self.opset = conv1d, max_ops, opset
+        self.nodes: list[onnx.NodeProto] = []
+        self.inits: list[onnx.TensorProto] = []
+        self.shapes: dict[str, tuple[int, ...]] = {}
+        self.count = 0
+
+    # -- helpers -------------------------------------------------------------------------
+
+    def pick(self, seq):
+        return seq[int(self.rng.integers(len(seq)))]
+
+    def chance(self, p: float) -> bool:
+        return bool(self.rng.random() < p)
+
+    def name(self, op: str) -> str:
+        self.count += 1
+        return f"{op.lower()}{self.count}"
+
+    def const(self, arr: np.ndarray, hint: str = "c") -> str:
+        name = f"{hint}{len(self.inits)}"
+        self.inits.append(numpy_helper.from_array(np.asarray(arr), name))
+        return name
+
+    def weight(self, shape, fan_in: int) -> str:
+        return self.const((self.rng.standard_normal(shape) / np.sqrt(max(fan_in, 1))).astype(np.float32), "w")
+
+    def node(self, op: str, inputs: list[str], shape: tuple[int, ...], **attrs) -> str:
+        out = self.name(op)
+        self.nodes.append(helper.make_node(op, inputs, [out], name=out, **attrs))
+        self.shapes[out] = tuple(shape)
+        return out
+
+    # -- patterns on any rank ------------------------------------------------------------
+
+    def activation(self, x: str) -> str:
+        op = self.pick(_ACTIVATIONS)
+        s = self.shapes[x]
+        if op == "Clip":
+            lo, hi = self.const(np.float32(-1.0 + self.rng.random())), self.const(np.float32(0.5 + self.rng.random()))
+            return self.node("Clip", [x, lo, hi], s)
+        if op == "LeakyRelu":
+            return self.node(op, [x], s, alpha=float(np.round(self.rng.uniform(0.01, 0.3), 2)))
+        return self.node(op, [x], s)
+
+    def arithmetic(self, x: str) -> str:
+        """Broadcast arithmetic with a constant of a shape that broadcasts to x's."""
+        s = self.shapes[x]
+        op = self.pick(("Add", "Sub", "Mul", "Div"))
+        options = [(), (1,), (s[-1],), s, (1,) * (len(s) - 1) + (s[-1],)]
+        if len(s) >= 3:
+            options += [(s[1],) + (1,) * (len(s) - 2), (1,) + s[1:2] + (1,) * (len(s) - 2), s[-2:]]
+        cs = self.pick(options)
+        if op in ("Mul", "Div"):
+            value = self.rng.uniform(0.5, 2.0, cs) * self.rng.choice([-1.0, 1.0], cs)
+        else:
+            value = self.rng.standard_normal(cs)
+        c = self.const(value.astype(np.float32))
+        return self.node(op, [x, c] if self.chance(0.8) or op == "Div" else [c, x], s)
+
+    def softmax(self, x: str) -> str:
+        s = self.shapes[x]
+        return self.node(self.pick(("Softmax", "LogSoftmax")), [x], s, axis=int(self.rng.integers(-len(s), len(s))))
+
+    def reduction(self, x: str) -> str:
+        s = self.shapes[x]
+        k = int(self.rng.integers(1, len(s)))
+        axes = sorted(int(a) for a in self.rng.choice(len(s), size=k, replace=False))
+        op = self.pick(_REDUCTIONS)
+        shape = tuple(1 if i in axes else d for i, d in enumerate(s))
+        if op == "ReduceSum":
+            return self.node(op, [x, self.const(np.array(axes, np.int64), "axes")], shape, keepdims=1)
+        return self.node(op, [x], shape, axes=axes, keepdims=1)
+
+    def layer_norm(self, x: str) -> str:
+        s = self.shapes[x]
+        axis = int(self.rng.integers(1, len(s))) if self.chance(0.4) else len(s) - 1
+        norm = s[axis:]
+        scale = self.const(self.rng.uniform(0.5, 1.5, norm).astype(np.float32), "gamma")
+        bias = self.const((self.rng.standard_normal(norm) * 0.1).astype(np.float32), "beta")
+        return self.node("LayerNormalization", [x, scale, bias], s, axis=axis, epsilon=1e-5)
+
+    def transpose(self, x: str) -> str:
+        s = self.shapes[x]
+        perm = [int(p) for p in self.rng.permutation(len(s))]
+        if len(s) == 4 and self.chance(0.5):
+            perm = [0] + [int(p) + 1 for p in self.rng.permutation(3)]
+        return self.node("Transpose", [x], tuple(s[p] for p in perm), perm=perm)
+
+    # -- feature maps (rank 3 with conv1d, rank 4) -------------------------------------------
+
+    def conv(self, x: str, out_ch: int | None = None, same: bool = False) -> str:
+        s = self.shapes[x]
+        n, c, *sp = s
+        kind = self.pick(("plain", "plain", "depthwise", "grouped"))
+        group = 1
+        if kind == "depthwise":
+            group = c
+        elif kind == "grouped":
+            group = self.pick([g for g in (2, 3) if c % g == 0] or [1])
+        mult = self.pick((1, 1, 2)) if kind == "depthwise" else 0
+        co = out_ch or (c * mult if mult else group * int(self.rng.integers(1, 6)))
+        if co % group:
+            co = group * max(1, co // group)
+        k = 1 if same and self.chance(0.5) else self.pick([kk for kk in (1, 3) if all(d >= kk for d in sp)] or [1])
+        stride = 1 if same or min(sp) < 4 else self.pick((1, 1, 2))
+        pad = k // 2 if same or self.chance(0.7) else 0
+        out_sp = tuple((d + 2 * pad - k) // stride + 1 for d in sp)
+        w = self.weight((co, c // group, *(k,) * len(sp)), (c // group) * k ** len(sp))
+        inputs = [x, w] + ([self.const((self.rng.standard_normal(co) * 0.1).astype(np.float32), "b")]
+                           if self.chance(0.6) else [])
+        y = self.node("Conv", inputs, (n, co, *out_sp), kernel_shape=[k] * len(sp), strides=[stride] * len(sp),
+                      pads=[pad] * (2 * len(sp)), group=group)
+        if self.chance(0.7) or same:
+            y = self.batch_norm(y)
+        if self.chance(0.6):
+            y = self.activation(y)
+        return y
+
+    def batch_norm(self, x: str) -> str:
+        c = self.shapes[x][1]
+        params = [self.rng.uniform(0.5, 1.5, c), self.rng.standard_normal(c) * 0.1, np.zeros(c), np.ones(c)]
+        return self.node("BatchNormalization", [x, *(self.const(p.astype(np.float32), "bn") for p in params)],
+                         self.shapes[x], epsilon=1e-5)
+
+    def pool(self, x: str) -> str:
+        s = self.shapes[x]
+        sp = s[2:]
+        if self.chance(0.3) or min(sp) < 2:
+            return self.node(self.pick(("GlobalAveragePool", "GlobalMaxPool")), [x], s[:2] + (1,) * len(sp))
+        k = self.pick([kk for kk in (2, 3) if min(sp) >= kk])
+        stride = self.pick((1, 2))
+        pad = self.pick((0, k // 2)) if k == 3 else 0
+        out_sp = tuple((d + 2 * pad - k) // stride + 1 for d in sp)
+        op = self.pick(("MaxPool", "AveragePool"))
+        attrs = dict(kernel_shape=[k] * len(sp), strides=[stride] * len(sp), pads=[pad] * (2 * len(sp)))
+        if op == "AveragePool" and pad:
+            attrs["count_include_pad"] = int(self.chance(0.5))
+        return self.node(op, [x], s[:2] + out_sp, **attrs)
+
+    def residual(self, x: str) -> str:
+        y = self.conv(x, out_ch=self.shapes[x][1], same=True)
+        return self.node("Add", [x, y] if self.chance(0.5) else [y, x], self.shapes[x])
+
+    def concat(self, x: str) -> str:
+        a = self.conv(x, same=True) if self.chance(0.6) else self.activation(x)
+        b = self.conv(x, same=True) if self.chance(0.5) else x
+        parts = [a, b] if self.chance(0.5) else [b, a]
+        axis = 1 if self.chance(0.7) else int(self.rng.integers(1, len(self.shapes[x])))
+        if any(self.shapes[p][:axis] + self.shapes[p][axis + 1:] != self.shapes[x][:axis] + self.shapes[x][axis + 1:]
+               for p in parts):
+            axis = 1
+        shape = list(self.shapes[parts[0]])
+        shape[axis] = sum(self.shapes[p][axis] for p in parts)
+        return self.node("Concat", parts, tuple(shape), axis=axis)
+
+    # -- sequences ([N, S, D]) and matrices ([N, D]) -------------------------------------------
+
+    def linear(self, x: str, width: int | None = None) -> str:
+        s = self.shapes[x]
+        d = s[-1]
+        width = width or int(self.rng.integers(1, 13))
+        if len(s) == 2 and self.chance(0.5):
+            trans_b = int(self.chance(0.5))
+            w = self.weight((width, d) if trans_b else (d, width), d)
+            bias = self.const((self.rng.standard_normal(width) * 0.1).astype(np.float32), "b")
+            return self.node("Gemm", [x, w, bias], (s[0], width), transB=trans_b)
+        y = self.node("MatMul", [x, self.weight((d, width), d)], s[:-1] + (width,))
+        if self.chance(0.5):
+            y = self.node("Add", [y, self.const((self.rng.standard_normal(width) * 0.1).astype(np.float32), "b")],
+                          self.shapes[y])
+        return y
+
+    def attention(self, x: str) -> str:
+        """softmax(q k^T / sqrt(d)) v over a [N, S, D] sequence, projections included."""
+        n, seq, d = self.shapes[x]
+        q, k, v = (self.linear(x, d) for _ in range(3))
+        kt = self.node("Transpose", [k], (n, d, seq), perm=[0, 2, 1])
+        scores = self.node("MatMul", [q, kt], (n, seq, seq))
+        scores = self.node("Div", [scores, self.const(np.float32(np.sqrt(d)))], (n, seq, seq))
+        probs = self.node("Softmax", [scores], (n, seq, seq), axis=-1)
+        ctx = self.node("MatMul", [probs, v], (n, seq, d))
+        return self.node("Add", [ctx, x], (n, seq, d))
+
+    def to_sequence(self, x: str) -> str:
+        n, c, *sp = self.shapes[x]
+        seq = int(np.prod(sp))
+        r = self.node("Reshape", [x, self.const(np.array([n, c, seq], np.int64), "shape")], (n, c, seq))
+        return self.node("Transpose", [r], (n, seq, c), perm=[0, 2, 1]) if self.chance(0.6) else r
+
+    def to_matrix(self, x: str) -> str:
+        s = self.shapes[x]
+        return self.node("Flatten", [x], (s[0], int(np.prod(s[1:]))), axis=1)
+
+    def batched_matmul(self, x: str) -> str:
+        """x @ x^T (two computed operands, batch dims shared)."""
+        s = self.shapes[x]
+        perm = list(range(len(s) - 2)) + [len(s) - 1, len(s) - 2]
+        xt = self.node("Transpose", [x], tuple(s[p] for p in perm), perm=perm)
+        return self.node("MatMul", [x, xt], s[:-1] + (s[-2],))
+
+    # -- the graph ---------------------------------------------------------------------------
+
+    def step(self, x: str) -> str:
+        rank = len(self.shapes[x])
+        spatial = rank == (3 if self.conv1d else 4) and self.stage == "fmap"
+        if spatial:
+            choices = [(self.conv, 5), (self.activation, 1), (self.arithmetic, 2), (self.pool, 2), (self.residual, 2),
+                       (self.concat, 2), (self.reduction, 1), (self.softmax, 1), (self.layer_norm, 1),
+                       (self.transpose, 1), (self.batched_matmul, 0.5)]
+        else:
+            choices = [(self.linear, 4), (self.activation, 2), (self.arithmetic, 2), (self.softmax, 1),
+                       (self.layer_norm, 2), (self.reduction, 1)]
+            if rank == 3:
+                choices += [(self.attention, 2), (self.transpose, 1), (self.batched_matmul, 0.5)]
+        fns, weights = zip(*choices)
+        p = np.array(weights, float)
+        fn = fns[int(self.rng.choice(len(fns), p=p / p.sum()))]
+        y = fn(x)
+        if spatial and fn is self.transpose:
+            self.stage = "seq"  # a transposed feature map is no longer NCHW
+        return y
+
+    def build(self) -> onnx.ModelProto:
+        rng = self.rng
+        c = int(self.pick((1, 2, 3, 4, 5, 7, 8)))
+        sp = tuple(int(rng.integers(3, 9)) for _ in range(1 if self.conv1d else 2))
+        shape = (1, c, *sp)
+        self.shapes["x"] = shape
+        x = "x"
+        self.stage = "fmap"
+        steps = int(rng.integers(2, self.max_ops + 1))
+        for i in range(steps):
+            if self.stage == "fmap" and i >= 2 and self.chance(0.2):
+                x = self.to_sequence(x) if self.chance(0.5) else self.to_matrix(x)
+                self.stage = "seq"
+            x = self.step(x)
+        graph = helper.make_graph(
+            self.nodes, "random_graph", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, shape)],
+            [helper.make_tensor_value_info(x, onnx.TensorProto.FLOAT, self.shapes[x])], initializer=self.inits,
+        )
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", self.opset)], ir_version=8)
+        onnx.checker.check_model(model, full_check=True)
+        return model
+
+
+def random_graph(seed: int, *, conv1d: bool = False, max_ops: int = 8, opset: int = 17,
+                 calibrate: bool = True) -> onnx.ModelProto:
+    """A seeded random valid ONNX graph over ge's claimed operators (NNSmith-style), with
+    one input `x` (a small NCHW feature map, or NCL with `conv1d`) and one output.
+
+    Convolutions (plain, depthwise, grouped; odd channel counts), BatchNorm, activations,
+    broadcast arithmetic, pools, residual Adds, Concats, reductions and softmax on any
+    axis, LayerNorm, transposes, reshapes to sequences / matrices, MatMul / Gemm and
+    attention. With `calibrate`, the weights are calibrated on the seeded input
+    (`calibrate_weights`: BatchNorm statistics, unit-RMS layers) so that the output stays
+    a function of the input instead of drifting to a constant.
+    """
+    model = _RandomGraph(seed, conv1d, max_ops, opset).build()
+    if calibrate:
+        try:
+            model = calibrate_weights(model, random_inputs(model, seed))
+        except Exception:  # a graph ge cannot import: the fuzzer reports it
+            pass
+    return model
