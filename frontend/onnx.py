@@ -142,6 +142,9 @@ def parse_input_shape(spec: str | dict[str, Sequence[int]] | None) -> dict[str, 
             out[name] = tuple(int(d) for d in dims.split(",")) if dims.strip() else ()
         except ValueError:
             raise ShapeError(f"input_shape entry '{item}': dims must be integers") from None
+        if 0 in out[name]:
+            raise ShapeError(f"input_shape entry '{item}': dim {out[name].index(0)} is 0; every dim must be "
+                             "positive (-1 stands for the batch dim with a dynamic batch size)")
     return out
 
 
@@ -325,6 +328,7 @@ class Importer:
         inits = {t.name: t for t in g.initializer}
         if g.sparse_initializer:
             raise UnsupportedModelError(f"{self.where}: sparse initializers are not supported")
+        self._check_input_shape_names(g, inits)
         args: list[tuple[str, TensorType]] = []
         for vi in g.input:
             if vi.name in inits:
@@ -365,6 +369,17 @@ class Importer:
         fn.res_attrs = ArrayAttr([DictionaryAttr({"ge.name": StringAttr(o.name)}) for o in g.output])
         module = ModuleOp([fn])
         return module
+
+    def _check_input_shape_names(self, g: onnx.GraphProto, inits: dict) -> None:
+        """Every name input_shape gives is a graph input (a typo must not be silently ignored)."""
+        real = [vi.name for vi in g.input if vi.name not in inits]
+        unknown = [n for n in self.input_shape if n not in real]
+        if unknown:
+            raise ShapeError(
+                f"{self.where}: input_shape names {', '.join(map(repr, unknown))}, which "
+                f"{'is not an input' if len(unknown) == 1 else 'are not inputs'} of the model; its inputs: "
+                + (", ".join(f"'{vi.name}' {_declared_shape(vi)}" for vi in g.input if vi.name not in inits) or "none")
+            )
 
     def _check_supported(self, g: onnx.GraphProto) -> None:
         bad = []
@@ -417,16 +432,9 @@ class Importer:
             return graph.tensor(elem, shape)
         if not tt.HasField("shape"):
             raise ShapeError(f"{self.where}: input '{vi.name}' has no shape; give one with input_shape \"{vi.name}:d0,d1,...\"")
-        dims = []
-        for i, d in enumerate(tt.shape.dim):
-            if (d.HasField("dim_value") and d.dim_value > 0) or (d.HasField("dim_value") and d.dim_value == 0 and not d.dim_param):
-                dims.append(d.dim_value)
-            else:
-                label = d.dim_param or "?"
-                raise ShapeError(
-                    f"{self.where}: input '{vi.name}' has a dynamic dim {i} ('{label}'); give a static shape with "
-                    f"input_shape \"{vi.name}:{','.join(str(x.dim_value) if x.HasField('dim_value') else 'N' for x in tt.shape.dim)}\""
-                )
+        dims = [d.dim_value if d.HasField("dim_value") and d.dim_value >= 0 else None for d in tt.shape.dim]
+        if None in dims:
+            raise ShapeError(f"{self.where}: {symbolic_dims_hint(vi)}")
         return graph.tensor(elem, dims)
 
     def _convert(self, node: onnx.NodeProto) -> None:
@@ -441,6 +449,8 @@ class Importer:
                     "graph input produces (the graph is not topologically sorted or is malformed)"
                 )
             inputs.append(self.env[name])
+        self._check_attributes(node)
+        self._check_agreement(node, inputs)
         ctx = NodeContext(
             self, node, self.opset, inputs, [self.value_of(v) for v in inputs],
             {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute},
@@ -450,7 +460,7 @@ class Importer:
             outs = CONVERTERS[node.op_type](ctx)
         except NodeError as e:
             raise UnsupportedModelError(
-                f"{self.where}: node '{node_name(node)}' ({node.op_type}, opset {self.opset}): {e}"
+                f"{self.where}: node '{node_name(node)}' ({node.op_type}, opset {self.opset}): {e}", node=node_name(node)
             ) from None
         created = set(self.ops[first_new:])
         for name, v in zip(node.output, outs):
@@ -458,6 +468,87 @@ class Importer:
                 if v.owner in created:
                     v.name_hint = _value_name(name)
                 self.env[name] = v
+
+    def _node_fault(self, node: onnx.NodeProto, fault: str) -> ModelFormatError:
+        return ModelFormatError(f"{self.where}: node '{node_name(node)}' ({node.op_type}, opset {self.opset}): {fault}",
+                                node=node_name(node))
+
+    def _check_attributes(self, node: onnx.NodeProto) -> None:
+        """Attribute names and types as the operator's schema defines them (onnx.checker's rule)."""
+        try:
+            schema = onnx.defs.get_schema(node.op_type, self.opset, node.domain)
+        except onnx.defs.SchemaError:
+            return  # no schema at this opset: the converter reports what it cannot do
+        for a in node.attribute:
+            if a.ref_attr_name:
+                continue
+            spec = schema.attributes.get(a.name)
+            if spec is None:
+                known = ", ".join(sorted(schema.attributes)) or "none"
+                raise self._node_fault(node, f"unknown attribute '{a.name}' (opset {schema.since_version} "
+                                             f"{node.op_type} has: {known})")
+            want = onnx.AttributeProto.AttributeType.Name(int(spec.type))
+            got = onnx.AttributeProto.AttributeType.Name(a.type)
+            if a.type != int(spec.type):
+                raise self._node_fault(node, f"attribute '{a.name}' is {got}; ONNX requires {want}")
+
+    def _check_agreement(self, node: onnx.NodeProto, inputs: list[SSAValue | None]) -> None:
+        """Attributes that restate an input's shape agree with it (ONNX shape inference's checks)."""
+        check = _AGREEMENT.get(node.op_type)
+        if check is None:
+            return
+        types = [v.type if v is not None and isinstance(v.type, TensorType) else None for v in inputs]
+        attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+        fault = check(node, attrs, types)
+        if fault:
+            raise self._node_fault(node, fault)
+
+
+def _declared_shape(vi: onnx.ValueInfoProto) -> str:
+    """`[N, 3, 224, 224]`: an input's declared dims, symbolic ones by name ('?' when unnamed)."""
+    tt = vi.type.tensor_type
+    if not tt.HasField("shape"):
+        return "(no shape)"
+    return "[" + ", ".join(str(d.dim_value) if d.HasField("dim_value") else d.dim_param or "?" for d in tt.shape.dim) + "]"
+
+
+def _example_dim(i: int, rank: int) -> int:
+    """A concrete stand-in for a symbolic dim in a hint: batch 1, image 224 x 224, else 128."""
+    if i == 0:
+        return 1
+    return 224 if rank == 4 and i >= 2 else 128
+
+
+def symbolic_dims_hint(vi: onnx.ValueInfoProto) -> str:
+    """Which dims of an input are symbolic, and an input_shape with numbers in their place."""
+    dims = list(vi.type.tensor_type.shape.dim)
+    symbolic = [(i, d.dim_param or "?") for i, d in enumerate(dims) if not (d.HasField("dim_value") and d.dim_value >= 0)]
+    example = ",".join(str(d.dim_value) if d.HasField("dim_value") and d.dim_value >= 0 else str(_example_dim(i, len(dims)))
+                       for i, d in enumerate(dims))
+    named = ", ".join(f"'{label}' (dim {i})" for i, label in symbolic)
+    return (f"input '{vi.name}' {_declared_shape(vi)} has symbolic dim{'s' if len(symbolic) > 1 else ''} {named}; "
+            f"give static dims with input_shape, e.g. \"{vi.name}:{example}\" (your sizes in place of "
+            f"{', '.join(label for _, label in symbolic)})")
+
+
+def _conv_kernel_agrees(node: onnx.NodeProto, attrs: dict, types: list) -> str | None:
+    """Conv: kernel_shape is the weight's spatial dims; the weight has the input's rank."""
+    if len(types) < 2 or types[0] is None or types[1] is None:
+        return None
+    x, w = list(types[0].get_shape()), list(types[1].get_shape())
+    if len(w) != len(x):
+        return f"the weight '{node.input[1]}' has rank {len(w)} ({w}); the input has rank {len(x)}"
+    kernel = attrs.get("kernel_shape")
+    if kernel is not None and list(kernel) != w[2:]:
+        return (f"kernel_shape {list(kernel)} disagrees with the weight '{node.input[1]}' of shape {w} "
+                f"(a {'x'.join(map(str, w[2:]))} kernel)")
+    return None
+
+
+_AGREEMENT: dict[str, Callable[[onnx.NodeProto, dict, list], str | None]] = {
+    "Conv": _conv_kernel_agrees,
+    "ConvTranspose": _conv_kernel_agrees,
+}
 
 
 def _default_opset(model: onnx.ModelProto, where: str) -> int:
@@ -480,7 +571,7 @@ def _elem_type(onnx_type: int, where: str) -> Attribute:
 def _tensor_array(t: onnx.TensorProto, where: str) -> np.ndarray:
     _elem_type(t.data_type, f"{where}: tensor '{t.name}'")
     try:
-        return np.ascontiguousarray(numpy_helper.to_array(t))
+        return np.require(numpy_helper.to_array(t), requirements="C")  # keeps 0-d tensors 0-d
     except Exception as e:
         raise ModelFormatError(f"{where}: tensor '{t.name}' cannot be read: {e}") from None
 

@@ -3,7 +3,12 @@ node or op and what is wrong, so the tools can print it without a traceback."""
 
 
 class GeError(Exception):
-    """Base of every user-facing ge error."""
+    """Base of every user-facing ge error. `node` is the ONNX node's name when the error is
+    about one node (the pre-check reports it per node)."""
+
+    def __init__(self, *args, node: str | None = None):
+        super().__init__(*args)
+        self.node = node
 
 
 class ModelFormatError(GeError):

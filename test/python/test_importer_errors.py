@@ -90,7 +90,7 @@ def _dynamic_model():
 
 
 def test_dynamic_dim_needs_input_shape():
-    with pytest.raises(ShapeError, match=r"input 'x' has a dynamic dim 0 \('N'\).*input_shape \"x:N,3\""):
+    with pytest.raises(ShapeError, match=r"input 'x' \[N, 3\] has symbolic dim 'N' \(dim 0\).*e\.g\. \"x:1,3\""):
         import_model(_dynamic_model())
 
 
