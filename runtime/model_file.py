@@ -505,6 +505,9 @@ def read_model(data: bytes, name: str = "<bytes>") -> Model:
         except UnicodeDecodeError:
             raise CorruptModelError(f"{name}: the IR_TEXT partition is not UTF-8") from None
     _check_contents(model, name)
+    from ge.runtime.model_checks import check_model  # signature and block_dim vs the target
+
+    check_model(model, name)
     return model
 
 
