@@ -18,6 +18,7 @@ import argparse
 import logging
 import sys
 import time
+import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -64,17 +65,41 @@ def random_inputs(inputs: list[dict], seed: int, batch: int | None) -> dict[str,
     return out
 
 
+_MAGIC = {"npz": b"PK\x03\x04", "npy": b"\x93NUMPY"}
+
+
+def _load_array_file(path: str, kind: str):
+    """np.load of an .npz / .npy; a file of another kind is refused by name, not with a
+    zipfile or pickle traceback."""
+    if not Path(path).is_file():
+        raise FileNotFoundError(2, "no such file", path)
+    with open(path, "rb") as f:
+        head = f.read(6)
+    if not head.startswith(_MAGIC[kind]):
+        other = next((k for k, m in _MAGIC.items() if head.startswith(m)), None)
+        what = f"it is an .{other} file" if other else f"it does not start with the .{kind} signature {_MAGIC[kind]!r}"
+        raise InputError(f"--inputs {path}: not a numpy .{kind} file ({what}); give one .npz with the inputs by "
+                         "name, or one .npy per input")
+    try:
+        return np.load(path, allow_pickle=False)
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile) as e:
+        raise InputError(f"--inputs {path}: a damaged .{kind} file ({e})") from None
+
+
 def read_inputs(files: list[str], names: list[str]) -> dict[str, np.ndarray]:
     """Inputs from one .npz (by name; arr_0, arr_1, ... in order) or one .npy per input."""
     if len(files) == 1 and files[0].endswith(".npz"):
-        with np.load(files[0]) as data:
-            arrays = {k: data[k] for k in data.files}
+        with _load_array_file(files[0], "npz") as data:
+            try:
+                arrays = {k: data[k] for k in data.files}
+            except (ValueError, OSError, zipfile.BadZipFile) as e:
+                raise InputError(f"--inputs {files[0]}: an array of the archive cannot be read ({e})") from None
         if set(arrays) == {f"arr_{i}" for i in range(len(arrays))}:
             return dict(zip(names, (arrays[f"arr_{i}"] for i in range(len(arrays)))))
         return arrays
     if len(files) != len(names):
         raise InputError(f"the model takes {len(names)} input(s) ({', '.join(names)}); {len(files)} .npy file(s) given")
-    return {n: np.load(f) for n, f in zip(names, files)}
+    return {n: _load_array_file(f, "npy") for n, f in zip(names, files)}
 
 
 # --------------------------------------------------------------------------------------
@@ -82,11 +107,44 @@ def read_inputs(files: list[str], names: list[str]) -> dict[str, np.ndarray]:
 # --------------------------------------------------------------------------------------
 
 
-def compare(onnx_path: str, inputs: dict[str, np.ndarray], outputs: dict[str, np.ndarray]) -> list[str]:
-    """One line per output: max abs error, error / output scale, argmax agreement."""
+_ORT_TYPES = {"tensor(float)": "float32", "tensor(float16)": "float16", "tensor(double)": "float64",
+              "tensor(int64)": "int64", "tensor(int32)": "int32", "tensor(int16)": "int16", "tensor(int8)": "int8",
+              "tensor(uint8)": "uint8", "tensor(bool)": "bool"}
+
+
+def reference_session(onnx_path: str, model_inputs: list[dict], model_path: str):
+    """An onnxruntime session on `onnx_path`, after checking that it takes the model file's
+    inputs (names, dtypes, static dims) -- before anything runs."""
     import onnxruntime as ort
 
-    session = ort.InferenceSession(onnx_path, providers=["CPUExecutionProvider"])
+    if not Path(onnx_path).is_file():
+        raise FileNotFoundError(2, "no such file", onnx_path)
+    try:
+        session = ort.InferenceSession(onnx_path, providers=["CPUExecutionProvider"])
+    except Exception as e:  # onnxruntime raises its own exception types for unreadable models
+        raise InputError(f"--compare {onnx_path}: onnxruntime cannot load it: {str(e).splitlines()[0]}") from None
+
+    def shown(name, shape, dtype):
+        return f"'{name}' [{', '.join('?' if not isinstance(d, int) or d < 0 else str(d) for d in shape)}] {dtype}"
+
+    theirs = {i.name: (list(i.shape), _ORT_TYPES.get(i.type, i.type)) for i in session.get_inputs()}
+    ours = {io["name"]: (io["shape"], io["dtype"]) for io in model_inputs}
+    agree = set(theirs) == set(ours) and all(
+        theirs[n][1] == ours[n][1] and len(theirs[n][0]) == len(ours[n][0])
+        and all(not isinstance(a, int) or a < 0 or b < 0 or a == b for a, b in zip(theirs[n][0], ours[n][0]))
+        for n in ours
+    )
+    if not agree:
+        raise InputError(
+            f"--compare {onnx_path} does not take the inputs of {model_path}: it takes "
+            f"{', '.join(shown(n, *v) for n, v in theirs.items()) or 'none'}; {model_path} takes "
+            f"{', '.join(shown(n, *v) for n, v in ours.items()) or 'none'}"
+        )
+    return session
+
+
+def compare(session, onnx_path: str, inputs: dict[str, np.ndarray], outputs: dict[str, np.ndarray]) -> list[str]:
+    """One line per output: max abs error, error / output scale, argmax agreement."""
     names = [o.name for o in session.get_outputs()]
     feeds = {i.name: inputs[i.name] for i in session.get_inputs() if i.name in inputs}
     expected = dict(zip(names, session.run(None, feeds)))
@@ -122,12 +180,14 @@ def run(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     model = ge.load_model(args.model)
     names = [io["name"] for io in model.inputs]
-    executor = model.executor
-    loaded = time.perf_counter()
+    # every argument is checked before the (slow) kernel decoding and the run
+    session = reference_session(args.compare, model.inputs, args.model) if args.compare else None
     if args.inputs:
         inputs = read_inputs(args.inputs, names)
     else:
         inputs = random_inputs(model.inputs, args.seed, args.batch or (model.batch_sizes or [None])[0])
+    executor = model.executor
+    loaded = time.perf_counter()
     outputs = model.run(inputs, trace=args.profile is not None)
     done = time.perf_counter()
     report = executor.last_report
@@ -142,10 +202,8 @@ def run(args: argparse.Namespace) -> int:
     if args.profile:
         report.write_timeline(args.profile)
         print(f"wrote {args.profile}")
-    if args.compare:
-        if not Path(args.compare).is_file():
-            raise FileNotFoundError(2, "no such file", args.compare)
-        for line in compare(args.compare, inputs, outputs):
+    if session is not None:
+        for line in compare(session, args.compare, inputs, outputs):
             print(line)
     return 0
 
