@@ -160,6 +160,7 @@ def _kernel_entry(op: Operation) -> dict[str, Any]:
         "block_dim": task.kernel_block_dim(op),
         "ins": [tensor_entry(t) for t in signature[0]],
         "outs": [tensor_entry(t) for t in signature[1]],
+        "nodes": _label(op).split(",") if _label(op) else [],  # the ONNX nodes fused into the kernel
     }
     # the tile cost model's estimate and roofline bound, when the kernel still carries them
     for key, attr in (("modeled_cycles", "tile.cycles"), ("bound", "tile.bound")):

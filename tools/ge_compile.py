@@ -6,6 +6,8 @@ ge's spelling (ATC's underscore spelling is accepted too):
     ge-compile model.onnx -o model.om --soc-version ascend910 --input-shape "x:1,3,224,224"
     ge-compile model.onnx -o model.om --input-shape "x:-1,3,224,224" --dynamic-batch-size 1,2,4,8
     ge-compile model.onnx -o model.om --report report.json --dump-ir ir/ --log info
+    ge-compile --mode 1 --om model.om --json model.json   # a model file as readable JSON (ATC's --mode 1)
+    ge-compile --mode 3 model.onnx --check-report r.json  # operator support, without building (ATC's --mode 3)
 
 A user mistake (a bad file, an unsupported operator, a kernel that does not fit) prints one
 `ge-compile: error: ...` message and exits with 1, without a traceback.
@@ -15,21 +17,28 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import sys
 from collections.abc import Sequence
 
-from ge.tools.ge_opt import run_reporting_errors
+from ge.errors import GeError
+from ge.tools.ge_opt import LOG_LEVELS, run_reporting_errors, setup_logging
 
-LOG_LEVELS = ("error", "warning", "info", "debug")
+MODES = (0, 1, 3)  # ATC's --mode: 0 build, 1 model file -> JSON, 3 pre-check only
 
 
 def parser() -> argparse.ArgumentParser:
     from ge.compiler import KERNEL_LEVELS, PRECISION_MODES
 
     p = argparse.ArgumentParser(prog="ge-compile", description="Compile an ONNX model into a ge model file (.om).")
-    p.add_argument("model", help="the ONNX model (.onnx)")
-    p.add_argument("-o", "--output", required=True, help="the model file to write (.om)")
+    p.add_argument("model", nargs="?", help="the ONNX model (.onnx); with --mode 1, the model file instead of --om")
+    p.add_argument("-o", "--output", help="the model file to write (.om); required with --mode 0")
+    p.add_argument("--mode", type=int, choices=MODES, default=0,
+                   help="0: compile (default); 1: describe a model file (--om) as JSON; "
+                   "3: pre-check operator support without building")
+    p.add_argument("--om", help="--mode 1: the model file to describe")
+    p.add_argument("--json", metavar="OUT.json", help="--mode 1: write the description here instead of printing it")
+    p.add_argument("--check-report", "--check_report", metavar="REPORT.json",
+                   help="--mode 3: write the per-node support report here")
     p.add_argument("--soc-version", "--soc_version", default="ascend910",
                    help="target chip: a ge target name (ascend910, ascend910b, ascend310b) or ATC's soc version")
     p.add_argument("--input-shape", "--input_shape", help='static input shapes, "name:1,3,224,224;name2:1,128"; '
@@ -49,6 +58,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--report", metavar="REPORT.json", help="write the compile report (times, counts, memory)")
     p.add_argument("--no-ir-text", action="store_true", help="leave the task-level IR out of the model file")
     return p
+
+
+class UsageError(GeError):
+    """A missing or contradictory command-line argument."""
 
 
 class _Progress:
@@ -83,10 +96,53 @@ def summary(report: dict, path: str, size: int) -> str:
             f"{m['no_reuse_bytes']}), weights {m['weights_bytes']}; compiled in {report['compile_seconds']['total']:.2f} s")
 
 
+def describe_model_file(args: argparse.Namespace) -> int:
+    """--mode 1: the model file as JSON (ge/inspect_model.py), printed or written to --json."""
+    from ge.inspect_model import describe_file, to_text
+
+    path = args.om or args.model
+    if path is None:
+        raise UsageError("--mode 1 needs the model file: --om model.om")
+    text = to_text(describe_file(path))
+    if args.json:
+        with open(args.json, "w") as f:
+            f.write(text + "\n")
+        print(f"wrote {args.json}")
+    else:
+        print(text)
+    return 0
+
+
+def precheck(args: argparse.Namespace) -> int:
+    """--mode 3: per-node operator support without building (ge/precheck.py); exit 1 if any
+    node is unsupported, with the one-line summary as the error."""
+    from ge.precheck import check_support
+
+    if args.model is None:
+        raise UsageError("--mode 3 needs the ONNX model: ge-compile --mode 3 model.onnx")
+    report = check_support(args.model, _options(args))
+    print(report.table())
+    if args.check_report:
+        with open(args.check_report, "w") as f:
+            json.dump(report.to_json(), f, indent=2)
+        print(f"wrote {args.check_report}")
+    if report.supported:
+        print(report.summary())
+        return 0
+    print(f"ge-compile: error: {report.summary()}", file=sys.stderr)
+    return 1
+
+
 def run(args: argparse.Namespace) -> int:
     import ge
 
-    logging.basicConfig(level=args.log.upper(), format="ge-compile: %(levelname)s: %(message)s")
+    setup_logging("ge-compile", args.log)
+    if args.mode == 1:
+        return describe_model_file(args)
+    if args.mode == 3:
+        return precheck(args)
+    if args.model is None or args.output is None:
+        raise UsageError("compiling needs the ONNX model and -o model.om (or --mode 1 / --mode 3)")
     progress = _Progress(sys.stderr) if sys.stderr.isatty() else None
     compiled = ge.compile(args.model, _options(args), progress=progress)
     size = compiled.save(args.output)
@@ -99,7 +155,8 @@ def run(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    return run_reporting_errors("ge-compile", lambda: run(args), args.model, args.output)
+    where = args.om if args.mode == 1 and args.om else args.model
+    return run_reporting_errors("ge-compile", lambda: run(args), where or "<no model>", args.output)
 
 
 if __name__ == "__main__":

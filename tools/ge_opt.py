@@ -1,27 +1,110 @@
 """`ge-opt`: the pass driver, xdsl-opt with ge's dialects, passes and the ONNX frontend.
 
-Reads `.mlir`, `.onnx` and `.onnxtxt`; runs `-p pass,pass{opt=...}`; prints IR. Unlike stock
+Reads `.mlir`, `.onnx` and `.onnxtxt`; runs `-p pass,pass{opt=...}`; prints IR. A model file
+(`.om`) prints the task-level IR stored in it. `--log debug|info|warning|error` sets Python
+logging; at debug every pass with a `debug` option runs with it on. Unlike stock
 xdsl-opt, user mistakes (malformed IR, a failing verifier, a bad model file) end with a
 located one-paragraph message and exit code 1, never a Python traceback.
 """
 
 from __future__ import annotations
 
+import argparse
+import dataclasses
+import logging
+import os
 import sys
+import time
 from collections.abc import Callable, Sequence
 
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass, PassPipeline
 from xdsl.utils.exceptions import DiagnosticException, ParseError, PassFailedException, VerifyException
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from ge.dialects import get_all_ge_dialects
 from ge.errors import GeError
 
+LOG_LEVELS = ("error", "warning", "info", "debug")
 UPSTREAM_DIALECTS = ("builtin", "func", "arith", "scf", "memref", "test")
 UPSTREAM_PASSES = ("canonicalize", "cse", "dce")
+log = logging.getLogger("ge.opt")
+
+
+def setup_logging(tool: str, level: str) -> None:
+    """`--log LEVEL` of every tool: Python logging on stderr as `<tool>: <level>: message`."""
+
+    class Format(logging.Formatter):
+        def format(self, record: logging.LogRecord) -> str:
+            return f"{tool}: {record.levelname.lower()}: {record.getMessage()}"
+
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(Format())
+    logging.basicConfig(level=level.upper(), handlers=[handler], force=True)
+
+
+def with_debug(p: ModulePass) -> ModulePass:
+    """The pass with its `debug` option on, when it has one (`--log debug`: the passes'
+    decisions on stderr, e.g. fuse's and tile's)."""
+    if dataclasses.is_dataclass(p) and "debug" in {f.name for f in dataclasses.fields(p)}:
+        return dataclasses.replace(p, debug=True)
+    return p
 
 
 class GeOptMain(xDSLOptMain):
     version_format = "ge-opt (built on xDSL {xdsl_version})"
+
+    def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
+        super().register_all_arguments(arg_parser)
+        arg_parser.add_argument("--log", choices=LOG_LEVELS, default="warning",
+                                help="what to log on stderr; debug also turns on the passes' debug output")
+
+    def setup_pipeline(self) -> None:
+        super().setup_pipeline()
+        setup_logging("ge-opt", self.args.log)
+        if log.isEnabledFor(logging.DEBUG):
+            self.pipeline = PassPipeline(tuple(with_debug(p) for p in self.pipeline.passes), self._logged_callback())
+        elif log.isEnabledFor(logging.INFO):
+            self.pipeline = PassPipeline(self.pipeline.passes, self._logged_callback())
+
+    def _logged_callback(self):
+        """The pipeline's callback, plus one log line per pass with its time."""
+        inner = self.pipeline.callback
+        started = [time.perf_counter()]
+
+        def callback(previous: ModulePass | None, module: ModuleOp, following: ModulePass | None) -> None:
+            if previous is not None:
+                log.info("%s took %.3f s", previous.name, time.perf_counter() - started[0])
+            if inner is not None:
+                inner(previous, module, following)
+            started[0] = time.perf_counter()
+
+        return callback
+
+    def run(self) -> None:
+        path = self.args.input_file
+        if path is not None and str(path).endswith(".om"):
+            self.print_model_file(str(path))
+            return
+        super().run()
+
+    def print_model_file(self, path: str) -> None:
+        """`ge-opt model.om`: the task-level IR stored in the file's IR_TEXT partition."""
+        from ge.runtime.model_file import load_model
+
+        if self.args.passes:
+            raise GeError(f"{path}: a model file can only be printed (ge-opt model.om); run passes on the .onnx "
+                          "or .mlir it was compiled from")
+        model = load_model(path)
+        if model.ir_text is None:
+            raise GeError(f"{path}: the model file holds no IR text (it was written with ge-compile --no-ir-text); "
+                          f"ge-compile --mode 1 --om {path} describes it as JSON")
+        out = self.prepare_output()
+        try:
+            out.write(model.ir_text)
+        finally:
+            if out is not sys.stdout:
+                out.close()
 
     def register_all_dialects(self) -> None:
         from xdsl.dialects import get_all_dialects
@@ -64,7 +147,7 @@ class GeOptMain(xDSLOptMain):
 
 
 def _input_name(argv: Sequence[str]) -> str:
-    files = [a for a in argv if not a.startswith("-") and a.endswith((".mlir", ".onnx", ".onnxtxt"))]
+    files = [a for a in argv if not a.startswith("-") and a.endswith((".mlir", ".onnx", ".onnxtxt", ".om"))]
     return files[0] if files else "<stdin>"
 
 
@@ -99,6 +182,9 @@ def run_reporting_errors(tool: str, run: Callable[[], int], where: str, default_
     (the command-line tools' shared error handling; internal errors still raise)."""
     try:
         return run()
+    except BrokenPipeError:  # the output was piped into `head`: not a mistake
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except Exception as e:
         message = describe_error(e, where)
         if message is None:

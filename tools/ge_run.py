@@ -15,7 +15,6 @@ A corrupted or truncated model file, or inputs that do not fit the model, print 
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 import time
 import zipfile
@@ -25,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from ge.errors import InputError
-from ge.tools.ge_opt import run_reporting_errors
+from ge.tools.ge_opt import LOG_LEVELS, run_reporting_errors, setup_logging
 
 
 def parser() -> argparse.ArgumentParser:
@@ -38,7 +37,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--compare", metavar="MODEL.onnx", help="run onnxruntime on the same inputs and compare")
     p.add_argument("--profile", metavar="timeline.json", help="write a Chrome / Perfetto timeline")
     p.add_argument("--top", type=int, default=20, help="kernels shown in the table (the slowest first)")
-    p.add_argument("--log", choices=("error", "warning", "info", "debug"), default="warning")
+    p.add_argument("--log", choices=LOG_LEVELS, default="warning", help="what to log on stderr")
     return p
 
 
@@ -176,7 +175,7 @@ def compare(session, onnx_path: str, inputs: dict[str, np.ndarray], outputs: dic
 def run(args: argparse.Namespace) -> int:
     import ge
 
-    logging.basicConfig(level=args.log.upper(), format="ge-run: %(levelname)s: %(message)s")
+    setup_logging("ge-run", args.log)
     start = time.perf_counter()
     model = ge.load_model(args.model)
     names = [io["name"] for io in model.inputs]

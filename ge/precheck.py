@@ -1,0 +1,270 @@
+"""Operator support without building: what `ge-compile --mode 3` reports (ATC's `--mode 3`).
+
+Where it sits: on top of the compiler's stages (`ge.compiler.pass_stages`), stopping at
+tiling legality. `check_support(model, options)` imports the model and runs the stages up
+to `tile` -- graph-optimize, assign-layouts, eliminate-trans-data, fuse, bufferize and the
+others the compiler runs there -- then tiles the kernels one at a time, so that one kernel
+that cannot be tiled does not hide the others; at the isa kernel level it also asks the isa
+vector lowering's table (`isa_vector.check_supported`) about every op of every tiled
+`tile.vector`. Nothing is lowered to instructions, planned or built.
+
+The answer is per ONNX node: `supported`, `unsupported` (the stage that refuses it and
+why) or `unchecked` (an earlier stage stopped for another node, so this one was not
+reached). Operators ge does not import at all are all reported at once; a node the
+importer refuses stops the check there (the later nodes need its result).
+
+`ge.backend.is_compatible(model, device="NPU")` can answer with
+`check_support(model, CompileOptions(...)).supported`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from xdsl.utils.exceptions import DiagnosticException, PassFailedException, VerifyException
+
+from ge.errors import GeError
+
+SUPPORTED, UNSUPPORTED, UNCHECKED = "supported", "unsupported", "unchecked"
+_STAGE_ERRORS = (PassFailedException, DiagnosticException, VerifyException, GeError)
+
+
+@dataclass
+class NodeSupport:
+    """One ONNX node: its status, the stage that refuses it (or stopped before it), why,
+    and the kernels it is part of."""
+
+    node: str
+    op_type: str
+    status: str = UNCHECKED
+    level: str | None = None
+    reason: str | None = None
+    kernels: list[str] = field(default_factory=list)
+
+    def refuse(self, level: str, reason: str) -> None:
+        if self.status != UNSUPPORTED:  # the earliest refusal is the one that matters
+            self.status, self.level, self.reason = UNSUPPORTED, level, reason
+
+
+@dataclass
+class SupportReport:
+    """Per-node support of one model on one target (`to_json` is the --check-report file)."""
+
+    model: str
+    target: str
+    precision_mode: str
+    kernel_level: str
+    nodes: list[NodeSupport]
+    stages: list[str]  # the stages that ran through
+    seconds: float = 0.0
+
+    @property
+    def supported(self) -> bool:
+        return all(n.status == SUPPORTED for n in self.nodes)
+
+    @property
+    def unsupported(self) -> list[NodeSupport]:
+        return [n for n in self.nodes if n.status == UNSUPPORTED]
+
+    def summary(self) -> str:
+        """One line: how many nodes are supported, and the first refusals."""
+        total = len(self.nodes)
+        if self.supported:
+            return (f"{self.model}: all {total} ONNX node(s) supported on {self.target} "
+                    f"(checked up to {self.stages[-1] if self.stages else 'import'})")
+        bad, unchecked = self.unsupported, sum(n.status == UNCHECKED for n in self.nodes)
+        shown = "; ".join(f"'{n.node}' ({n.op_type}) at {n.level}: {n.reason}" for n in bad[:3])
+        more = f"; and {len(bad) - 3} more" if len(bad) > 3 else ""
+        rest = f", {unchecked} not reached" if unchecked else ""
+        return (f"{self.model}: {len(bad)} of {total} ONNX node(s) unsupported on {self.target}{rest}: "
+                f"{shown}{more}")
+
+    def table(self) -> str:
+        rows = [("node", "op", "status", "level", "kernels / reason")]
+        for n in self.nodes:
+            detail = n.reason if n.status != SUPPORTED else ", ".join(n.kernels) or "(no kernel: folded or a view)"
+            rows.append((n.node, n.op_type, n.status, n.level or "", detail or ""))
+        widths = [max(len(r[i]) for r in rows) for i in range(4)]
+        return "\n".join("  ".join(c.ljust(w) for c, w in zip(r[:4], widths)) + "  " + r[4] for r in rows)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "model": self.model, "target": self.target, "precision_mode": self.precision_mode,
+            "kernel_level": self.kernel_level, "supported": self.supported, "stages": self.stages,
+            "summary": {s: sum(n.status == s for n in self.nodes) for s in (SUPPORTED, UNSUPPORTED, UNCHECKED)},
+            "nodes": [dataclasses.asdict(n) for n in self.nodes],
+        }
+
+
+def _named_nodes(message: str, known: dict[str, NodeSupport]) -> list[str]:
+    """The ONNX nodes a stage's error message names (`node 'x'`, `(node x)`, `(nodes x, y)`)."""
+    names = re.findall(r"node '([^']+)'", message)
+    for group in re.findall(r"\(nodes? ([^)]+)\)", message):
+        names += [n.strip() for n in group.split(",")]
+    return [n for n in dict.fromkeys(names) if n in known]
+
+
+def _reason(e: Exception) -> str:
+    return " ".join(str(e).split())
+
+
+class _Check:
+    """One run of the pre-check on one module."""
+
+    def __init__(self, proto, name: str, options, target):
+        from ge.frontend.onnx import node_name
+
+        self.proto, self.name, self.options, self.target = proto, name, options, target
+        self.nodes = {node_name(n): NodeSupport(node_name(n), n.op_type) for n in proto.graph.node}
+        self.stages: list[str] = []
+
+    def stop(self, level: str) -> None:
+        """Mark every node not yet refused as not reached (the check stops at `level`)."""
+        for n in self.nodes.values():
+            if n.status == UNCHECKED:
+                n.level, n.reason = level, f"not reached: the check stopped at {level}"
+
+    def refuse_named(self, level: str, e: Exception) -> bool:
+        """Refuse the nodes an error names; False when it names none (a whole-model error)."""
+        node = getattr(e, "node", None)
+        names = [node] if node in self.nodes else _named_nodes(str(e), self.nodes)
+        for n in names:
+            self.nodes[n].refuse(level, _reason(e))
+        return bool(names)
+
+    def run(self):
+        from ge.frontend.onnx import import_model, supported_ops
+
+        ops = set(supported_ops())
+        for n, node in zip(self.nodes.values(), self.proto.graph.node):
+            if node.domain not in ("", "ai.onnx") or node.op_type not in ops:
+                n.refuse("import", f"operator {node.domain or 'ai.onnx'}::{node.op_type} is not supported by ge")
+        if any(n.status == UNSUPPORTED for n in self.nodes.values()):
+            return self.stop("import")
+        try:
+            module = import_model(self.proto, input_shape=self.options.input_shape, name=self.name)
+        except GeError as e:
+            if not self.refuse_named("import", e):
+                raise
+            return self.stop("import")
+        self.stages.append("import")
+        return self.passes(module)
+
+    def passes(self, module) -> None:
+        from ge.compiler import pass_stages
+        from ge.ir import make_context
+
+        ctx = make_context()
+        for stage, p in pass_stages(dataclasses.replace(self.options, kernel_level="tile"), self.target):
+            if stage == "tile":
+                self.tile(module)
+                continue
+            try:
+                p.apply(ctx, module)
+                module.verify()
+            except _STAGE_ERRORS as e:
+                if not self.refuse_named(stage, e):
+                    raise GeError(f"{self.name}: {stage} failed: {_reason(e)}") from None
+                return self.stop(stage)
+            self.stages.append(stage)
+
+    def tile(self, module) -> None:
+        """Tile every kernel; a kernel that cannot be tiled refuses its nodes, the rest go on."""
+        from ge import targets
+        from ge.dialects import tile as t
+        from ge.lowering.tile import tile_module
+        from ge.transforms.tile_capacity import node_names
+
+        if targets.target_of(module) is None:
+            targets.set_target(module, self.target.name)
+        kernels = {k.sym_name.data: node_names(k) for k in module.ops if isinstance(k, t.KernelOp)}
+        for kernel, names in kernels.items():
+            for n in names:
+                if n in self.nodes:
+                    self.nodes[n].kernels.append(kernel)
+        while True:
+            try:
+                tile_module(module, self.target)
+                break
+            except _STAGE_ERRORS as e:
+                failed = _failing_kernel(module, str(e))
+                if failed is None:
+                    raise GeError(f"{self.name}: tile failed: {_reason(e)}") from None
+                refused = [n for n in kernels.get(failed.sym_name.data, []) if n in self.nodes]
+                for n in refused or _named_nodes(str(e), self.nodes):
+                    self.nodes[n].refuse("tile", _reason(e))
+                module.body.block.erase_op(failed)  # its launch names a symbol: nothing else uses it
+        self.stages.append("tile")
+        if self.options.kernel_level == "isa":
+            self.isa_support(module)
+            self.stages.append("to-isa (vector lowering table)")
+        for n in self.nodes.values():
+            if n.status == UNCHECKED:
+                n.status, n.level = SUPPORTED, self.stages[-1]
+
+    def isa_support(self, module) -> None:
+        """The isa vector lowering's table, asked about every op of every tile.vector."""
+        from ge.dialects import tile as t
+        from ge.lowering.isa_vector import SUPPORTED as VECTOR_OPS
+        from ge.lowering.isa_vector import check_supported, describe_op
+        from ge.transforms.tile_capacity import node_names
+
+        for kernel in module.ops:
+            if not isinstance(kernel, t.KernelOp):
+                continue
+            for op in kernel.walk():
+                if not isinstance(op, t.VectorOp):
+                    continue
+                try:
+                    check_supported(op)
+                except _STAGE_ERRORS:
+                    for o in op.body.block.ops:
+                        if isinstance(o, t.YieldOp) or o.name in VECTOR_OPS:
+                            continue
+                        for n in node_names(o) or node_names(kernel):
+                            if n in self.nodes:
+                                self.nodes[n].refuse("to-isa", f"no isa vector lowering for {describe_op(o)} "
+                                                               f"in kernel @{kernel.sym_name.data}")
+
+
+def _failing_kernel(module, message: str):
+    """The kernel a tile error is about: the one it names, else the first still untiled."""
+    from ge.dialects import tile as t
+
+    kernels = [k for k in module.ops if isinstance(k, t.KernelOp)]
+    for name in re.findall(r"@([\w$.-]+)", message):
+        for k in kernels:
+            if k.sym_name.data == name:
+                return k
+    return next((k for k in kernels if isinstance(k.body.block.first_op, t.UntiledOp)), None)
+
+
+def check_support(model, options=None) -> SupportReport:
+    """Per-node support of an ONNX model (path, bytes or ModelProto) for `options`' target,
+    precision and kernel level, without building (see the module docstring)."""
+    from ge.compiler import CompileOptions, gear_shapes, parse_batch_sizes, resolve_target
+    from ge.frontend.onnx import load_onnx_model
+
+    start = time.perf_counter()
+    options = options or CompileOptions()
+    target = resolve_target(options.soc_version)
+    (_, shapes), *_ = gear_shapes(options.input_shape, parse_batch_sizes(options.dynamic_batch_size))
+    name = _model_name(model)
+    proto = load_onnx_model(model, name)
+    check = _Check(proto, name, dataclasses.replace(options, input_shape=shapes), target)
+    check.run()
+    return SupportReport(name, target.name, options.precision_mode, options.kernel_level, list(check.nodes.values()),
+                         check.stages, time.perf_counter() - start)
+
+
+def _model_name(model) -> str:
+    from pathlib import Path
+
+    if isinstance(model, str | Path):
+        return str(model)
+    graph = getattr(model, "graph", None)
+    return graph.name if graph is not None and graph.name else "<model>"
