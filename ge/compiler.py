@@ -18,6 +18,7 @@ compiles one static gear per batch size into one model that shares the weights.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -141,7 +142,16 @@ def _pass(name: str, **options):
     if name not in passes:
         raise CompileError(f"the '{name}' pass is not available in this build of ge; compile with "
                            "kernel_level='tile' (ge-compile --kernel-level tile) to stop at the tile level")
-    return passes[name]()(**options)
+    p = passes[name]()(**options)
+    return with_debug(p) if log.isEnabledFor(logging.DEBUG) else p
+
+
+def with_debug(p):
+    """The pass with its `debug` option on, when it has one: at `--log debug` the passes
+    print their decisions (graph-optimize's stages, fuse's rules, tile's choices) on stderr."""
+    if dataclasses.is_dataclass(p) and "debug" in {f.name for f in dataclasses.fields(p)}:
+        return dataclasses.replace(p, debug=True)
+    return p
 
 
 def pass_stages(options: CompileOptions, target: targets.Target) -> list[tuple[str, Any]]:
