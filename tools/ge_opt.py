@@ -10,7 +10,6 @@ located one-paragraph message and exit code 1, never a Python traceback.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import logging
 import os
 import sys
@@ -43,14 +42,6 @@ def setup_logging(tool: str, level: str) -> None:
     logging.basicConfig(level=level.upper(), handlers=[handler], force=True)
 
 
-def with_debug(p: ModulePass) -> ModulePass:
-    """The pass with its `debug` option on, when it has one (`--log debug`: the passes'
-    decisions on stderr, e.g. fuse's and tile's)."""
-    if dataclasses.is_dataclass(p) and "debug" in {f.name for f in dataclasses.fields(p)}:
-        return dataclasses.replace(p, debug=True)
-    return p
-
-
 class GeOptMain(xDSLOptMain):
     version_format = "ge-opt (built on xDSL {xdsl_version})"
 
@@ -63,6 +54,8 @@ class GeOptMain(xDSLOptMain):
         super().setup_pipeline()
         setup_logging("ge-opt", self.args.log)
         if log.isEnabledFor(logging.DEBUG):
+            from ge.compiler import with_debug
+
             self.pipeline = PassPipeline(tuple(with_debug(p) for p in self.pipeline.passes), self._logged_callback())
         elif log.isEnabledFor(logging.INFO):
             self.pipeline = PassPipeline(self.pipeline.passes, self._logged_callback())
