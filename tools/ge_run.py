@@ -15,6 +15,7 @@ A corrupted or truncated model file, or inputs that do not fit the model, print 
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 import time
 import zipfile
@@ -25,6 +26,8 @@ import numpy as np
 
 from ge.errors import InputError
 from ge.tools.ge_opt import LOG_LEVELS, run_reporting_errors, setup_logging
+
+log = logging.getLogger("ge.run")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -185,8 +188,12 @@ def run(args: argparse.Namespace) -> int:
         inputs = read_inputs(args.inputs, names)
     else:
         inputs = random_inputs(model.inputs, args.seed, args.batch or (model.batch_sizes or [None])[0])
+    log.info("%s: %s inputs %s", args.model, "read" if args.inputs else f"seeded (seed {args.seed}) random",
+             ", ".join(f"'{k}' {list(v.shape)} {v.dtype}" for k, v in inputs.items()))
     executor = model.executor
     loaded = time.perf_counter()
+    log.info("%s: %d kernels at the %s level loaded in %.3f s", args.model, len(model.model.definition["kernels"]),
+             model.model.metadata.get("kernel_level"), loaded - start)
     outputs = model.run(inputs, trace=args.profile is not None)
     done = time.perf_counter()
     report = executor.last_report
