@@ -207,10 +207,10 @@ class _Check:
                 n.status, n.level = SUPPORTED, self.stages[-1]
 
     def isa_support(self, module) -> None:
-        """The isa vector lowering's table, asked about every op of every tile.vector."""
+        """The isa vector lowering's own check (`isa_vector.check_supported`, what to-isa runs
+        first) on every tile.vector; its message names the refused ops' nodes."""
         from ge.dialects import tile as t
-        from ge.lowering.isa_vector import SUPPORTED as VECTOR_OPS
-        from ge.lowering.isa_vector import check_supported, describe_op
+        from ge.lowering.isa_vector import check_supported
         from ge.transforms.tile_capacity import node_names
 
         for kernel in module.ops:
@@ -221,14 +221,10 @@ class _Check:
                     continue
                 try:
                     check_supported(op)
-                except _STAGE_ERRORS:
-                    for o in op.body.block.ops:
-                        if isinstance(o, t.YieldOp) or o.name in VECTOR_OPS:
-                            continue
-                        for n in node_names(o) or node_names(kernel):
-                            if n in self.nodes:
-                                self.nodes[n].refuse("to-isa", f"no isa vector lowering for {describe_op(o)} "
-                                                               f"in kernel @{kernel.sym_name.data}")
+                except _STAGE_ERRORS as e:
+                    named = _named_nodes(str(e), self.nodes) or [n for n in node_names(kernel) if n in self.nodes]
+                    for n in named:
+                        self.nodes[n].refuse("to-isa", f"kernel @{kernel.sym_name.data}: {_reason(e)}")
 
 
 def _failing_kernel(module, message: str):
