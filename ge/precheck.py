@@ -201,7 +201,7 @@ class _Check:
         self.stages.append("tile")
         if self.options.kernel_level == "isa":
             self.isa_support(module)
-            self.stages.append("to-isa (vector lowering table)")
+            self.stages.append("to-isa")  # its support check only: nothing is lowered
         for n in self.nodes.values():
             if n.status == UNCHECKED:
                 n.status, n.level = SUPPORTED, self.stages[-1]
