@@ -1,0 +1,263 @@
+"""Kernel code: an `isa.kernel` decoded once into the plain program the simulator runs.
+
+Why: the model file stores kernels in this form (the KERNELS partition) so that loading and
+running a model never parses MLIR (DESIGN.md §4); `ge.runtime.simulator` builds its closures
+from it whether the kernel came from a file or from IR in memory, so both run the same code.
+
+A body is JSON: everything an instruction needs, resolved at compile time --
+
+    {"block_dim", "num_ins", "data_dependent",
+     "args": [[dtype, elements, label], ...],     GM kernel arguments in order
+     "registers": [initial value, ...],           constants; every other SSA index value a slot
+     "instrs": [[op name, location], ...],        instruction id -> how messages name it
+     "code": [record, ...]}                       the kernel body in program order
+
+A record is a dict with "op" (the op name) and, for an instruction, "id". Scalar records
+name registers; `scf.for` nests its body; an instruction (`isa.InstructionOp`) gets the
+generic fields -- "opnds" (buffer operands by role: [region, byte base, bytes, dtype,
+offset register or null, label]), "regs" (its other index operands by operand name:
+register or list of registers), "results" (result registers by name), "props" (its
+properties as JSON) -- plus what its ENCODERS entry adds from the target (vector rects,
+Cube fractals). The name is not in the body: identical kernels share one body
+(`partition`), and a launch names the body through its kernel entry.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from xdsl.dialects import arith, scf
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DenseArrayBase,
+    FloatAttr,
+    IntegerAttr,
+    MemRefType,
+    NameLoc,
+    StringAttr,
+    UnitAttr,
+)
+from xdsl.ir import Attribute, Block, Operation, SSAValue
+
+from ge import targets
+from ge.dialects import isa
+from ge.dialects.dtypes import numpy_dtype
+from ge.errors import GeError
+from ge.runtime.index_arith import INT_BINARY
+
+FORMAT = "isa-code"
+VERSION = 1
+LOCAL_IDS = {s: i for i, s in enumerate(isa.LOCAL_SPACES)}
+GM_BASE = len(isa.LOCAL_SPACES)  # region id of kernel argument 0
+INT_BINARY_NAMES = {cls.name: fn for cls, fn in INT_BINARY.items()}
+
+
+class SimulatorError(GeError):
+    """The simulator cannot run this kernel (an unplanned buffer, an op without semantics)."""
+
+
+def _json(attr: Attribute) -> Any:
+    """A property as JSON (ints, floats, strings, lists); None for what has no JSON form."""
+    if isinstance(attr, IntegerAttr):
+        return int(attr.value.data)
+    if isinstance(attr, FloatAttr):
+        return float(attr.value.data)
+    if isinstance(attr, StringAttr):
+        return attr.data
+    if isinstance(attr, UnitAttr):
+        return True
+    if isinstance(attr, DenseArrayBase):
+        return list(attr.get_values())
+    if isinstance(attr, ArrayAttr):
+        return [_json(a) for a in attr.data]
+    data = getattr(attr, "data", None)
+    return data if isinstance(data, str | int | float) else None
+
+
+def _loc(op: Operation) -> str:
+    loc = op.location
+    return f' loc("{loc.desc.data}")' if isinstance(loc, NameLoc) else ""
+
+
+class Encoder:
+    """One kernel being encoded: registers, buffers and instruction ids."""
+
+    def __init__(self, kernel: isa.KernelOp, target: targets.Target):
+        self.kernel, self.target = kernel, target
+        self.name = kernel.sym_name.data
+        self.reg_of: dict[SSAValue, int] = {}
+        self.registers: list[int] = []
+        self.instrs: list[list[str]] = []
+        self.buffers: dict[SSAValue, tuple[int, int, int, str]] = {}  # value -> region, base, bytes, label
+        self.args = []
+        for i, a in enumerate(kernel.body.block.args):
+            t = a.type
+            assert isinstance(t, MemRefType)
+            self.buffers[a] = (GM_BASE + i, 0, isa.nbytes(t), f"%{a.name_hint or f'arg{i}'} (gm argument #{i})")
+            self.args.append([numpy_dtype(t.element_type).name, isa.num_elements(t), a.name_hint or f"arg{i}"])
+
+    def fail(self, op: Operation, message: str) -> SimulatorError:
+        return SimulatorError(f"kernel @{self.name}: {op.name}: {message}")
+
+    def reg(self, v: SSAValue) -> int:
+        r = self.reg_of.get(v)
+        if r is None:
+            r = self.reg_of[v] = len(self.registers)
+            self.registers.append(0)
+        return r
+
+    def instr(self, op: Operation) -> int:
+        self.instrs.append([op.name, _loc(op)])
+        return len(self.instrs) - 1
+
+    def operand(self, op: isa.InstructionOp, role: str) -> list:
+        v = op.buffer(role)
+        where = self.buffers.get(v)
+        if where is None:
+            raise self.fail(op, f"{role} is not an isa.buffer or a kernel argument")
+        region, base, size, label = where
+        off = op.offset_of(role)
+        t = v.type
+        assert isinstance(t, MemRefType)
+        return [region, base, size, numpy_dtype(t.element_type).name, None if off is None else self.reg(off), label]
+
+    def block(self, block: Block) -> list[dict]:
+        out = []
+        for op in block.ops:
+            rec = self.op(op)
+            if rec is not None:
+                out.append(rec)
+        return out
+
+    def op(self, op: Operation) -> dict | None:
+        if isinstance(op, scf.YieldOp):
+            if op.operands:
+                raise self.fail(op, "loop-carried values are not supported")
+            return None
+        if isinstance(op, arith.ConstantOp):
+            if not isinstance(op.value, IntegerAttr):
+                raise self.fail(op, "only integer / index constants run on the scalar unit")
+            self.registers[self.reg(op.result)] = int(op.value.value.data)
+            return None
+        if op.name in INT_BINARY_NAMES:
+            return {"op": op.name, "args": [self.reg(v) for v in op.operands], "result": self.reg(op.results[0])}
+        if isinstance(op, arith.CmpiOp):
+            return {"op": op.name, "predicate": op.predicate.value.data, "args": [self.reg(op.lhs), self.reg(op.rhs)],
+                    "result": self.reg(op.result)}
+        if isinstance(op, arith.SelectOp | arith.IndexCastOp):
+            return {"op": op.name, "args": [self.reg(v) for v in op.operands], "result": self.reg(op.results[0])}
+        if isinstance(op, scf.ForOp):
+            if op.iter_args:
+                raise self.fail(op, "loop-carried values are not supported")
+            hint = op.attributes.get(isa.MAX_TRIPS_ATTR)
+            bound = hint.value.data if isinstance(hint, IntegerAttr) else None
+            rec = {"op": op.name, "args": [self.reg(op.lb), self.reg(op.ub), self.reg(op.step)],
+                   "iv": self.reg(op.body.block.args[0]), "max_trips": bound,
+                   "id": self.instr(op) if bound is not None else -1}
+            rec["body"] = self.block(op.body.block)
+            return rec
+        if isinstance(op, isa.BlockIdxOp):
+            return {"op": op.name, "result": self.reg(op.result)}
+        if isinstance(op, isa.BufferOp):
+            self._bind(op)
+            return None
+        if isinstance(op, isa.PipeBarrierOp):
+            return {"op": op.name, "id": self.instr(op), "pipe": op.pipe.value}
+        if isinstance(op, isa.SetFlagOp | isa.WaitFlagOp):
+            src, dst, event = op.key
+            return {"op": op.name, "id": self.instr(op), "src": src.value, "dst": dst.value, "event": event}
+        if isinstance(op, isa.InstructionOp):
+            return self.instruction(op)
+        raise self.fail(op, "the simulator has no semantics for this op")
+
+    def instruction(self, op: isa.InstructionOp) -> dict:
+        """The generic record of an instruction, then its ENCODERS entry's additions."""
+        rec: dict[str, Any] = {"op": op.name, "id": self.instr(op), "pipe": op.PIPE.value,
+                               "opnds": {r: self.operand(op, r) for r in op.BUFFERS}}
+        definition = type(op).get_irdl_definition()
+        offsets = {f"{r}_offset" for r in op.BUFFERS}
+        regs: dict[str, Any] = {}
+        for name, _ in definition.operands:
+            if name in op.BUFFERS or name in offsets:
+                continue
+            v = getattr(op, name)
+            if isinstance(v, SSAValue):
+                regs[name] = None if isinstance(v.type, MemRefType) else self.reg(v)
+            elif v is not None:
+                regs[name] = [self.reg(x) for x in v]
+        rec["regs"] = regs
+        rec["results"] = {name: self.reg(getattr(op, name)) for name, _ in definition.results}
+        rec["props"] = {k: _json(v) for k, v in op.properties.items() if k != "operandSegmentSizes"}
+        extra = ENCODERS.get(type(op)) or next((f for c, f in ENCODERS.items() if isinstance(op, c)), None)
+        if extra is not None:
+            rec.update(extra(self, op))
+        return rec
+
+    def _bind(self, op: isa.BufferOp) -> None:
+        if op.byte_offset is None:
+            raise self.fail(op, "the buffer has no offset: run plan-local-memory first")
+        region = LOCAL_IDS[op.space]
+        size = isa.nbytes(op.type)
+        for k, v in enumerate(op.slots):
+            base = op.slot_offset(k, self.target)
+            slot = f" slot {k}" if len(op.slots) > 1 else ""
+            self.buffers[v] = (region, base, size, f"%{v.name_hint or 'buf'}{slot} ({op.space.value} @ {base:#x})")
+
+
+# -- what an instruction needs beyond the generic record (computed with the target) -----------
+
+
+def _move(enc: Encoder, op: isa._MoveOp) -> dict:
+    return {"sizes": list(op.static_sizes), "src_strides": list(op.static_src_strides),
+            "dst_strides": list(op.static_dst_strides)}
+
+
+def _cube(enc: Encoder, op: isa.MmadOp | isa.Img2colOp) -> dict:
+    elem = (op.a if isinstance(op, isa.MmadOp) else op.src).type.element_type
+    out = {"fractal": list(isa.cube_fractal(enc.target, elem))}
+    if isinstance(op, isa.MmadOp):
+        out["mkn"] = list(op.mkn)
+    return out
+
+
+def _vector(enc: Encoder, op: isa._VectorOp) -> dict:
+    return {"repeats": op.repeats, "rects": {r: [[rect.base, list(rect.shape), list(rect.strides)] for rect in rects]
+                                             for r, rects in op.rects(enc.target).items()}}
+
+
+ENCODERS: dict[type, Callable[[Encoder, Any], dict]] = {
+    isa._MoveOp: _move, isa.MmadOp: _cube, isa.Img2colOp: _cube, isa._VectorOp: _vector,
+}
+
+
+def encode(kernel: isa.KernelOp, target: targets.Target) -> dict[str, Any]:
+    """The body of `kernel` (without its name) as JSON-able data."""
+    enc = Encoder(kernel, target)
+    code = enc.block(kernel.body.block)
+    return {"block_dim": kernel.block_dim.value.data, "num_ins": kernel.num_ins.value.data,
+            "data_dependent": any(getattr(type(op), "DATA_DEPENDENT", False) for op in kernel.walk()),
+            "args": enc.args, "registers": enc.registers, "instrs": enc.instrs, "code": code}
+
+
+def body_key(body: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def partition(kernels: Sequence[isa.KernelOp], target: targets.Target) -> dict[str, Any]:
+    """The KERNELS partition of an isa-level model: each distinct body once, and per kernel
+    symbol the index of its body."""
+    bodies: list[dict] = []
+    index: dict[str, int] = {}
+    names: dict[str, int] = {}
+    for k in kernels:
+        body = encode(k, target)
+        key = body_key(body)
+        if key not in index:
+            index[key] = len(bodies)
+            bodies.append(body)
+        names[k.sym_name.data] = index[key]
+    return {"format": FORMAT, "version": VERSION, "level": "isa", "target": target.name, "bodies": bodies,
+            "kernels": names}
