@@ -405,7 +405,8 @@ class _RandomGraph:
                            if self.chance(0.6) else [])
         y = self.node("Conv", inputs, (n, co, *out_sp), kernel_shape=[k] * len(sp), strides=[stride] * len(sp),
                       pads=[pad] * (2 * len(sp)), group=group)
-        if self.chance(0.7) or same:
+        if (self.chance(0.7) or same) and n * int(np.prod(out_sp)) >= 4:
+            # (BatchNorm calibrated on fewer values per channel divides by a tiny variance)
             y = self.batch_norm(y)
         if self.chance(0.6):
             y = self.activation(y)

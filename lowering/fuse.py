@@ -8,7 +8,11 @@ unsqueeze) and constants stay outside groups: they cost no kernel.
 
 A group grows only by ops whose outside operands do not depend on the group, so no group
 can create a cycle (an output that reaches another input of the same group through ops
-outside it). `fuse{debug=true}` prints every decision, `fuse{switch-file="f.json"}` reads
+outside it). A group of two ops or more is formed only when it builds: `group_tiles`
+(lowering/fusion_legality.py) runs the tiler and the isa lowering on it; when it does
+not, the ops the rule added last are left out one by one (they stay free for the later
+rules, or become kernels of their own) until it does, so fusion never breaks a compile
+that the unfused kernels would pass. `fuse{debug=true}` prints every decision, `fuse{switch-file="f.json"}` reads
 a GE fusion switch file.
 """
 
@@ -24,9 +28,12 @@ from xdsl.dialects.builtin import ArrayAttr, FusedLoc, ModuleOp, NameLoc, NoneAt
 from xdsl.ir import Block, Operation, OpResult, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.traits import ConstantLike, IsTerminator
+from xdsl.utils.exceptions import PassFailedException
 
+from ge import targets
 from ge.dialects import fusion, graph
 from ge.lowering import fusion_rules as fr
+from ge.lowering.fusion_legality import group_tiles
 
 # Kernel kinds of ops left alone (a group of one op).
 _SINGLE_KINDS = (
@@ -62,19 +69,22 @@ class Candidate:
 class Fuser:
     """Forms groups over one block (a function body)."""
 
-    def __init__(self, block: Block, enabled: dict[str, bool], log: list[str]):
+    def __init__(self, block: Block, enabled: dict[str, bool], log: list[str], target: targets.Target | None = None):
         self.block = block
+        self.target = target
         self.enabled = enabled
         self.log = log
         self.order = {op: i for i, op in enumerate(block.ops)}
         self.assigned: set[Operation] = set()
         self.group_of: dict[Operation, Candidate] = {}
         self.groups: list[Candidate] = []
+        self.verdicts: dict[tuple[Operation, ...], str | None] = {}  # group -> why it does not build
 
     # -- structure ---------------------------------------------------------------
 
     def users(self, value: SSAValue) -> list[Operation]:
-        return [u.operation for u in value.uses]
+        """The ops of this block that use `value` (not detached or nested ones)."""
+        return [u.operation for u in value.uses if u.operation.parent is self.block]
 
     def producer(self, value: SSAValue) -> Operation | None:
         if isinstance(value, OpResult) and value.op.parent is self.block:
@@ -155,6 +165,10 @@ class Fuser:
             if host is None or self.can_join(op, set(host.ops)) is not None:
                 self.log.append(f"{rule}: {op_label(op)} stays a kernel of its own")
                 continue
+            if (reason := self.legality([*host.ops, op])) is not None and self.legality(host.ops) is None:
+                self.log.append(f"{rule}: {op_label(op)} stays a kernel of its own: the {how} group would not build: "
+                                f"{reason}")
+                continue
             host.ops.append(op)
             host.ops.sort(key=self.order.__getitem__)
             self.assigned.add(op)
@@ -174,8 +188,32 @@ class Fuser:
                 continue
             cand = Candidate(rule, spec.kind, [op])
             grow(cand)
+            self._shrink_until_legal(cand)
             if len(cand.ops) > 1:
                 self._commit(cand)
+
+    def legality(self, ops: list[Operation]) -> str | None:
+        """None if the group `ops` builds as one kernel, else why not (asked once per group)."""
+        key = tuple(sorted(ops, key=self.order.__getitem__))
+        if key not in self.verdicts:
+            self.verdicts[key] = group_tiles(key, self.target)
+        return self.verdicts[key]
+
+    def _shrink_until_legal(self, cand: Candidate) -> None:
+        """Leave out the ops added last until the group builds (or only its anchor is left).
+        Every prefix of a rule's growth was itself a valid (acyclic) group. When one of its
+        ops does not build even alone, fusion is not what breaks the compile: the group
+        stays as the rule formed it (the later stage names the op and what is missing)."""
+        if len(cand.ops) > 1 and self.legality(cand.ops) is not None and any(
+            self.legality([op]) is not None for op in cand.ops
+        ):
+            return
+        while len(cand.ops) > 1:
+            reason = self.legality(cand.ops)
+            if reason is None:
+                return
+            dropped = cand.ops.pop()
+            self.log.append(f"{cand.rule}: {op_label(dropped)} left out: the group would not build: {reason}")
 
     def _commit(self, cand: Candidate) -> None:
         cand.ops.sort(key=self.order.__getitem__)
@@ -297,7 +335,8 @@ def _materialize(block: Block, cand: Candidate) -> fusion.GroupOp:
         for v in op.operands:
             if not (isinstance(v, OpResult) and v.op in members) and v not in inputs:
                 inputs.append(v)
-    outputs = [r for op in cand.ops for r in op.results if any(u.operation not in members for u in r.uses)]
+    outputs = [r for op in cand.ops for r in op.results
+               if any(u.operation not in members and u.operation.parent is block for u in r.uses)]
     body = Block(arg_types=[v.type for v in inputs])
     mapping: dict[SSAValue, SSAValue] = dict(zip(inputs, body.args))
     for v, arg in zip(inputs, body.args):
@@ -359,10 +398,11 @@ def _topological_sort(block: Block) -> None:
         block.add_op(terminator)
 
 
-def fuse_function(fn: func.FuncOp, enabled: dict[str, bool], log: list[str]) -> int:
+def fuse_function(fn: func.FuncOp, enabled: dict[str, bool], log: list[str],
+                  target: targets.Target | None = None) -> int:
     """Fuse one function body; returns the number of groups (kernels)."""
     block = fn.body.block
-    fuser = Fuser(block, enabled, log)
+    fuser = Fuser(block, enabled, log, target)
     fuser.run()
     for cand in fuser.groups:
         _materialize(block, cand)
@@ -390,11 +430,15 @@ class FusePass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         enabled = enabled_rules(self.switch_file)
+        try:
+            target = targets.target_of(op) or targets.load_target(targets.DEFAULT_TARGET)
+        except targets.TargetError as e:
+            raise PassFailedException(f"fuse: {e}") from None
         log: list[str] = []
         total = 0
         for fn in op.walk():
             if isinstance(fn, func.FuncOp) and fn.body.blocks:
-                total += fuse_function(fn, enabled, log)
+                total += fuse_function(fn, enabled, log, target)
         if self.debug:
             for line in log:
                 print(f"[fuse] {line}", file=sys.stderr)

@@ -297,7 +297,30 @@ def _analyze_from(block: Block, anchor: SSAValue, yielded: list[SSAValue]) -> Ma
             raise Unsupported("an output the kernel's tiles do not cover")
     for v in list(m.maps):
         m.keep_whole(m.maps[v], block_dims(v))
+    _check_reductions_exact(block, m)
     return m
+
+
+def _check_reductions_exact(block: Block, m: Maps) -> None:
+    """A reduction's tile must hold exactly the reduced dims: a tile that reaches past one
+    (the channels of a plain tensor converted to NC1HWC0 in the same kernel, rounded up to
+    C0) would fold the padding into the result."""
+    for op in block.ops:
+        if isinstance(op, g.SoftmaxOp | g.LogSoftmaxOp):
+            axes = [op.axis.value.data % len(shape_of(op.input))]
+        elif isinstance(op, g.LayerNormOp):
+            axes = list(range(op.axis.value.data % len(shape_of(op.input)), len(shape_of(op.input))))
+        elif isinstance(op, g.ReduceOp):
+            axes = list(g.get_ints(op.properties, "axes")) or list(range(len(shape_of(op.input))))
+        else:
+            continue
+        dims, shape = m.maps.get(op.input), shape_of(op.input)
+        if dims is None:
+            continue
+        for i in axes:
+            d = dims[i % len(shape)]
+            if d.shift or d.size(m.extents) > shape[i % len(shape)]:
+                raise Unsupported(f"{op.name} over a dim its tile pads past the tensor (to a storage block)")
 
 
 # --------------------------------------------------------------------------------------

@@ -73,6 +73,12 @@ def _constant_subgraph(v: SSAValue) -> list[Operation] | None:
     return ops if visit(v) else None
 
 
+def _discard(ops: list[Operation]) -> None:
+    """Erase ops built for a rewrite that was abandoned (they still use the IR's values)."""
+    for op in reversed(ops):
+        op.erase()
+
+
 def _erase_dead(rewriter: PatternRewriter, ops: list[Operation]) -> None:
     """Erase those of `ops` (in definition order) that lost their last use."""
     for op in reversed(ops):
@@ -114,6 +120,7 @@ class CancelInverseTransData(RewritePattern):
         else:
             direct = trans_data(x, op.output.type)
             if not verifies(direct):
+                _discard([direct])
                 return
             rewriter.replace(op, direct)
         if not inner.output.uses:
@@ -213,6 +220,7 @@ class HoistTransDataAboveElementwise(RewritePattern):
         operands, new_ops = planned
         new_op = rebuild(e, operands, [op.output.type])
         if not verifies(new_op):
+            _discard([*new_ops, new_op])
             return
         old = _old_operands(e)
         rewriter.insert([*new_ops, new_op], InsertPoint.before(e))
@@ -248,6 +256,7 @@ class PushTransDataBelowElementwise(RewritePattern):
         operands, new_ops = planned
         new_op = rebuild(op, operands, [new_type])
         if not verifies(new_op):
+            _discard([*new_ops, new_op])
             return
         old = _old_operands(op)
         rewriter.insert([*new_ops, new_op], InsertPoint.before(op))

@@ -1,0 +1,107 @@
+"""Fusion legality: does a candidate group become a kernel the later stages can build?
+
+A fusion rule only proposes a group; whether it is a kernel is for the tiler to say (its
+tiling rules, its UB budget with scratch included) and for the isa lowering (the buffers
+it really allocates). `group_tiles(ops)` asks them: it outlines the candidate ops into a
+scratch module exactly as `bufferize` would (the same kernel, its constant weights
+launched as constants), then runs `tile`, `to-isa` and `plan-local-memory` on it. The
+answer is None when the group builds, else the reason it does not (the stage's message),
+so that `fuse` forms the group or tries a smaller one (see lowering/fuse.py).
+
+A probe costs one kernel's compile; `fuse` asks only about groups of two ops or more.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Block, Operation, OpResult, Region, SSAValue
+from xdsl.utils.exceptions import DiagnosticException, PassFailedException, VerifyException
+
+from ge import targets
+from ge.dialects import fusion
+from ge.dialects import graph as g
+from ge.dialects import tile as t
+from ge.errors import GeError
+
+
+def probe_group(ops: Sequence[Operation]) -> tuple[fusion.GroupOp, list[SSAValue]]:
+    """A detached fusion.group holding clones of `ops` (in order): its inputs are the
+    values the ops use from outside, its outputs the results used outside them."""
+    members = set(ops)
+    inputs: list[SSAValue] = []
+    for op in ops:
+        for v in op.operands:
+            if not (isinstance(v, OpResult) and v.op in members) and v not in inputs:
+                inputs.append(v)
+    block = ops[0].parent
+    outputs = [r for op in ops for r in op.results
+               if any(u.operation not in members and u.operation.parent is block for u in r.uses)]
+    body = Block(arg_types=[v.type for v in inputs])
+    mapping: dict[SSAValue, SSAValue] = dict(zip(inputs, body.args))
+    for v, arg in zip(inputs, body.args):
+        arg.name_hint = v.name_hint
+    for op in ops:
+        clone = op.clone(value_mapper=mapping)
+        body.add_op(clone)
+        for old, new in zip(op.results, clone.results):
+            new.name_hint = old.name_hint
+            mapping[old] = new
+    body.add_op(fusion.YieldOp(*[mapping[r] for r in outputs]))
+    group = fusion.GroupOp(list(inputs), [r.type for r in outputs], "probe", [], Region(body))
+    group.location = ops[0].location
+    return group, inputs
+
+
+def probe_module(ops: Sequence[Operation], target: targets.Target) -> ModuleOp:
+    """A module with one kernel (the candidate group, outlined as `bufferize` does) and a
+    function launching it on its constant weights and GM buffers."""
+    from ge.lowering.bufferize import gm_type, outline
+
+    group, inputs = probe_group(ops)
+    try:
+        kernel = outline(group, "probe")
+    finally:
+        group.erase()  # its operands are the real values: drop those uses
+    arg_types = [gm_type(v.type) for v in inputs if not (isinstance(v, OpResult) and isinstance(v.op, g.ConstantOp))]
+    fn = func.FuncOp("probe_main", (arg_types, []))
+    block = fn.body.block
+    args = iter(block.args)
+    launch_ins = []
+    for v in inputs:
+        if isinstance(v, OpResult) and isinstance(v.op, g.ConstantOp):
+            const = t.ConstOp(v.op.value, gm_type(v.type))
+            const.result.name_hint = v.name_hint
+            block.add_op(const)
+            launch_ins.append(const.result)
+        else:
+            launch_ins.append(next(args))
+    allocs = [t.AllocOp(gm_type(ty)) for ty in group.result_types]
+    block.add_ops(allocs)
+    block.add_op(t.LaunchOp("probe", launch_ins, [a.result for a in allocs]))
+    block.add_op(func.ReturnOp())
+    module = ModuleOp([kernel, fn])
+    targets.set_target(module, target.name)
+    return module
+
+
+def group_tiles(ops: Sequence[Operation], target: targets.Target | None = None) -> str | None:
+    """None if the candidate group `ops` (in block order) tiles, lowers to isa and fits
+    the local memories of `target`; else why not."""
+    from ge.transforms import get_all_ge_passes
+
+    target = target or targets.load_target(targets.DEFAULT_TARGET)
+    try:
+        module = probe_module(ops, target)
+        passes = get_all_ge_passes()
+        ctx = Context()
+        for name in ("tile", "to-isa", "plan-local-memory"):
+            passes[name]()().apply(ctx, module)
+    except (PassFailedException, DiagnosticException, VerifyException, GeError) as e:
+        return str(e).splitlines()[0] if str(e) else type(e).__name__
+    except Exception as e:  # an internal error in a later stage: the group is not safe to form
+        return f"{type(e).__name__} in a later stage: {e}".splitlines()[0]
+    return None
