@@ -10,8 +10,10 @@ vector lowering's table (`isa_vector.check_supported`) about every op of every t
 
 The answer is per ONNX node: `supported`, `unsupported` (the stage that refuses it and
 why) or `unchecked` (an earlier stage stopped for another node, so this one was not
-reached). Operators ge does not import at all are all reported at once; a node the
-importer refuses stops the check there (the later nodes need its result).
+reached). A node the importer refuses (an operator ge does not have, an attribute it does
+not support) is cut out -- its outputs become graph inputs of the types ONNX's shape
+inference gives them -- and the rest imported again, so every node is checked; only when a
+refused node's output type cannot be inferred are the nodes after it left unchecked.
 
 `ge.backend.is_compatible(model, device="NPU")` can answer with
 `check_support(model, CompileOptions(...)).supported`.
@@ -77,8 +79,12 @@ class SupportReport:
             return (f"{self.model}: all {total} ONNX node(s) supported on {self.target} "
                     f"(checked up to {self.stages[-1] if self.stages else 'import'})")
         bad, unchecked = self.unsupported, sum(n.status == UNCHECKED for n in self.nodes)
-        shown = "; ".join(f"'{n.node}' ({n.op_type}) at {n.level}: {n.reason}" for n in bad[:3])
-        more = f"; and {len(bad) - 3} more" if len(bad) > 3 else ""
+        causes: dict[tuple, list[NodeSupport]] = {}  # the nodes of one refused kernel share a cause
+        for n in bad:
+            causes.setdefault((n.level, n.reason), []).append(n)
+        shown = "; ".join(", ".join(f"'{n.node}' ({n.op_type})" for n in nodes) + f" at {level}: {reason}"
+                          for (level, reason), nodes in list(causes.items())[:3])
+        more = f"; and {len(causes) - 3} more" if len(causes) > 3 else ""
         rest = f", {unchecked} not reached" if unchecked else ""
         return (f"{self.model}: {len(bad)} of {total} ONNX node(s) unsupported on {self.target}{rest}: "
                 f"{shown}{more}")
@@ -125,15 +131,18 @@ class _Check:
     def stop(self, level: str) -> None:
         """Mark every node not yet refused as not reached (the check stops at `level`)."""
         for n in self.nodes.values():
-            if n.status == UNCHECKED:
+            if n.status == UNCHECKED and n.reason is None:
                 n.level, n.reason = level, f"not reached: the check stopped at {level}"
 
     def refuse_named(self, level: str, e: Exception) -> bool:
         """Refuse the nodes an error names; False when it names none (a whole-model error)."""
         node = getattr(e, "node", None)
         names = [node] if node in self.nodes else _named_nodes(str(e), self.nodes)
+        reason = _reason(e)
+        if node in self.nodes:  # the importer's `file: node 'n' (Op, opset k): ` prefix is the row itself
+            reason = re.sub(r"^.*?node '[^']*' \([^)]*\): ", "", reason, count=1)
         for n in names:
-            self.nodes[n].refuse(level, _reason(e))
+            self.nodes[n].refuse(level, reason)
         return bool(names)
 
     def run(self):
@@ -143,14 +152,20 @@ class _Check:
         for n, node in zip(self.nodes.values(), self.proto.graph.node):
             if node.domain not in ("", "ai.onnx") or node.op_type not in ops:
                 n.refuse("import", f"operator {node.domain or 'ai.onnx'}::{node.op_type} is not supported by ge")
-        if any(n.status == UNSUPPORTED for n in self.nodes.values()):
-            return self.stop("import")
-        try:
-            module = import_model(self.proto, input_shape=self.options.input_shape, name=self.name)
-        except GeError as e:
-            if not self.refuse_named("import", e):
-                raise
-            return self.stop("import")
+        while True:  # each refused node is cut out (its outputs become inputs) and the rest imported again
+            refused = {n.node for n in self.nodes.values() if n.status == UNSUPPORTED}
+            proto, unreached = _cut(self.proto, refused, self.options.input_shape) if refused else (self.proto, {})
+            for name, blocker in unreached.items():
+                self.nodes[name].level = "import"
+                self.nodes[name].reason = f"not reached: it needs the output of '{blocker}', whose type is unknown"
+            try:
+                module = import_model(proto, input_shape=self.options.input_shape, name=self.name)
+                break
+            except GeError as e:
+                if not self.refuse_named("import", e):
+                    raise
+                if {n.node for n in self.nodes.values() if n.status == UNSUPPORTED} == refused:
+                    return self.stop("import")
         self.stages.append("import")
         return self.passes(module)
 
@@ -181,7 +196,7 @@ class _Check:
 
         if targets.target_of(module) is None:
             targets.set_target(module, self.target.name)
-        kernels = {k.sym_name.data: node_names(k) for k in module.ops if isinstance(k, t.KernelOp)}
+        kernels = {k.sym_name.data: list(dict.fromkeys(node_names(k))) for k in module.ops if isinstance(k, t.KernelOp)}
         for kernel, names in kernels.items():
             for n in names:
                 if n in self.nodes:
@@ -203,7 +218,7 @@ class _Check:
             self.isa_support(module)
             self.stages.append("to-isa")  # its support check only: nothing is lowered
         for n in self.nodes.values():
-            if n.status == UNCHECKED:
+            if n.status == UNCHECKED and n.reason is None:  # not a node cut off behind a refused one
                 n.status, n.level = SUPPORTED, self.stages[-1]
 
     def isa_support(self, module) -> None:
@@ -225,6 +240,64 @@ class _Check:
                     named = _named_nodes(str(e), self.nodes) or [n for n in node_names(kernel) if n in self.nodes]
                     for n in named:
                         self.nodes[n].refuse("to-isa", f"kernel @{kernel.sym_name.data}: {_reason(e)}")
+
+
+def _cut(proto, refused: set[str], input_shape: dict[str, tuple[int, ...]]):
+    """(model, unreached): a copy of the model without the `refused` nodes, their outputs
+    made graph inputs of the types ONNX's shape inference gives them and their inputs made
+    graph outputs (so that what feeds them is still built and checked). A node that needs
+    an output whose type cannot be inferred is cut too: `unreached` maps it to the refused
+    node it waits for."""
+    import onnx
+
+    from ge.frontend.onnx import node_name
+
+    model = onnx.ModelProto()
+    model.CopyFrom(proto)
+    g = model.graph
+    for vi in g.input:
+        if vi.name in input_shape:
+            dims = vi.type.tensor_type.shape.dim
+            del dims[:]
+            for d in input_shape[vi.name]:
+                dims.add().dim_value = d
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model).graph
+        known = {vi.name: vi for vi in (*inferred.value_info, *inferred.output)}
+    except Exception:  # onnx raises several kinds on models it cannot infer
+        known = {}
+
+    def static(name: str) -> bool:
+        tt = known[name].type.tensor_type if name in known else None
+        return tt is not None and tt.HasField("shape") and all(d.HasField("dim_value") for d in tt.shape.dim)
+
+    produced = {o: n for n in g.node for o in n.output if o}
+    dead: dict[str, str] = {}  # value -> the refused node it comes from
+    unreached: dict[str, str] = {}
+    keep, fed = [], []
+    for n in g.node:
+        name = node_name(n)
+        blocker = next((dead[i] for i in n.input if i in dead), None)
+        if name not in refused and blocker is None:
+            keep.append(n)
+            continue
+        fed += [i for i in n.input if i in produced]
+        if blocker is not None and name not in refused:
+            unreached[name] = blocker
+        for out in filter(None, n.output):
+            if name in refused and static(out):
+                g.input.append(known[out])
+            else:
+                dead[out] = blocker or name
+    outputs = [o for o in g.output if o.name not in dead]
+    names = {o.name for o in outputs}
+    outputs += [onnx.helper.make_empty_tensor_value_info(v) for v in dict.fromkeys(fed)
+                if v not in names and v not in dead]
+    del g.node[:]
+    g.node.extend(keep)
+    del g.output[:]
+    g.output.extend(outputs)
+    return model, unreached
 
 
 def _failing_kernel(module, message: str):

@@ -4,6 +4,7 @@ against the model file and the ONNX graph it came from, `ge-opt model.om`, `--mo
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import re
@@ -204,39 +205,58 @@ def test_mode3_all_supported_and_the_compile_agrees(tmp_path):
 
 
 def unsupported_operator_model() -> onnx.ModelProto:
-    return _model([
+    """relu1 -> hm1 (an ONNX operator ge lacks) -> sig1 -> custom1 (another domain's) -> neg1;
+    and tanh1 beside them."""
+    model = _model([
         helper.make_node("Relu", ["x"], ["r"], name="relu1"),
         helper.make_node("Hardmax", ["r"], ["h"], name="hm1"),
-        helper.make_node("FindMax", ["h"], ["y"], name="custom1", domain="com.acme"),
+        helper.make_node("Sigmoid", ["h"], ["s"], name="sig1"),
+        helper.make_node("FindMax", ["s"], ["f"], name="custom1", domain="com.acme"),
+        helper.make_node("Neg", ["f"], ["n"], name="neg1"),
+        helper.make_node("Tanh", ["x"], ["t"], name="tanh1"),
+        helper.make_node("Concat", ["n", "t"], ["y"], name="cat1", axis=0),
     ], (4, 8))
+    model.opset_import.append(helper.make_opsetid("com.acme", 1))
+    return model
 
 
 def test_mode3_unsupported_operators_at_import(tmp_path):
+    """Refused nodes are cut out and the others checked: past hm1 (its output type is
+    inferred), but not past custom1 (another domain: unknown type)."""
     src, report_path = tmp_path / "unsup.onnx", tmp_path / "check.json"
-    model = unsupported_operator_model()
-    model.opset_import.append(helper.make_opsetid("com.acme", 1))
-    onnx.save(model, src)
+    onnx.save(unsupported_operator_model(), src)
     result = tool("ge_compile", "--mode", "3", src, "--check-report", report_path)
     line = error_line(result, "ge-compile")
-    assert line.startswith(f"ge-compile: error: {src}: 2 of 3 ONNX node(s) unsupported on ascend910, 1 not reached: "
-                           "'hm1' (Hardmax) at import: operator ai.onnx::Hardmax is not supported by ge; 'custom1' "
-                           "(FindMax) at import: operator com.acme::FindMax is not supported by ge")
+    assert line == (f"ge-compile: error: {src}: 2 of 7 ONNX node(s) unsupported on ascend910, 2 not reached: "
+                    "'hm1' (Hardmax) at import: operator ai.onnx::Hardmax is not supported by ge; 'custom1' "
+                    "(FindMax) at import: operator com.acme::FindMax is not supported by ge")
     report = json.loads(report_path.read_text())
     status = {n["node"]: (n["status"], n["level"]) for n in report["nodes"]}
-    assert status == {"relu1": (UNCHECKED, "import"), "hm1": (UNSUPPORTED, "import"),
-                      "custom1": (UNSUPPORTED, "import")}
-    assert "relu1" in result.stdout and "unchecked" in result.stdout  # the per-node table
+    assert status == {
+        "relu1": (SUPPORTED, "to-isa"), "hm1": (UNSUPPORTED, "import"), "sig1": (SUPPORTED, "to-isa"),
+        "custom1": (UNSUPPORTED, "import"), "neg1": (UNCHECKED, "import"), "tanh1": (SUPPORTED, "to-isa"),
+        "cat1": (UNCHECKED, "import"),
+    }
+    by_node = {n["node"]: n for n in report["nodes"]}
+    assert by_node["neg1"]["reason"] == "not reached: it needs the output of 'custom1', whose type is unknown"
+    assert all(by_node[n]["kernels"] for n in ("relu1", "sig1", "tanh1"))  # really built and tiled
+    assert report["summary"] == {SUPPORTED: 3, UNSUPPORTED: 2, UNCHECKED: 2}
+    assert "neg1" in result.stdout and "unchecked" in result.stdout  # the per-node table
 
 
-def test_mode3_a_node_the_importer_refuses():
+def test_mode3_nodes_the_importer_refuses():
     model = _model([
         helper.make_node("Relu", ["x"], ["r"], name="relu1"),
-        helper.make_node("MaxPool", ["r"], ["y"], name="pool1", kernel_shape=[2, 2], storage_order=1),
+        helper.make_node("MaxPool", ["r"], ["p"], name="pool1", kernel_shape=[2, 2], storage_order=1),
+        helper.make_node("Sigmoid", ["p"], ["q"], name="sig1"),
+        helper.make_node("MaxPool", ["q"], ["y"], name="pool2", kernel_shape=[2, 2], storage_order=1),
     ], (1, 16, 8, 8))
     report = check_support(model)
-    assert not report.supported
-    (bad,) = report.unsupported
-    assert (bad.node, bad.level) == ("pool1", "import") and "storage_order = 1 is not supported" in bad.reason
+    assert [(n.node, n.level, n.reason) for n in report.unsupported] == [
+        ("pool1", "import", "storage_order = 1 is not supported"),
+        ("pool2", "import", "storage_order = 1 is not supported"),
+    ]
+    assert all(n.status == SUPPORTED and n.kernels for n in report.nodes if n.node in ("relu1", "sig1"))
 
 
 def big_softmax_model() -> onnx.ModelProto:
@@ -249,19 +269,22 @@ def big_softmax_model() -> onnx.ModelProto:
     ], (1, 300000))
 
 
-def test_mode3_tiling_refuses_one_kernel_and_checks_the_others():
-    report = check_support(big_softmax_model(), ge.CompileOptions(precision_mode=F32))
+def test_mode3_tiling_refuses_one_kernel_and_checks_the_others(tmp_path):
+    switch = tmp_path / "no_fusion.json"  # one kernel per node, whatever the fusion rules become
+    switch.write_text(json.dumps({"Switch": {"GraphFusion": {"ALL": "off"}, "UBFusion": {"ALL": "off"}}}))
+    options = ge.CompileOptions(precision_mode=F32, fusion_switch_file=str(switch))
+    report = check_support(big_softmax_model(), options)
     by_node = {n.node: n for n in report.nodes}
     sm = by_node["sm"]
-    assert (sm.status, sm.level) == (UNSUPPORTED, "tile")
-    assert "UB overflow on ascend910" in sm.reason and "(smallest tiling)" in sm.reason
-    others = [n for n in report.nodes if n.kernels and not set(n.kernels) & set(sm.kernels)]
-    assert others and all(n.status == SUPPORTED for n in others)  # kernels after the failing one were tiled
-    assert report.summary().startswith("g: 1 of 4 ONNX node(s) unsupported on ascend910: 'sm' (Softmax) at "
-                                       "tile: kernel @")
+    assert (sm.status, sm.level, len(sm.kernels)) == (UNSUPPORTED, "tile", 1)
+    assert re.fullmatch(rf"kernel @{sm.kernels[0]} \(node sm\): UB overflow on ascend910: the live buffers need "
+                        r"\d+ bytes, UB holds 262144 bytes \(smallest tiling\)", sm.reason), sm.reason
+    for name in ("relu1", "sig1", "add1"):  # the kernels before and after the failing one were tiled
+        assert by_node[name].status == SUPPORTED and by_node[name].kernels != sm.kernels
+    assert report.summary() == f"g: 1 of 4 ONNX node(s) unsupported on ascend910: 'sm' (Softmax) at tile: {sm.reason}"
     # the real compile stops at the same kernel for the same reason
-    with pytest.raises(ge.CompileError, match=r"tile failed: .*\(node[s]? [^)]*sm[^)]*\): UB overflow"):
-        ge.compile(big_softmax_model(), ge.CompileOptions(precision_mode=F32, kernel_level="tile"))
+    with pytest.raises(ge.CompileError, match=rf"tile failed: kernel @{sm.kernels[0]} \(node sm\): UB overflow"):
+        ge.compile(big_softmax_model(), dataclasses.replace(options, kernel_level="tile"))
 
 
 def test_mode3_isa_vector_table_agrees_with_to_isa(monkeypatch):
