@@ -338,3 +338,22 @@ def test_log_levels_of_ge_opt_and_ge_run(tmp_path):
     ge.compile(src, ge.CompileOptions(kernel_level="tile")).save(om)
     info = ok(tool("ge_run", om, "--log", "info")).stderr
     assert f"ge-run: info: {om}: seeded (seed 0) random inputs 'x' [1, 3, 16, 16] float32" in info
+
+
+@pytest.mark.slow
+def test_mode3_on_a_light_model_agrees_with_its_compile():
+    """squeezenet: every node supported, and the kernels mode 3 names are the compiled ones."""
+    from ge.dialects.blobs import blob_scope
+    from ge.testing import light_model_path, with_random_weights
+
+    with blob_scope():
+        model = with_random_weights(light_model_path("squeezenet"))
+        options = ge.CompileOptions(kernel_level="tile", precision_mode=F32)
+        report = check_support(model, options)
+        assert report.supported and len(report.nodes) == len(model.graph.node)
+        named = {k for n in report.nodes for k in n.kernels}
+        compiled = ge.compile(model, options)
+    kernels = {k["name"] for k in compiled.model.definition["kernels"]}
+    assert named == kernels and len(kernels) == compiled.report["kernels"]
+    convs = [n for n in report.nodes if n.op_type == "Conv"]
+    assert len(convs) == 26 and all(len(n.kernels) == 1 for n in convs)
