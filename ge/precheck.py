@@ -210,7 +210,10 @@ class _Check:
                 if failed is None:
                     raise GeError(f"{self.name}: tile failed: {_reason(e)}") from None
                 refused = [n for n in kernels.get(failed.sym_name.data, []) if n in self.nodes]
-                for n in refused or _named_nodes(str(e), self.nodes):
+                refused = refused or _named_nodes(str(e), self.nodes)
+                if not refused:  # no ONNX node to blame: the model as a whole does not compile
+                    raise GeError(f"{self.name}: tile failed: {_reason(e)}") from None
+                for n in refused:
                     self.nodes[n].refuse("tile", _reason(e))
                 module.body.block.erase_op(failed)  # its launch names a symbol: nothing else uses it
         self.stages.append("tile")
