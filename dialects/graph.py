@@ -1472,6 +1472,27 @@ class SpaceToDepthOp(GraphOp):
         return [tensor(x.element_type, (n, c * b * b, h // b, w // b))]
 
 
+@irdl_op_definition
+class TriluOp(GraphOp):
+    """The upper (`upper`) or lower triangle of the last two dims, from diagonal `k` on
+    (k > 0 above the main diagonal); the rest is zero."""
+
+    name = "graph.trilu"
+    input = operand_def(TensorType)
+    output = result_def(TensorType)
+    k = prop_def(IntegerAttr[I64])
+    upper = opt_prop_def(UnitAttr)
+    traits = traits_def(Pure())
+    assembly_format = "$input attr-dict `:` functional-type(operands, results)"
+
+    @classmethod
+    def infer(cls, types, props, values):
+        (x,) = types
+        if x.get_num_dims() < 2:
+            raise VerifyException(f"trilu needs a tensor of rank >= 2, got {x}")
+        return [x]
+
+
 Graph = Dialect(
     "graph",
     [
@@ -1488,7 +1509,7 @@ Graph = Dialect(
         ReduceSumSquareOp, ArgMaxOp, ArgMinOp,
         ReshapeOp, FlattenOp, TransposeOp, ConcatOp, SplitOp, SliceOp, GatherOp, SqueezeOp,
         UnsqueezeOp, ExpandOp, TileOp, PadOp, ShapeOp, ConstantOfShapeOp, RangeOp,
-        DepthToSpaceOp, SpaceToDepthOp,
+        DepthToSpaceOp, SpaceToDepthOp, TriluOp,
     ],
     [],
 )

@@ -824,6 +824,49 @@ MOVE_OPS = (CopyGmToL1Op, CopyGmToUbOp, CopyUbToGmOp, CopyUbToL1Op, CopyL1ToUbOp
 
 
 @irdl_op_definition
+class LoadScalarOp(InstructionOp):
+    """S: one integer of UB (or GM, through the scalar unit's data cache; ascend.md §6.1:
+    the scalar unit reads GM and UB) into an index register -- a Gather's row offset.
+    A value v in [-bound, 0) gives v + bound (ONNX's negative indices); a value outside
+    [-bound, bound) stops the kernel with a run-time error.
+
+    DATA_DEPENDENT: the register depends on the data, so the addresses of the moves it
+    feeds differ from run to run (an analysis done once per kernel must take such a move's
+    whole buffer; the kernel carries `isa.data_dependent`)."""
+
+    name = "isa.load_scalar"
+    src = operand_def(MemRefType)
+    src_offset = opt_operand_def(IndexType)
+    bound = prop_def(IntegerAttr[I64])
+    result = result_def(IndexType)
+    traits = traits_def(MemoryReadEffect())
+    assembly_format = "$src (`[` $src_offset^ `]`)? `bound` $bound attr-dict `:` type($src)"
+    PIPE: ClassVar[Pipe] = Pipe.S
+    BUFFERS: ClassVar[tuple[str, ...]] = ("src",)
+    SPACES: ClassVar = ((MemSpace.UB, MemSpace.GM),)
+    WRITES: ClassVar[tuple[str, ...]] = ()
+    DATA_DEPENDENT: ClassVar[bool] = True
+
+    def __init__(self, src: SSAValue, bound: int, src_offset: SSAValue | None = None):
+        super().__init__(operands=[src, [] if src_offset is None else [src_offset]],
+                         properties={"bound": IntegerAttr(bound, i64)}, result_types=[IndexType()])
+
+    def rects(self, target: targets.Target) -> dict[str, tuple[Rect, ...]]:
+        return {"src": (Rect(0, (1,), (1,)),)}
+
+    def verify_instruction(self) -> None:
+        if not isinstance(_elem(self.src), IntegerType):
+            raise VerifyException(f"load_scalar reads an integer, got {_elem(self.src)}")
+        if self.bound.value.data < 1:
+            raise VerifyException(f"bound must be >= 1, got {self.bound.value.data}")
+
+
+# A kernel attribute (UnitAttr) set by to-isa on kernels with a load_scalar: some of their
+# addresses depend on the data (see LoadScalarOp).
+DATA_DEPENDENT_ATTR = "isa.data_dependent"
+
+
+@irdl_op_definition
 class Img2colOp(InstructionOp):
     """MTE1, Load3D: the Cube's A tile in L0A (ZZ fractals) from a feature map in L1.
 
@@ -1412,7 +1455,7 @@ VECTOR_UNARY = (VExpOp, VLnOp, VAbsOp, VSqrtOp, VRsqrtOp, VRecOp, VReluOp, VTanh
 VECTOR_SCALAR = (VAddsOp, VMulsOp, VMaxsOp, VMinsOp)
 VECTOR_REDUCE = (VReduceSumOp, VReduceMaxOp, VReduceMinOp)
 VECTOR_OPS = (*VECTOR_BINARY, *VECTOR_UNARY, *VECTOR_SCALAR, *VECTOR_REDUCE, VDupOp, VConvOp, VBrcbOp, VCmpOp, VSelOp)
-INSTRUCTION_OPS = (*MOVE_OPS, Img2colOp, MmadOp, *VECTOR_OPS)
+INSTRUCTION_OPS = (*MOVE_OPS, LoadScalarOp, Img2colOp, MmadOp, *VECTOR_OPS)
 
 for _cls in VECTOR_OPS:  # every vector operand is in UB
     _cls.SPACES = _cls._spaces()

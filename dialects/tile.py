@@ -11,10 +11,14 @@ on tile i; at this level the count only reserves the space).
 Data movement and compute, following the Ascend C paradigms (CopyIn / Compute / CopyOut on
 the vector side, GM -> L1 -> L0A/L0B -> Cube -> L0C -> out on the cube side):
 
+- `tile.load_index`: one integer of a buffer read into the index arithmetic (Gather's
+  indices: a row's offset comes from the data), negative values counted from `bound`.
 - `tile.copy`: a rectangle of the source (static sizes and strides, dynamic offsets) to a
   rectangle of the destination, optionally permuting dims on the way (L1 -> L0 fractal
   loads, L0C -> UB). Source elements outside the source buffer read as `pad` (conv pads,
-  edge tiles); without `pad` such a read is an error. Destination elements outside the
+  edge tiles); without `pad` such a read is an error. An explicit `window` (lo, hi per
+  rectangle dim, dynamic) reads only the positions inside it; the rest read as `pad` too
+  (Trilu's rows). Destination elements outside the
   destination are dropped (edge tiles).
 - `tile.img2col`: the Load3D step: Cube A-operand rows (output pixels) x columns (K index in
   (c1, kh, kw, c0) order, the order of FRACTAL_Z weights) from a feature map in L1.
@@ -347,13 +351,15 @@ class ViewOp(IRDLOperation):
 
 @irdl_op_definition
 class CopyOp(IRDLOperation):
-    """dst[dst_offsets + i] = transpose(src[src_offsets + i * strides], perm), i < sizes."""
+    """dst[dst_offsets + i] = transpose(src[src_offsets + i * strides], perm), i < sizes;
+    with `window` (lo_0, hi_0, lo_1, ...) positions i outside lo <= i < hi read as `pad`."""
 
     name = "tile.copy"
     source = operand_def(MemRefType)
     dest = operand_def(MemRefType)
     source_offsets = var_operand_def(IndexType)
     dest_offsets = var_operand_def(IndexType)
+    window = var_operand_def(IndexType)
     sizes = prop_def(DenseArrayBase[I64])
     strides = opt_prop_def(DenseArrayBase[I64])
     perm = opt_prop_def(DenseArrayBase[I64])
@@ -363,12 +369,13 @@ class CopyOp(IRDLOperation):
     traits = traits_def(MemoryReadEffect(), MemoryWriteEffect())
     assembly_format = (
         "$source `[` $source_offsets `]` `to` $dest `[` $dest_offsets `]` `sizes` $sizes "
-        "(`strides` $strides^)? (`perm` $perm^)? attr-dict `:` type($source) `to` type($dest)"
+        "(`strides` $strides^)? (`perm` $perm^)? (`window` ` ` `(` $window^ `)`)? attr-dict `:` type($source) "
+        "`to` type($dest)"
     )
 
     def __init__(self, source: SSAValue, source_offsets: Sequence[SSAValue], dest: SSAValue,
                  dest_offsets: Sequence[SSAValue], sizes: Sequence[int], strides: Sequence[int] | None = None,
-                 perm: Sequence[int] | None = None, pad: float | None = None):
+                 perm: Sequence[int] | None = None, pad: float | None = None, window: Sequence[SSAValue] = ()):
         props: dict[str, Attribute] = {"sizes": int_array(sizes)}
         if strides is not None and any(s != 1 for s in strides):
             props["strides"] = int_array(strides)
@@ -376,7 +383,8 @@ class CopyOp(IRDLOperation):
             props["perm"] = int_array(perm)
         if pad is not None:
             props["pad"] = FloatAttr(float(pad), f32)
-        super().__init__(operands=[source, dest, list(source_offsets), list(dest_offsets)], properties=props)
+        super().__init__(operands=[source, dest, list(source_offsets), list(dest_offsets), list(window)],
+                         properties=props)
 
     @property
     def static_sizes(self) -> tuple[int, ...]:
@@ -414,9 +422,43 @@ class CopyOp(IRDLOperation):
             raise VerifyException(f"perm {list(perm)} is not a permutation of 0..{rank - 1}")
         if any(s < 1 for s in sizes) or any(s < 1 for s in strides):
             raise VerifyException(f"sizes {list(sizes)} and strides {list(strides)} must be >= 1")
+        if len(self.window) not in (0, 2 * rank):
+            raise VerifyException(f"a window needs a (lo, hi) pair per dim: {2 * rank} values, got {len(self.window)}")
+        if self.window and self.pad is None:
+            raise VerifyException("the positions outside a window read as pad; the copy needs a pad value")
         moved = [sizes[p] for p in perm]
         if space_of(dst) != MemSpace.GM and any(m > d for m, d in zip(moved, dst.get_shape())):
             raise VerifyException(f"a {'x'.join(map(str, moved))} rectangle does not fit the destination {dst}")
+
+
+@irdl_op_definition
+class LoadIndexOp(IRDLOperation):
+    """`result = source[offsets]` read by the scalar unit into the index arithmetic (a
+    Gather's row comes from its indices). ONNX indices may be negative: a value v in
+    [-bound, 0) means v + bound; a value outside [-bound, bound) stops the kernel with a
+    run-time error (never a read of another row)."""
+
+    name = "tile.load_index"
+    source = operand_def(MemRefType)
+    offsets = var_operand_def(IndexType)
+    bound = prop_def(IntegerAttr[I64])
+    result = result_def(IndexType)
+    traits = traits_def(MemoryReadEffect())
+    assembly_format = "$source `[` $offsets `]` `bound` $bound attr-dict `:` type($source)"
+
+    def __init__(self, source: SSAValue, offsets: Sequence[SSAValue], bound: int):
+        super().__init__(operands=[source, list(offsets)], properties={"bound": IntegerAttr(bound, i64)},
+                         result_types=[IndexType()])
+
+    def verify_(self) -> None:
+        src = _buffer(self.source, "the source", [MemSpace.UB, MemSpace.GM])
+        if not isinstance(src.element_type, IntegerType):
+            raise VerifyException(f"indices are integers, got {src.element_type}")
+        if len(self.offsets) != src.get_num_dims():
+            raise VerifyException(f"the source has rank {src.get_num_dims()}: it needs {src.get_num_dims()} offsets, "
+                                  f"got {len(self.offsets)}")
+        if self.bound.value.data < 1:
+            raise VerifyException(f"bound must be >= 1, got {self.bound.value.data}")
 
 
 @irdl_op_definition
@@ -626,7 +668,7 @@ class VPoolOp(IRDLOperation):
 
 Tile = Dialect(
     "tile",
-    [KernelOp, LaunchOp, BlockIdxOp, ConstOp, AllocOp, ViewOp, CopyOp, Img2colOp, MmadOp, VectorOp,
+    [KernelOp, LaunchOp, BlockIdxOp, ConstOp, AllocOp, ViewOp, CopyOp, LoadIndexOp, Img2colOp, MmadOp, VectorOp,
      UntiledOp, YieldOp, VPoolOp],
     [MemSpaceAttr],
 )

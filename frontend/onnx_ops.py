@@ -217,47 +217,75 @@ def _require_2d(ctx: NodeContext, what: str = "input") -> None:
         raise NodeError(f"only 2-D (NCHW, rank 4) {ctx.node.op_type} is supported; the {what} is {ctx.type(0)}")
 
 
+def _is_1d(ctx: NodeContext) -> bool:
+    """A rank-3 (N, C, L) input: run through the 2-D op with H = 1 (see `_on_2d`)."""
+    if ctx.rank(0) == 3:
+        return True
+    _require_2d(ctx)
+    return False
+
+
+def _window_2d(ctx: NodeContext, kernel: tuple[int, ...], dilated: bool = True):
+    """Kernel, strides, pads and dilations of a 1-D or 2-D window, as 2-D (H = 1 for 1-D)."""
+    strides, pads, dilations = _window(ctx, kernel, dilated)
+    if len(kernel) == 2:
+        return kernel, strides, pads, dilations
+    return (1, *kernel), [1, *strides], [0, pads[0], 0, pads[1]], [1, *dilations]
+
+
+def _on_2d(ctx: NodeContext, cls, operands, props):
+    """Emit 2-D op `cls`; a 1-D node's tensors get an H = 1 dim (unsqueeze) and lose it after
+    (squeeze), so Conv1d / MaxPool1d / AvgPool1d compile as their 2-D forms."""
+    if ctx.rank(0) == 4:
+        return _out(ctx.emit(cls, operands, props))
+
+    def lift(v):
+        return None if v is None else ctx.emit(graph.UnsqueezeOp, [v], {"axes": int_array([2])}).results[0]
+
+    lifted = [lift(v) for v in operands[:2]] + list(operands[2:]) if cls is graph.Conv2dOp else [lift(operands[0])]
+    y = ctx.emit(cls, lifted, props).results[0]
+    return _out(ctx.emit(graph.SqueezeOp, [y], {"axes": int_array([2])}))
+
+
 @converts("Conv")
 def _conv(ctx: NodeContext):
-    _require_2d(ctx)
+    _is_1d(ctx)
     kernel = tuple(ctx.attr("kernel_shape", shape_of(ctx.type(1))[2:]))
-    strides, pads, dilations = _window(ctx, kernel)
+    kernel, strides, pads, dilations = _window_2d(ctx, kernel)
     props = {
         "strides": int_array(strides), "pads": int_array(pads), "dilations": int_array(dilations),
         "group": int_attr(ctx.attr("group", 1)),
     }
     bias = ctx.input(2) if ctx.has_input(2) else None
-    return _out(ctx.emit(graph.Conv2dOp, [ctx.input(0), ctx.input(1), bias], props))
+    return _on_2d(ctx, graph.Conv2dOp, [ctx.input(0), ctx.input(1), bias], props)
 
 
 @converts("MaxPool")
 def _max_pool(ctx: NodeContext):
-    _require_2d(ctx)
+    _is_1d(ctx)
     if ctx.output_used(1):
         raise NodeError("the Indices output of MaxPool is not supported")
     if ctx.attr("storage_order", 0):
         raise NodeError("storage_order = 1 is not supported")
-    kernel = tuple(ctx.attr("kernel_shape"))
-    strides, pads, dilations = _window(ctx, kernel)
+    kernel, strides, pads, dilations = _window_2d(ctx, tuple(ctx.attr("kernel_shape")))
     props = {
         "kernel_shape": int_array(kernel), "strides": int_array(strides), "pads": int_array(pads),
         "dilations": int_array(dilations), "ceil_mode": _flag(ctx.attr("ceil_mode", 0)),
     }
-    return _out(ctx.emit(graph.MaxPoolOp, [ctx.input(0)], props))
+    return _on_2d(ctx, graph.MaxPoolOp, [ctx.input(0)], props)
 
 
 @converts("AveragePool")
 def _avg_pool(ctx: NodeContext):
-    _require_2d(ctx)
-    kernel = tuple(ctx.attr("kernel_shape"))
+    _is_1d(ctx)
     if any(d != 1 for d in ctx.attr("dilations", [1])):
         raise NodeError("dilated AveragePool is not supported")
-    strides, pads, _ = _window(ctx, kernel, dilated=False)
+    kernel, strides, pads, _ = _window_2d(ctx, tuple(ctx.attr("kernel_shape")), dilated=False)
     props = {
         "kernel_shape": int_array(kernel), "strides": int_array(strides), "pads": int_array(pads),
         "ceil_mode": _flag(ctx.attr("ceil_mode", 0)), "count_include_pad": _flag(ctx.attr("count_include_pad", 0)),
     }
-    return _out(ctx.emit(graph.AvgPoolOp, [ctx.input(0)], props))
+    return _on_2d(ctx, graph.AvgPoolOp, [ctx.input(0)], props)
 
 
 @converts("GlobalAveragePool")
@@ -616,3 +644,10 @@ def _space_to_depth(ctx: NodeContext):
     mode = mode.decode() if isinstance(mode, bytes) else mode
     props = {"blocksize": int_attr(ctx.attr("blocksize")), "mode": StringAttr(mode) if mode != "DCR" else None}
     return _out(ctx.emit(graph.SpaceToDepthOp, [ctx.input(0)], props))
+
+
+@converts("Trilu")
+def _trilu(ctx: NodeContext):
+    k = int(_scalar(ctx.const(1, "k"))) if ctx.has_input(1) else 0
+    props = {"k": int_attr(k), "upper": _flag(ctx.attr("upper", 1))}
+    return _out(ctx.emit(graph.TriluOp, [ctx.input(0)], props))

@@ -7,8 +7,10 @@ the tiled body:
 
 - a Conv / MatMul / Gemm group -> a Cube kernel (lowering/tile_cube.py): L1 chunks,
   img2col / L0 loads, mmad into L0C, the fused epilogue in UB;
-- a Concat -> one copy loop per input; every other group -> a vector kernel
-  (lowering/tile_vector.py): CopyIn / Compute / CopyOut over the tiles of its output.
+- a data-movement op (Concat, Split, Slice, Gather, Pad, Expand, Tile, DepthToSpace,
+  SpaceToDepth, Trilu) -> DMA copy loops (lowering/tile_move.py);
+- every other group -> a vector kernel (lowering/tile_vector.py): CopyIn / Compute /
+  CopyOut over the tiles of its output.
 
 Each kernel records its choice as attributes: `tile.plan` (the tiles), `tile.cycles` (the
 modeled cycles) and `tile.bound` (the roofline bound: max of compute at peak and GM
@@ -36,10 +38,10 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from ge import targets
-from ge.dialects import graph as g
 from ge.dialects import tile as t
 from ge.dialects.blobs import attr_array, constant_attr
 from ge.lowering import tile_cube as cube
+from ge.lowering import tile_move as move
 from ge.lowering import tile_vector as vec
 from ge.lowering.tile_cost import Machine, Roofline
 from ge.lowering.tile_ir import KernelBuilder
@@ -65,7 +67,7 @@ class KernelReport:
     bound: Roofline
     candidates: int
     nodes: tuple[str, ...] = ()
-    chosen: object = None  # the CubePlan / VectorPlan / ConcatPlan
+    chosen: object = None  # the CubePlan / VectorPlan / MovePlan
     problem: object = None  # the CubeProblem of a cube kernel
 
     def line(self) -> str:
@@ -100,12 +102,10 @@ class _KernelTiler:
         return layouts.to_origin(np.asarray(attr_array(owner.value)).reshape(ty.get_shape()), ty)
 
     def run(self) -> KernelReport:
-        ops = list(self.block.ops)[:-1]
-        first = ops[0] if ops else None
         if cube.is_cube_group(self.block):
             return self.cube_kernel()
-        if isinstance(first, g.ConcatOp) and len(ops) == 1:
-            return self.concat_kernel(first)
+        if move.is_move_group(self.block):
+            return self.move_kernel()
         return self.vector_kernel()
 
     # -- kernel kinds --------------------------------------------------------------------
@@ -176,13 +176,15 @@ class _KernelTiler:
         report.chosen = plan
         return report
 
-    def concat_kernel(self, op: g.ConcatOp) -> KernelReport:
-        plan = vec.plan_concat(op, self.mach)
+    def move_kernel(self) -> KernelReport:
+        plan = move.plan_move(self.block, self.mach)
         new, b, gm = self.new_kernel()
-        vec.emit_concat(b, op, plan, gm)
-        what = f"copy concat {len(op.inputs)} inputs -> {_shape(op.output)}"
-        return self.finish(new, what, plan.describe(), plan.blocks, plan.cycles, self.vector_bound(),
-                           sum(p.candidates for p in plan.parts))
+        move.emit_move(b, plan, gm)
+        op = plan.op
+        what = f"copy {op.name.split('.')[1]} {' '.join(_shape(v) for v in op.operands)} -> {_shape(op.results[0])}"
+        report = self.finish(new, what, plan.describe(), plan.blocks, plan.cycles, self.vector_bound(), 1)
+        report.chosen = plan
+        return report
 
     def vector_bound(self) -> Roofline:
         """GM traffic of the group at HBM speed; vector work of its ops over all cores."""

@@ -1,5 +1,6 @@
 """Vector kernels of the `tile` pass: elementwise chains, reductions (Softmax, LayerNorm,
-Reduce*, LRN), pools, BatchNorm, Transpose, TransData and Concat.
+Reduce*, LRN), pools, BatchNorm, Transpose and TransData (data-movement ops such as
+Concat are lowering/tile_move.py's).
 
 The Ascend C vector paradigm: CopyIn (GM -> UB), Compute (vector ops on UB), CopyOut
 (UB -> GM), with double-buffered UB tiles. A kernel iterates over the tiles of one
@@ -629,72 +630,3 @@ def _emit_vpool(b: KernelBuilder, kern: VectorKernel, ub: dict, src_offsets: lis
         },
     )
     b.add(new)
-
-
-# --------------------------------------------------------------------------------------
-# Concat: one copy loop per input
-# --------------------------------------------------------------------------------------
-
-
-def concat_axis(op: g.ConcatOp) -> int:
-    """The storage dim a concat joins along."""
-    axis = op.axis.value.data
-    enc = lt.layout_of(op.output.type)
-    if enc is None:
-        return axis
-    if enc.fmt != Format.NC1HWC0 or len(enc.shape) != 4:
-        raise Unsupported(f"concat in {enc.fmt}")
-    nchw_to_storage = {0: 0, 1: 1, 2: 2, 3: 3} if enc.origin_fmt == Format.NCHW else {0: 0, 3: 1, 1: 2, 2: 3}
-    return nchw_to_storage[axis]
-
-
-@dataclass
-class ConcatPlan:
-    parts: list[VectorPlan]
-    offsets: list[int]
-    axis: int
-
-    @property
-    def cycles(self) -> float:
-        return sum(p.cycles for p in self.parts)
-
-    @property
-    def blocks(self) -> int:
-        return max(p.blocks for p in self.parts)
-
-    def describe(self) -> str:
-        return "; ".join(f"input {i}: {p.describe()}" for i, p in enumerate(self.parts))
-
-
-def _copy_kernel(v: SSAValue, axis: int) -> VectorKernel:
-    """A pass-through kernel over concat input `v` (load a tile, store it). The concat
-    axis stays whole: an edge tile along it would spill into the next input's part."""
-    m = Maps(v)
-    m.keep_whole(m.maps[v], (*block_dims(v), axis))
-    return VectorKernel(Block(), m, None, [v], [], [], [v])
-
-
-def plan_concat(op: g.ConcatOp, mach: Machine) -> ConcatPlan:
-    axis = concat_axis(op)
-    offsets, pos = [], 0
-    for v in op.inputs:
-        offsets.append(pos)
-        pos += shape_of(v)[axis]
-    share = len(op.inputs)  # every input's loop keeps its own UB buffers
-    return ConcatPlan([plan_vector(_copy_kernel(v, axis), mach, share) for v in op.inputs], offsets, axis)
-
-
-def emit_concat(b: KernelBuilder, op: g.ConcatOp, plan: ConcatPlan, gm: dict[SSAValue, SSAValue]) -> None:
-    out = gm[op.output]
-    for i, (v, p, base) in enumerate(zip(op.inputs, plan.parts, plan.offsets)):
-        shape = p.tiles
-        buf = b.alloc(t.MemSpace.UB, shape, v.type.element_type, p.buffers, f"part{i}_ub")
-        lo, hi = b.block_range(p.ntiles, p.blocks)
-        with b.loop(lo, hi, name=f"tile{i}") as it:
-            coords = b.unravel(it, p.counts, [f"t{d}" for d in range(len(shape))])
-            offs = [b.mul(c, s) for c, s in zip(coords, shape)]
-            pad = 0.0 if any(e % s for e, s in zip(shape_of(v), shape)) else None
-            b.copy(gm[v], offs, buf, None, shape, pad=pad)
-            dst = list(offs)
-            dst[plan.axis] = b.add_(offs[plan.axis], base)
-            b.copy(buf, [0] * len(shape), out, dst, shape)

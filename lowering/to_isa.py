@@ -14,6 +14,7 @@ becomes an `isa.launch`. Inside a kernel:
   digits. Reads past the source (conv pads, edge tiles) and writes past a GM destination
   (edge tiles) become the move's `window`, computed from the dynamic offsets.
 - `tile.img2col` -> `isa.img2col` (Load3D, writes ZZ), `tile.mmad` -> `isa.mmad`.
+- `tile.load_index` -> `isa.load_scalar` (S pipe); its kernel gets `isa.data_dependent`.
 - `tile.vector` -> Vector instructions (lowering/isa_vector.py), `tile.vpool` ->
   lowering/isa_pool.py.
 - `scf.for` loops stay loops. A loop in which a multi-buffered buffer lives (the innermost
@@ -35,7 +36,7 @@ from dataclasses import dataclass, field
 
 from xdsl.context import Context
 from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import IndexType, IntegerAttr, MemRefType, ModuleOp, StringAttr, i1
+from xdsl.dialects.builtin import IndexType, IntegerAttr, MemRefType, ModuleOp, StringAttr, UnitAttr, i1
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
@@ -353,7 +354,7 @@ class KernelLowering:
             dst_win = None if w is None else [w[inv[d]] for d in range(rank)]
         if win is not None and dst_win is not None:
             raise self.fail(op, "both the source and the destination may be partly outside their buffers")
-        win = win or dst_win
+        win = self.explicit_window(op, win) or dst_win
         # split each rectangle dim into the digits both sides agree on
         sizes_out: list[int] = []
         s_str: list[int] = []
@@ -378,6 +379,26 @@ class KernelLowering:
                     windows.append(win[d] if len(radices) == 1 else (0, r))
         self.emit_move(op, src_space, dst_space, src.offset, dst_moved.offset, sizes_out, s_str, d_str,
                        windows if win is not None else None, pad)
+
+    def explicit_window(self, op: t.CopyOp, win: list[tuple[Index, Index]] | None) -> list[tuple[Index, Index]] | None:
+        """The copy's own window (Trilu's rows), intersected with the source's bounds."""
+        if not op.window:
+            return win
+        mine = [(self.index(op.window[2 * d]), self.index(op.window[2 * d + 1])) for d in range(len(op.window) // 2)]
+        if win is None:
+            return mine
+        return [(lo if lo2 == 0 else self.b._binary(arith.MaxSIOp, lo, lo2), hi if hi2 == n else
+                 self.b._binary(arith.MinSIOp, hi, hi2)) for (lo, hi), (lo2, hi2), n in zip(win, mine, op.static_sizes)]
+
+    def load_index(self, op: t.LoadIndexOp) -> None:
+        """A Gather index into the scalar unit's registers (the kernel becomes data dependent)."""
+        n = len(op.offsets)
+        src = self.side(op, op.source, op.offsets, [1] * n, [1] * n)
+        buf, _ = self.buffer(op.source)
+        new = self.b.add(isa.LoadScalarOp(buf, op.bound.value.data, self.b.offset(src.offset)))
+        new.result.name_hint = op.result.name_hint
+        self.values[op.result] = new.result
+        self.b.kernel.attributes[isa.DATA_DEPENDENT_ATTR] = UnitAttr()
 
     def emit_move(self, op: t.CopyOp, src_space: t.MemSpace, dst_space: t.MemSpace, so: Index, do: Index,
                   sizes: list[int], ss: list[int], ds: list[int], windows: list[tuple[Index, Index]] | None,
@@ -437,6 +458,8 @@ class KernelLowering:
             self.values[op.result] = self.b.block_idx()
         elif isinstance(op, t.CopyOp):
             self.copy(op)
+        elif isinstance(op, t.LoadIndexOp):
+            self.load_index(op)
         elif isinstance(op, t.Img2colOp):
             self.img2col(op)
         elif isinstance(op, t.MmadOp):

@@ -10,6 +10,8 @@ from collections.abc import Callable
 from xdsl.dialects import arith
 from xdsl.ir import Operation
 
+from ge.errors import GeError
+
 INT_BINARY: dict[type[Operation], Callable[[int, int], int]] = {
     arith.AddiOp: lambda a, b: a + b,
     arith.SubiOp: lambda a, b: a - b,
@@ -37,3 +39,15 @@ CMPI: dict[int, Callable[[int, int], bool]] = {
     4: lambda a, b: a > b, 5: lambda a, b: a >= b, 6: lambda a, b: a < b, 7: lambda a, b: a <= b,
     8: lambda a, b: a > b, 9: lambda a, b: a >= b,
 }
+
+
+class IndexOutOfRange(GeError):
+    """A Gather index outside [-bound, bound) met at run time."""
+
+
+def wrap_index(value: int, bound: int) -> int:
+    """An ONNX index into a dim of `bound` entries: v in [-bound, 0) counts from the end;
+    anything outside [-bound, bound) is an error, never a read of another row."""
+    if not -bound <= value < bound:
+        raise IndexOutOfRange(f"index {value} is out of range [-{bound}, {bound})")
+    return value + bound if value < 0 else value

@@ -725,6 +725,13 @@ def _space_to_depth(op: Operation, x: np.ndarray) -> np.ndarray:
     return y.reshape(n, c * b * b, h // b, w // b)
 
 
+@_kernel(g.TriluOp)
+def _trilu(op: Operation, x: np.ndarray) -> np.ndarray:
+    """Elements (i, j) of the last two dims with j - i >= k (upper) or j - i <= k (lower)."""
+    k = get_int(op.properties, "k")
+    return np.triu(x, k) if "upper" in op.properties else np.tril(x, k)
+
+
 # --------------------------------------------------------------------------------------
 # Interpreter
 # --------------------------------------------------------------------------------------

@@ -46,7 +46,7 @@ from ge.dialects import isa
 from ge.dialects.dtypes import numpy_dtype
 from ge.errors import GeError, InputError
 from ge.runtime import isa_kernels as K
-from ge.runtime.index_arith import CMPI, INT_BINARY
+from ge.runtime.index_arith import CMPI, INT_BINARY, IndexOutOfRange, wrap_index
 from ge.runtime.sim_timing import NPIPES, PIPE_INDEX, PIPE_ORDER, PIPELINED, CostModel, PipeState, Trace
 
 HOST = NPIPES  # pseudo pipe of the bytes a launch binds (kernel inputs): always finished
@@ -460,6 +460,8 @@ class KernelProgram:
             return None
         if isinstance(op, isa.SetFlagOp | isa.WaitFlagOp | isa.PipeBarrierOp):
             return self._sync(op)
+        if isinstance(op, isa.LoadScalarOp):
+            return self._load_scalar(op)
         if isinstance(op, isa.MOVE_OPS):
             return self._move(op)
         if isinstance(op, isa.MmadOp):
@@ -607,6 +609,35 @@ class KernelProgram:
             st.timed(p, instr, *timing)
 
         return move
+
+    def _load_scalar(self, op: isa.LoadScalarOp) -> Step:
+        """S reads one index into a register (negative values wrap; out of range is a
+        run-time error). The scalar unit waits for the value before it issues anything
+        else: the moves whose address it feeds cannot start earlier."""
+        instr, p = self._id(op), PIPE_INDEX[op.PIPE]
+        src = self.operand(op, "src")
+        r, bound = self._reg(op.result), op.bound.value.data
+        one = pattern((1,), (1,), src.itemsize)
+        cost = float(self.target.overhead.issue)
+        where = self.describe(instr)
+
+        def load_scalar(st: RunState) -> None:
+            i = st.begin(p, instr)
+            pending: list = []
+            view = st.touch(instr, p, src, st.offset(src), one, False, pending)
+            st.commit(p, i, pending)
+            if view is not None:
+                try:
+                    st.regs[r] = wrap_index(int(view[0]), bound)
+                except IndexOutOfRange as e:
+                    raise IndexOutOfRange(f"kernel @{self.name}: {where}: {e}") from None
+            _, end = st.pipes.issue(p, 0.0, cost)
+            for q in range(NPIPES):
+                st.pipes.hold[q] = max(st.pipes.hold[q], end)
+            if st.trace is not None:
+                st.trace.add(st.core, p, self.names[instr], end - cost, end, instr)
+
+        return load_scalar
 
     def _mmad(self, op: isa.MmadOp) -> Step:
         instr, p = self._id(op), PIPE_INDEX[op.PIPE]

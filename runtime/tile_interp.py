@@ -31,7 +31,7 @@ from ge.dialects.blobs import attr_array
 from ge.dialects.dtypes import numpy_dtype
 from ge.dialects.graph import argument_names
 from ge.errors import GeError, InputError
-from ge.runtime.index_arith import CMPI, INT_BINARY
+from ge.runtime.index_arith import CMPI, INT_BINARY, wrap_index
 from ge.runtime.reference import evaluate, find_function
 
 Env = list
@@ -266,6 +266,9 @@ class _Decoder:
             return lambda env: env.__setitem__(r, data)
         if isinstance(op, t.CopyOp):
             return self.copy(op)
+        if isinstance(op, t.LoadIndexOp):
+            a, r, offs, bound = s(op.source), s(op.result), tuple(s(v) for v in op.offsets), op.bound.value.data
+            return lambda env: env.__setitem__(r, wrap_index(int(env[a][tuple(env[v] for v in offs)]), bound))
         if isinstance(op, t.Img2colOp):
             return self.img2col(op)
         if isinstance(op, t.MmadOp):
@@ -297,6 +300,7 @@ class _Decoder:
         permute = perm != tuple(range(len(perm)))
         pad = None if op.pad is None else float(op.pad.value.data)
         fail = self.fail
+        window = tuple(self.s(v) for v in op.window)
 
         def run(env: Env) -> None:
             offsets = [env[v] for v in so]
@@ -305,6 +309,12 @@ class _Decoder:
             if rect is None:
                 raise fail(op, f"reads outside the source {list(source.shape)} at offsets {offsets} sizes "
                                f"{list(sizes)} and has no pad value")
+            if window:  # positions outside the copy's own window read as pad
+                keep = np.ones(sizes, dtype=bool)
+                for d, n in enumerate(sizes):
+                    i = np.arange(n).reshape([-1 if e == d else 1 for e in range(len(sizes))])
+                    keep &= (i >= env[window[2 * d]]) & (i < env[window[2 * d + 1]])
+                rect = np.where(keep, rect, np.asarray(pad, dtype=rect.dtype))
             if permute:
                 rect = rect.transpose(perm)
             write_rect(env[dst], [env[v] for v in do], rect)

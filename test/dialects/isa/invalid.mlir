@@ -407,3 +407,37 @@ builtin.module {
 }
 // CHECK: Operation does not verify: the launch's buffers do not match the arguments of @k
 // CHECK: -----
+
+// -----
+
+// load_scalar reads an integer index
+builtin.module attributes {ge.target = "ascend910"} {
+  isa.kernel @k ins(%x: memref<4xf32, #isa.space<gm>>) outs() block_dim 1 {
+    %r = isa.load_scalar %x bound 4 : memref<4xf32, #isa.space<gm>>
+  }
+}
+// CHECK: Operation does not verify: load_scalar reads an integer, got f32
+// CHECK: -----
+
+// -----
+
+// the scalar unit reads UB and GM only
+builtin.module attributes {ge.target = "ascend910"} {
+  isa.kernel @k ins(%x: memref<4xi64, #isa.space<gm>>) outs() block_dim 1 {
+    %a = isa.buffer offset 0 : memref<256xi64, #isa.space<l1>>
+    %r = isa.load_scalar %a bound 4 : memref<256xi64, #isa.space<l1>>
+  }
+}
+// CHECK: Operation does not verify: isa.load_scalar takes its src in ub or gm, got l1
+// CHECK: -----
+
+// -----
+
+// an index outside its buffer
+builtin.module attributes {ge.target = "ascend910"} {
+  isa.kernel @k ins(%x: memref<4xi64, #isa.space<gm>>) outs() block_dim 1 {
+    %c4 = arith.constant 4 : index
+    %r = isa.load_scalar %x[%c4] bound 4 : memref<4xi64, #isa.space<gm>>
+  }
+}
+// CHECK: Operation does not verify: src elements [4, 5) are outside its 4 elements

@@ -194,3 +194,27 @@ builtin.module attributes {ge.target = "ascend910"} {
 // CHECK-GENERIC:      "isa.fixpipe"(%acc, %c) <{sizes = array<i64: 2, 2, 16, 16>, dst_strides = array<i64: 16, 512, 32, 1>, relu, operandSegmentSizes = array<i32: 1, 0, 1, 0, 0>}> : (memref<32x32xf32, #isa.space<l0c>>, memref<32x32xf16, #isa.space<gm>>) -> ()
 // CHECK-GENERIC:      "isa.launch"(%xa, %xf, %out) <{callee = @cube, operandSegmentSizes = array<i32: 2, 1>}> : (memref<32x64xf16>, memref<1x4x10x10x16xf16>, memref<32x32xf16>) -> ()
 
+
+// -----
+
+// A Gather row: an index read on the scalar unit feeds the offset of the row's move.
+builtin.module attributes {ge.target = "ascend910"} {
+  isa.kernel @gather ins(%t: memref<800xf32, #isa.space<gm>>, %i: memref<4xi64, #isa.space<gm>>) outs(%y: memref<64xf32, #isa.space<gm>>) block_dim 1 attributes {isa.data_dependent} {
+    %c1 = arith.constant 1 : index
+    %c16 = arith.constant 16 : index
+    %iu = isa.buffer offset 0 : memref<4xi64, #isa.space<ub>>
+    %ru = isa.buffer offset 64 : memref<16xf32, #isa.space<ub>>
+    isa.copy_gm_to_ub %i to %iu sizes [4] : memref<4xi64, #isa.space<gm>> to memref<4xi64, #isa.space<ub>>
+    isa.set_flag [MTE2, S, 0]
+    isa.wait_flag [MTE2, S, 0]
+    %r = isa.load_scalar %iu[%c1] bound 50 : memref<4xi64, #isa.space<ub>>
+    %g = isa.load_scalar %i bound 50 : memref<4xi64, #isa.space<gm>>
+    %o = arith.muli %r, %c16 : index
+    isa.copy_gm_to_ub %t[%o] to %ru sizes [16] : memref<800xf32, #isa.space<gm>> to memref<16xf32, #isa.space<ub>>
+  }
+}
+// CHECK:      isa.kernel @gather {{.*}} attributes {isa.data_dependent} {
+// CHECK:        %r = isa.load_scalar %iu[%c1] bound 50 : memref<4xi64, #isa.space<ub>>
+// CHECK-NEXT:   %g = isa.load_scalar %i bound 50 : memref<4xi64, #isa.space<gm>>
+
+// CHECK-GENERIC: %{{.*}} = "isa.load_scalar"(%{{.*}}, %{{.*}}) <{bound = 50 : i64}> : (memref<4xi64, #isa.space<ub>>, index) -> index

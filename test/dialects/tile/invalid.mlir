@@ -280,3 +280,51 @@ func.func @f(%t: tensor<4xf32>) {
   tile.yield %t : tensor<4xf32>
 }
 // CHECK: Operation does not verify: 'tile.yield' expects parent op to be one of 'tile.vector', 'tile.untiled'
+
+// -----
+
+tile.kernel @k ins(%x: memref<4xf32, #tile.space<gm>>) outs() block_dim 1 kind "opaque" {
+  %c0 = arith.constant 0 : index
+  %r = tile.load_index %x[%c0] bound 4 : memref<4xf32, #tile.space<gm>>
+}
+// CHECK: Operation does not verify: indices are integers, got f32
+// CHECK: -----
+
+// -----
+
+tile.kernel @k ins(%x: memref<2x4xi64, #tile.space<gm>>) outs() block_dim 1 kind "opaque" {
+  %c0 = arith.constant 0 : index
+  %r = tile.load_index %x[%c0] bound 4 : memref<2x4xi64, #tile.space<gm>>
+}
+// CHECK: Operation does not verify: the source has rank 2: it needs 2 offsets, got 1
+// CHECK: -----
+
+// -----
+
+tile.kernel @k ins(%x: memref<4xi64, #tile.space<gm>>) outs() block_dim 1 kind "opaque" {
+  %c0 = arith.constant 0 : index
+  %r = tile.load_index %x[%c0] bound 0 : memref<4xi64, #tile.space<gm>>
+}
+// CHECK: Operation does not verify: bound must be >= 1, got 0
+// CHECK: -----
+
+// -----
+
+tile.kernel @k ins(%x: memref<4xf32, #tile.space<gm>>) outs() block_dim 1 kind "opaque" {
+  %c0 = arith.constant 0 : index
+  %c2 = arith.constant 2 : index
+  %u = tile.alloc buffers 1 : memref<4xf32, #tile.space<ub>>
+  tile.copy %x[%c0] to %u[%c0] sizes [4] window (%c0, %c2) : memref<4xf32, #tile.space<gm>> to memref<4xf32, #tile.space<ub>>
+}
+// CHECK: Operation does not verify: the positions outside a window read as pad; the copy needs a pad value
+// CHECK: -----
+
+// -----
+
+tile.kernel @k ins(%x: memref<4xf32, #tile.space<gm>>) outs() block_dim 1 kind "opaque" {
+  %c0 = arith.constant 0 : index
+  %u = tile.alloc buffers 1 : memref<4xf32, #tile.space<ub>>
+  tile.copy %x[%c0] to %u[%c0] sizes [4] window (%c0) {pad = 0.000000e+00 : f32} : memref<4xf32, #tile.space<gm>> to memref<4xf32, #tile.space<ub>>
+}
+// CHECK: Operation does not verify: a window needs a (lo, hi) pair per dim: 2 values, got 1
+// CHECK: -----

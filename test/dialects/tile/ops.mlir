@@ -99,7 +99,7 @@ builtin.module {
 // CHECK-GENERIC-NEXT:   "tile.kernel"() <{sym_name = "mm", function_type = (memref<64x128xf16, #tile.space<gm>>, memref<128x32xf16, #tile.space<gm>>, memref<64x32xf16, #tile.space<gm>>) -> (), num_ins = 2 : i64, block_dim = 2 : i64, kind = "cube_epilogue"}> ({
 // CHECK-GENERIC:          %{{.*}} = "tile.block_idx"() : () -> index
 // CHECK-GENERIC:          %{{.*}} = "tile.alloc"() <{count = 2 : i64}> : () -> memref<32x128xf16, #tile.space<l1>>
-// CHECK-GENERIC:          "tile.copy"(%x, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) <{sizes = array<i64: 32, 128>, operandSegmentSizes = array<i32: 1, 1, 2, 2>}> : (memref<64x128xf16, #tile.space<gm>>, memref<32x128xf16, #tile.space<l1>>, index, index, index, index) -> ()
+// CHECK-GENERIC:          "tile.copy"(%x, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) <{sizes = array<i64: 32, 128>, operandSegmentSizes = array<i32: 1, 1, 2, 2, 0>}> : (memref<64x128xf16, #tile.space<gm>>, memref<32x128xf16, #tile.space<l1>>, index, index, index, index) -> ()
 // CHECK-GENERIC:          "tile.mmad"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : (memref<32x64xf16, #tile.space<l0a>>, memref<64x32xf16, #tile.space<l0b>>, memref<32x32xf32, #tile.space<l0c>>, i1) -> ()
 // CHECK-GENERIC:          "tile.vector"(%{{.*}}, %{{.*}}) <{operandSegmentSizes = array<i32: 1, 1>}> ({
 // CHECK-GENERIC:          "tile.yield"(%{{.*}}) : (tensor<32x32xf16>) -> ()
@@ -109,3 +109,28 @@ builtin.module {
 // CHECK-GENERIC:          %{{.*}} = "tile.const"() <{value = dense<1.000000e+00> : tensor<128x32xf16>}> : () -> memref<128x32xf16, #tile.space<gm>>
 // CHECK-GENERIC:          "tile.launch"(%{{.*}}, %{{.*}}, %{{.*}}) <{callee = @mm, operandSegmentSizes = array<i32: 2, 1>}> : (memref<64x128xf16, #tile.space<gm>>, memref<128x32xf16, #tile.space<gm>>, memref<64x32xf16, #tile.space<gm>>) -> ()
 // CHECK-GENERIC:          %{{.*}} = "tile.view"(%{{.*}}) : (memref<64x32xf16, #tile.space<gm>>) -> memref<2048xf16, #tile.space<gm>>
+
+// -----
+
+// Data movement: an index read into the index arithmetic (Gather), a windowed copy (Trilu).
+builtin.module {
+  tile.kernel @gather ins(%t: memref<50x16xf32, #tile.space<gm>>, %i: memref<4xi64, #tile.space<gm>>) outs(%y: memref<4x16xf32, #tile.space<gm>>) block_dim 1 kind "opaque" {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c4 = arith.constant 4 : index
+    %c16 = arith.constant 16 : index
+    %iu = tile.alloc buffers 1 : memref<4xi64, #tile.space<ub>>
+    %ru = tile.alloc buffers 1 : memref<1x16xf32, #tile.space<ub>>
+    tile.copy %i[%c0] to %iu[%c0] sizes [4] : memref<4xi64, #tile.space<gm>> to memref<4xi64, #tile.space<ub>>
+    scf.for %j = %c0 to %c4 step %c1 {
+      %row = tile.load_index %iu[%j] bound 50 : memref<4xi64, #tile.space<ub>>
+      tile.copy %t[%row, %c0] to %ru[%c0, %c0] sizes [1, 16] window (%c0, %c1, %j, %c16) {pad = 0.000000e+00 : f32} : memref<50x16xf32, #tile.space<gm>> to memref<1x16xf32, #tile.space<ub>>
+      tile.copy %ru[%c0, %c0] to %y[%j, %c0] sizes [1, 16] : memref<1x16xf32, #tile.space<ub>> to memref<4x16xf32, #tile.space<gm>>
+    }
+  }
+}
+// CHECK:      %row = tile.load_index %iu[%j] bound 50 : memref<4xi64, #tile.space<ub>>
+// CHECK-NEXT: tile.copy %t[%row, %c0] to %ru[%c0, %c0] sizes [1, 16] window (%c0, %c1, %j, %c16) {pad = 0.000000e+00 : f32} : memref<50x16xf32, #tile.space<gm>> to memref<1x16xf32, #tile.space<ub>>
+
+// CHECK-GENERIC: %{{.*}} = "tile.load_index"(%{{.*}}, %{{.*}}) <{bound = 50 : i64}> : (memref<4xi64, #tile.space<ub>>, index) -> index
+// CHECK-GENERIC: "tile.copy"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) <{sizes = array<i64: 1, 16>, pad = 0.000000e+00 : f32, operandSegmentSizes = array<i32: 1, 1, 2, 2, 4>}>
