@@ -545,9 +545,30 @@ def _conv_kernel_agrees(node: onnx.NodeProto, attrs: dict, types: list) -> str |
     return None
 
 
+def _window_agrees(node: onnx.NodeProto, attrs: dict, types: list) -> str | None:
+    """Conv / pools: kernel_shape, strides and dilations give one entry per spatial dim of
+    the input, pads two (ONNX shape inference: "Attribute ... has incorrect size")."""
+    if not types or types[0] is None:
+        return None
+    spatial = types[0].get_num_dims() - 2
+    for name, per_dim in (("kernel_shape", 1), ("strides", 1), ("dilations", 1), ("pads", 2)):
+        value = attrs.get(name)
+        if value is not None and len(value) != per_dim * spatial:
+            return (f"{name} {list(value)} has {len(value)} entries; the input {list(types[0].get_shape())} has "
+                    f"{spatial} spatial dim(s), so it needs {per_dim * spatial}")
+    return None
+
+
+def _conv_agrees(node: onnx.NodeProto, attrs: dict, types: list) -> str | None:
+    return _window_agrees(node, attrs, types) or _conv_kernel_agrees(node, attrs, types)
+
+
 _AGREEMENT: dict[str, Callable[[onnx.NodeProto, dict, list], str | None]] = {
-    "Conv": _conv_kernel_agrees,
-    "ConvTranspose": _conv_kernel_agrees,
+    "Conv": _conv_agrees,
+    "ConvTranspose": _conv_agrees,
+    "MaxPool": _window_agrees,
+    "AveragePool": _window_agrees,
+    "LpPool": _window_agrees,
 }
 
 

@@ -136,6 +136,22 @@ def test_attribute_of_the_wrong_type(tmp_path):
         onnx.checker.check_model(conv_model(strides=helper.make_attribute("strides", 2.0)))
 
 
+@pytest.mark.parametrize(("op", "attrs", "message"), [
+    ("MaxPool", {"kernel_shape": [2]}, r"kernel_shape \[2\] has 1 entries; the input \[1, 16, 16, 16\] has 2 spatial "
+                                       r"dim\(s\), so it needs 2"),
+    ("AveragePool", {"kernel_shape": [2, 2], "pads": [1, 1]}, r"pads \[1, 1\] has 2 entries; .* so it needs 4"),
+    ("MaxPool", {"kernel_shape": [2, 2], "strides": [2, 2, 2]}, r"strides \[2, 2, 2\] has 3 entries"),
+])
+def test_window_attributes_of_the_wrong_length(op, attrs, message):
+    """A 1-entry kernel_shape on a 2-D pool must not be read as [1, 2]: ONNX's shape
+    inference refuses it ("Attribute kernel_shape has incorrect size"), so does the importer."""
+    model = _model([helper.make_node(op, ["x"], ["y"], name="pool1", **attrs)], [_x()], [_y()])
+    with pytest.raises(ModelFormatError, match=rf"node 'pool1' \({op}, opset 17\): {message}"):
+        import_model(model)
+    with pytest.raises(onnx.shape_inference.InferenceError, match="has incorrect size"):
+        onnx.shape_inference.infer_shapes(model, strict_mode=True)
+
+
 def test_unknown_attribute():
     model = conv_model(strides=helper.make_attribute("stride", [2, 2]))
     with pytest.raises(ModelFormatError, match=r"node 'conv1' \(Conv, opset 17\): unknown attribute 'stride' "
