@@ -123,6 +123,19 @@ class GeCompiledRep(GeBackendRep):
             return None
 
 
+def npu_refusal(model: onnx.ModelProto | str | bytes, **options) -> str | None:
+    """None if `ge.compile` compiles the model for the NPU (isa level, must_keep_origin_dtype
+    unless `options` say otherwise), else the compiler's message saying what it refuses."""
+    import ge
+
+    options = {"precision_mode": "must_keep_origin_dtype", "keep_ir_text": False, **options}
+    try:
+        ge.compile(model, ge.CompileOptions(**options))
+    except GeError as e:
+        return str(e)
+    return None
+
+
 def _is_dynamic(vi: onnx.ValueInfoProto) -> bool:
     dims = vi.type.tensor_type.shape.dim
     return not vi.type.tensor_type.HasField("shape") or any(not d.HasField("dim_value") for d in dims)
@@ -131,6 +144,11 @@ def _is_dynamic(vi: onnx.ValueInfoProto) -> bool:
 class GeBackend(Backend):
     @classmethod
     def is_compatible(cls, model: onnx.ModelProto, device: str = "CPU", **kwargs) -> bool:
+        """CPU: every node is an operator ge imports. NPU: the model compiles -- the answer
+        comes from running the compiler (`npu_refusal`), so it is the same as compiling's;
+        `kwargs` are `ge.CompileOptions` fields."""
+        if device.upper().startswith("NPU"):
+            return npu_refusal(model, **kwargs) is None
         from ge.frontend.onnx import supported_ops
 
         ops = set(supported_ops())

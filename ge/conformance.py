@@ -4,6 +4,13 @@
 cases in memory. ge claims every case of the operators in `CLAIMED_OPS`, except the cases in
 `EXCLUDED` (each with the reason). pytest runs all claimed cases; `python -m ge.conformance`
 prints the per-operator counts and the README's supported-operator table.
+
+`--device npu` runs the same cases on the NPU path instead: `ge.compile` down to the isa
+level (f32, must_keep_origin_dtype) and `CompiledModel.run` on the simulator, with no
+fallback to the interpreter. Graph inputs that ge needs at compile time (a Reshape
+target, Slice starts, reduction axes, pads) are frozen into initializers with the case's
+values, since the NPU path compiles static shapes; every other input stays an input.
+`--device npu --write-readme` fills the table's NPU column.
 """
 
 from __future__ import annotations
@@ -78,52 +85,129 @@ def node_cases():
 
 def run_case(case) -> None:
     """Run one case through ge.backend; raises AssertionError on a wrong result."""
-    from onnx import numpy_helper
-
     from ge.backend import prepare
 
     rep = prepare(case.model)
     for inputs, expected in case.data_sets:
-        inputs = [numpy_helper.to_array(a) if isinstance(a, onnx.TensorProto) else a for a in inputs]
-        expected = [numpy_helper.to_array(a) if isinstance(a, onnx.TensorProto) else a for a in expected]
-        outputs = rep.run(inputs)
-        assert len(outputs) >= len(expected), f"{len(outputs)} outputs, expected {len(expected)}"
-        for got, want in zip(outputs, expected):
-            want = np.asarray(want)
-            assert got.dtype == want.dtype, f"dtype {got.dtype}, expected {want.dtype}"
-            assert got.shape == want.shape, f"shape {got.shape}, expected {want.shape}"
-            if want.dtype.kind in "fc":
-                np.testing.assert_allclose(got, want, rtol=case.rtol, atol=case.atol)
-            else:
-                np.testing.assert_array_equal(got, want)
+        _compare(case, rep.run(_arrays(inputs)), _arrays(expected))
 
 
-def run_all() -> list[CaseResult]:
+def _arrays(values) -> list:
+    from onnx import numpy_helper
+
+    return [numpy_helper.to_array(a) if isinstance(a, onnx.TensorProto) else a for a in values]
+
+
+def compile_time_inputs(model: onnx.ModelProto, inputs: dict[str, np.ndarray]) -> list[str]:
+    """The graph inputs whose values ge needs at compile time (the importer names them)."""
+    from ge.frontend.onnx import NeedsInputValue, import_model
+
+    frozen: dict[str, np.ndarray] = {}
+    while True:
+        shapes = {n: a.shape for n, a in inputs.items() if n not in frozen}
+        try:
+            import_model(model, input_shape=shapes, frozen_inputs=frozen)
+            return list(frozen)
+        except NeedsInputValue as e:
+            if set(e.names) <= set(frozen):
+                raise
+            frozen.update((n, inputs[n]) for n in e.names)
+
+
+def frozen_model(model: onnx.ModelProto, values: dict[str, np.ndarray]) -> onnx.ModelProto:
+    """A copy of `model` whose inputs named in `values` are initializers with those values."""
+    from onnx import numpy_helper
+
+    out = onnx.ModelProto.FromString(model.SerializeToString())
+    kept = [i for i in out.graph.input if i.name not in values]
+    del out.graph.input[:]
+    out.graph.input.extend(kept)
+    out.graph.initializer.extend(numpy_helper.from_array(np.asarray(a), n) for n, a in values.items())
+    return out
+
+
+def run_case_npu(case) -> None:
+    """Run one case through ge.compile (isa, f32) + CompiledModel.run; raises AssertionError
+    on a wrong result and the compiler's GeError when it refuses (never falls back)."""
+    import ge
+
+    inits = {t.name for t in case.model.graph.initializer}
+    names = [i.name for i in case.model.graph.input if i.name not in inits]
+    options = dict(precision_mode="must_keep_origin_dtype", kernel_level="isa", keep_ir_text=False)
+    compiled: dict[bytes, object] = {}
+    for inputs, expected in case.data_sets:
+        inputs = dict(zip(names, _arrays(inputs)))
+        frozen = {n: inputs[n] for n in compile_time_inputs(case.model, inputs)}
+        key = b"".join(n.encode() + np.ascontiguousarray(a).tobytes() for n, a in sorted(frozen.items()))
+        if key not in compiled:
+            model = frozen_model(case.model, frozen) if frozen else case.model
+            shapes = {n: a.shape for n, a in inputs.items() if n not in frozen}
+            compiled[key] = ge.compile(model, ge.CompileOptions(input_shape=shapes or None, **options))
+        outs = compiled[key].run({n: a for n, a in inputs.items() if n not in frozen})
+        _compare(case, [outs[o.name] for o in case.model.graph.output], _arrays(expected))
+
+
+def _compare(case, outputs, expected) -> None:
+    assert len(outputs) >= len(expected), f"{len(outputs)} outputs, expected {len(expected)}"
+    for got, want in zip(outputs, expected):
+        want = np.asarray(want)
+        got = np.asarray(got)
+        assert got.dtype == want.dtype, f"dtype {got.dtype}, expected {want.dtype}"
+        assert got.shape == want.shape, f"shape {got.shape}, expected {want.shape}"
+        if want.dtype.kind in "fc":
+            np.testing.assert_allclose(got, want, rtol=case.rtol, atol=case.atol)
+        else:
+            np.testing.assert_array_equal(got, want)
+
+
+def run_all(device: str = "cpu", ops: set[str] | None = None, progress: bool = False) -> list[CaseResult]:
+    run = run_case_npu if device == "npu" else run_case
     results = []
     for name, op, case in node_cases():
+        if ops is not None and op not in ops:
+            continue
         if (reason := excluded_reason(name)) is not None:
             results.append(CaseResult(name, op, "excluded", reason))
             continue
         try:
-            run_case(case)
+            run(case)
             results.append(CaseResult(name, op, "pass"))
         except Exception as e:
             results.append(CaseResult(name, op, "fail", f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"))
+        if progress:
+            print(f"{results[-1].status} {name} {results[-1].detail}", file=sys.stderr, flush=True)
     return results
 
 
-def operator_table(results: list[CaseResult]) -> str:
-    """Markdown table: operator, passing generated cases, excluded cases."""
+def operator_table(results: list[CaseResult], npu: dict[str, int] | None = None) -> str:
+    """Markdown table: operator, passing generated cases (interpreter, and the NPU path
+    when `npu` gives its per-operator counts), excluded cases."""
     passed, excluded = Counter(), Counter()
     for r in results:
         if r.status == "pass":
             passed[r.op] += 1
         elif r.status == "excluded":
             excluded[r.op] += 1
-    lines = ["| ONNX operator | node cases passed | excluded |", "|---|---|---|"]
+    if npu is None:
+        lines = ["| ONNX operator | node cases passed | excluded |", "|---|---|---|"]
+    else:
+        lines = ["| ONNX operator | node cases passed | on the NPU (isa, simulator) | excluded |", "|---|---|---|---|"]
     for op in sorted(CLAIMED_OPS, key=str.lower):
-        lines.append(f"| {op} | {passed[op]} | {excluded[op]} |")
+        npu_cell = "" if npu is None else f" {npu.get(op, 0)} |"
+        lines.append(f"| {op} | {passed[op]} |{npu_cell} {excluded[op]} |")
     return "\n".join(lines)
+
+
+def npu_counts(results: list[CaseResult]) -> dict[str, int]:
+    return dict(Counter(r.op for r in results if r.status == "pass"))
+
+
+def npu_column(table: str) -> dict[str, int] | None:
+    """The NPU counts a README table carries (None when it has no NPU column)."""
+    rows = [line.strip().strip("|").split("|") for line in table.strip().splitlines()]
+    if not rows or len(rows[0]) < 4:
+        return None
+    return {cells[0].strip(): int(cells[2]) for cells in rows[2:]}
 
 
 README_BEGIN = "<!-- BEGIN operator table (python -m ge.conformance --write-readme) -->"
@@ -137,19 +221,38 @@ def readme_with_table(readme: str, table: str) -> str:
     return f"{head}{README_BEGIN}\n{table}\n{README_END}{tail}"
 
 
-def main() -> int:
-    results = run_all()
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+    from pathlib import Path
+
+    ap = argparse.ArgumentParser(prog="python -m ge.conformance", description="ONNX node cases through ge")
+    ap.add_argument("--device", choices=("cpu", "npu"), default="cpu",
+                    help="cpu: the reference interpreter; npu: ge.compile (isa, f32) + the simulator")
+    ap.add_argument("--ops", help="only these operators (comma-separated)")
+    ap.add_argument("--write-readme", action="store_true", help="rewrite the README's operator table")
+    ap.add_argument("-v", "--verbose", action="store_true", help="print every case as it finishes")
+    args = ap.parse_args(argv)
+    ops = set(args.ops.split(",")) if args.ops else None
+    readme = Path(__file__).resolve().parent.parent / "README.md"
+    results = run_all(args.device, ops, args.verbose)
     status = Counter(r.status for r in results)
     for r in results:
         if r.status == "fail":
             print(f"FAIL {r.name}: {r.detail}")
-    table = operator_table(results)
-    print(table)
-    print(f"\n{status['pass']} passed, {status['fail']} failed, {status['excluded']} excluded")
-    if "--write-readme" in sys.argv:
-        from pathlib import Path
-
-        readme = Path(__file__).resolve().parent.parent / "README.md"
+    if args.device == "npu":
+        table = operator_table(run_all("cpu", ops), npu_counts(results)) if args.write_readme else ""
+        ran = Counter(r.op for r in results if r.status != "excluded")
+        for op, n in sorted(ran.items(), key=lambda kv: kv[0].lower()):
+            print(f"{op:24s} {npu_counts(results).get(op, 0):3d} of {n:3d} cases pass on the NPU")
+    else:
+        current = readme.read_text().split(README_BEGIN)[-1].split(README_END)[0] if readme.exists() else ""
+        table = operator_table(results, npu_column(current))
+        print(table)
+    total_ops = len({r.op for r in results})
+    clean_ops = total_ops - len({r.op for r in results if r.status == "fail"})
+    print(f"\n{args.device}: {status['pass']} passed, {status['fail']} failed, {status['excluded']} excluded; "
+          f"{clean_ops} of {total_ops} operators pass every case")
+    if args.write_readme and ops is None:
         readme.write_text(readme_with_table(readme.read_text(), table))
     return 1 if status["fail"] else 0
 

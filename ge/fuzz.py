@@ -178,10 +178,11 @@ def _variants(model: onnx.ModelProto):
                 for j, name in enumerate(other.input):
                     if name == out:
                         other.input[j] = src
+            is_output = False
             for o in m.graph.output:
                 if o.name == out:
-                    o.name = src
-            if src not in {x.name for x in m.graph.input}:
+                    o.name, is_output = src, True
+            if not (is_output and src in {x.name for x in m.graph.input}):  # (an output that is an input)
                 yield _prune(m)
             break
     for n in nodes[:-1]:

@@ -354,7 +354,9 @@ class _RandomGraph:
 
     def softmax(self, x: str) -> str:
         s = self.shapes[x]
-        return self.node(self.pick(("Softmax", "LogSoftmax")), [x], s, axis=int(self.rng.integers(-len(s), len(s))))
+        axes = [a for a in range(len(s)) if s[a] > 1] or [len(s) - 1]  # (over one element: a constant)
+        axis = self.pick(axes) - (len(s) if self.chance(0.5) else 0)
+        return self.node(self.pick(("Softmax", "LogSoftmax")), [x], s, axis=int(axis))
 
     def reduction(self, x: str) -> str:
         s = self.shapes[x]
@@ -368,7 +370,8 @@ class _RandomGraph:
 
     def layer_norm(self, x: str) -> str:
         s = self.shapes[x]
-        axis = int(self.rng.integers(1, len(s))) if self.chance(0.4) else len(s) - 1
+        axes = [a for a in range(1, len(s)) if np.prod(s[a:]) > 1] or [len(s) - 1]
+        axis = int(self.pick(axes)) if self.chance(0.4) else axes[-1]
         norm = s[axis:]
         scale = self.const(self.rng.uniform(0.5, 1.5, norm).astype(np.float32), "gamma")
         bias = self.const((self.rng.standard_normal(norm) * 0.1).astype(np.float32), "beta")
