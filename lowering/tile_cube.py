@@ -86,6 +86,11 @@ class CubeProblem:
     # matmul batch broadcasting: does A / B have the batch dim?
     a_batched: bool = True
     b_batched: bool = True
+    # partial broadcasting (A [2, 1, m, k] x B [1, 3, k, n]): the output's batch dims and,
+    # per operand, its batch stride along each of them (0 where it broadcasts)
+    out_batch: tuple[int, ...] = ()
+    a_batch_strides: tuple[int, ...] | None = None
+    b_batch_strides: tuple[int, ...] | None = None
     weight_transform: np.ndarray | None = None  # rebuilt FRACTAL_Z weights (extended groups)
     weight_type: TensorType | None = None
     macs: int = 0
@@ -168,13 +173,18 @@ def _matmul_problem(op: g.MatMulOp | g.GemmOp, block: Block) -> CubeProblem:
     out_batch = tuple(g.broadcast_shapes(sa[:-2], sb[:-2])) if nb > 0 else ()
     batch = math.prod(out_batch) if out_batch else 1
 
-    def batched(s: list[int]) -> bool:
+    def batched(s: list[int]) -> tuple[bool, tuple[int, ...] | None]:
+        """Does the operand have batch dims, and its batch strides along the output's
+        when it broadcasts along some of them (None: its batch index is the output's)."""
         own = math.prod(s[:-2]) if len(s) > 2 else 1
         if own == 1:
-            return False
-        if tuple(s[:-2]) != out_batch[len(out_batch) - len(s[:-2]):] or own != batch:
-            raise Unsupported("batched matmul whose batch dims broadcast partially")
-        return True
+            return False, None
+        if tuple(s[:-2]) == out_batch[len(out_batch) - len(s[:-2]):] and own == batch:
+            return True, None
+        dims = (1,) * (len(out_batch) - len(s[:-2])) + tuple(s[:-2])
+        return True, tuple(math.prod(dims[j + 1:]) if d > 1 else 0 for j, d in enumerate(dims))
+
+    (a_batched, a_strides), (b_batched, b_strides) = batched(sa), batched(sb)
 
     def fmt(e, transposed: bool) -> str:
         if e is None:
@@ -185,8 +195,9 @@ def _matmul_problem(op: g.MatMulOp | g.GemmOp, block: Block) -> CubeProblem:
 
     prob = CubeProblem(
         kind="matmul", anchor=op, block=block, elem=a.type.element_type, batch=batch, groups=1, m=m, n=n, k=k,
-        a_fmt=fmt(ae, ta), b_fmt=fmt(be, tb), out_fmt="nz" if oe else "nd", a_batched=batched(sa),
-        b_batched=batched(sb), macs=batch * m * n * k,
+        a_fmt=fmt(ae, ta), b_fmt=fmt(be, tb), out_fmt="nz" if oe else "nd", a_batched=a_batched,
+        b_batched=b_batched, macs=batch * m * n * k, out_batch=out_batch, a_batch_strides=a_strides,
+        b_batch_strides=b_strides,
     )
     if prob.a_fmt == "nz_t":
         raise Unsupported("a transposed FRACTAL_NZ A operand")
@@ -836,7 +847,7 @@ class _CubeEmitter:
             b.copy(a_gm, offs, a_l1, None, shape, pad=0.0)
             return
         k = b.mul(kc, pl.kl1)
-        ba = bi if p.a_batched else 0
+        ba = self.operand_batch(bi, p.a_batch_strides) if p.a_batched else 0
         if p.a_fmt == "nd":
             offs = [ba, m0, k]
         elif p.a_fmt == "nd_t":
@@ -844,6 +855,18 @@ class _CubeEmitter:
         else:
             offs = [ba, b.div(k, p.c0), b.div(m0, FRACTAL), 0, 0]
         b.copy(a_gm, offs, a_l1, None, shape, pad=0.0)
+
+    def operand_batch(self, bi: Index, strides: tuple[int, ...] | None) -> Index:
+        """The batch index of an operand at output batch `bi` (the same index unless the
+        operand broadcasts along some batch dims)."""
+        if strides is None:
+            return bi
+        b = self.b
+        coords = b.unravel(bi, list(self.p.out_batch), [f"batch{j}" for j in range(len(strides))])
+        index: Index = 0
+        for c, stride in zip(coords, strides):
+            index = b.add_(index, b.mul(c, stride))
+        return index
 
     def load_b(self, b_gm, b_l1, bi, gi, n0, kc) -> None:
         p, b, pl = self.p, self.b, self.plan
@@ -853,7 +876,7 @@ class _CubeEmitter:
             b.copy(b_gm, offs, b_l1, None, shape, pad=0.0)
             return
         k = b.mul(kc, pl.kl1)
-        bb = bi if p.b_batched else 0
+        bb = self.operand_batch(bi, p.b_batch_strides) if p.b_batched else 0
         offs = {
             "nd": lambda: [bb, k, n0], "nd_t": lambda: [bb, n0, k],
             "nz": lambda: [bb, b.div(n0, p.c0), b.div(k, FRACTAL), 0, 0],

@@ -176,3 +176,37 @@ def test_is_compatible_npu_agrees_with_compile():
     assert is_compatible(dynamic, device="NPU", input_shape={"x": [2, 4, 6, 6]})
     # the CPU answer is about the operators only
     assert is_compatible(dynamic, device="CPU")
+
+
+# --------------------------------------------------------------------------------------
+# Cube kernels the fuzzer's shapes reach
+# --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("sa", "sb", "const_b"), [
+    ([2, 1, 4, 5], [1, 3, 5, 6], False),
+    ([2, 1, 4, 5], [3, 5, 6], True),
+    ([3, 4, 5], [2, 1, 5, 6], False),
+    ([2, 3, 4, 5], [3, 5, 6], False),
+])
+def test_batched_matmul_with_partly_broadcast_batch_dims(sa, sb, const_b):
+    """Batch dims that broadcast in part (A [2, 1, ...] x B [1, 3, ...]) were refused
+    ('batched matmul whose batch dims broadcast partially'); each operand now reads its
+    own batch index from the output's."""
+    from onnx import numpy_helper
+
+    rng = np.random.default_rng(0)
+    inputs = [helper.make_tensor_value_info("a", 1, sa)]
+    inits = [numpy_helper.from_array(rng.standard_normal(sb).astype(np.float32), "b")] if const_b else []
+    if not const_b:
+        inputs.append(helper.make_tensor_value_info("b", 1, sb))
+    out = [*np.broadcast_shapes(tuple(sa[:-2]), tuple(sb[:-2])), sa[-2], sb[-1]]
+    g = helper.make_graph([helper.make_node("MatMul", ["a", "b"], ["y"], name="mm")], "mm", inputs,
+                          [helper.make_tensor_value_info("y", 1, out)], initializer=inits)
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    feeds = {"a": rng.standard_normal(sa).astype(np.float32)}
+    if not const_b:
+        feeds["b"] = rng.standard_normal(sb).astype(np.float32)
+    status, detail, err = check(model, feeds)
+    assert status == "pass", detail
+    assert err <= 1e-5
