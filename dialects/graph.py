@@ -11,6 +11,7 @@ checked as strictly as imported IR. What an op computes lives in `ge.runtime.ref
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
@@ -47,7 +48,7 @@ from xdsl.irdl import (
     var_operand_def,
     var_result_def,
 )
-from xdsl.traits import ConstantLike, Pure
+from xdsl.traits import ConstantLike, OpTrait, Pure
 from xdsl.utils.exceptions import VerifyException
 
 from ge.dialects import dtypes
@@ -184,6 +185,69 @@ def window_out(size: int, kernel: int, stride: int, pad_begin: int, pad_end: int
     if ceil and (out - 1) * stride >= size + pad_begin:
         out -= 1
     return out
+
+
+# --------------------------------------------------------------------------------------
+# Op interfaces: what an op is, for the passes that lower it (DESIGN.md "Op interfaces")
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Elementwise(OpTrait):
+    """Each result element comes from the operand elements at the same index (operands
+    broadcast numpy-style when `broadcast`), so any tiling of the result tiles the operands
+    alike. `follows_format`: computes in whatever storage format its operands carry
+    (BatchNorm is per-channel elementwise but has its own formats). What the op computes
+    (its scalar semantics) is its kernel in ge.runtime.reference: `semantics(op)`."""
+
+    broadcast: bool = True
+    follows_format: bool = True
+
+    @staticmethod
+    def semantics(op: type[IRDLOperation] | IRDLOperation):
+        from ge.runtime.reference import KERNELS
+
+        return KERNELS[op if isinstance(op, type) else type(op)]
+
+
+@dataclass(frozen=True)
+class Reduction(OpTrait):
+    """Combines the elements along `axes` with `combiner` ("add", "mul", "max", "min")
+    starting from `identity`; `mean` divides by the count afterwards. The tile level keeps
+    the reduced dims whole; the vector lowering picks the instructions by the combiner."""
+
+    combiner: str
+    identity: float
+    mean: bool = False
+    square_first: bool = False  # ReduceSumSquare / ReduceL2 (composites: see transforms/decompose.py)
+    sqrt_after: bool = False
+
+
+@dataclass(frozen=True)
+class Normalization(OpTrait):
+    """A reduction along some axes whose result is used elementwise on the same tensor
+    (Softmax, LayerNorm, LRN): fused like a reduction, tiled with the axes whole."""
+
+
+@dataclass(frozen=True)
+class StorageFormats(OpTrait):
+    """The storage formats the op implements beyond plain tensors, for assign-layouts:
+    `feature_map` ops compute on NC1HWC0 feature maps (rank 4), `cube` ops read FRACTAL_Z /
+    FRACTAL_NZ weights, `channel_concat` joins NC1HWC0 inputs."""
+
+    formats: tuple[str, ...]
+    rule: str  # "feature_map" | "conv" | "matmul" | "channel_concat"
+
+
+def has_trait(op: IRDLOperation | type[IRDLOperation], trait: type[OpTrait]) -> bool:
+    """Whether op (or op class) carries an interface of type `trait`."""
+    cls = op if isinstance(op, type) else type(op)
+    return issubclass(cls, IRDLOperation) and cls.has_trait(trait)
+
+
+def trait_of(op: IRDLOperation, trait: type[OpTrait]):
+    """The interface of type `trait` that `op` carries, or None."""
+    return type(op).get_trait(trait) if isinstance(op, IRDLOperation) else None
 
 
 # --------------------------------------------------------------------------------------
@@ -358,7 +422,7 @@ class UnaryOp(GraphOp):
     T: ClassVar = VarConstraint("T", AnyAttr())
     input = operand_def(T)
     output = result_def(T)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), Elementwise(broadcast=False))
     assembly_format = "$input attr-dict `:` type($output)"
     FLOAT_ONLY: ClassVar[bool] = True
 
@@ -453,7 +517,7 @@ class CastOp(GraphOp):
     name = "graph.cast"
     input = operand_def(TensorType)
     output = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), Elementwise(broadcast=False))
     assembly_format = "$input attr-dict `:` type($input) `to` type($output)"
 
     @classmethod
@@ -477,7 +541,7 @@ class BinaryOp(GraphOp):
     lhs = operand_def(TensorType)
     rhs = operand_def(TensorType)
     output = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), Elementwise())
     assembly_format = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)"
     KIND: ClassVar[str] = "arith"  # arith | compare | logic | pow
 
@@ -535,7 +599,7 @@ class PReluOp(GraphOp):
     input = operand_def(TensorType)
     slope = operand_def(TensorType)
     output = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), Elementwise())
     assembly_format = "$input `,` $slope attr-dict `:` functional-type(operands, results)"
 
     @classmethod
@@ -552,7 +616,7 @@ class VariadicOp(GraphOp):
 
     inputs = var_operand_def(TensorType)
     output = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), Elementwise())
     assembly_format = "$inputs attr-dict `:` functional-type(operands, results)"
 
     @classmethod
@@ -583,7 +647,7 @@ class WhereOp(GraphOp):
     lhs = operand_def(TensorType)
     rhs = operand_def(TensorType)
     output = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), Elementwise())
     assembly_format = "$condition `,` $lhs `,` $rhs attr-dict `:` functional-type(operands, results)"
 
     @classmethod
@@ -629,7 +693,7 @@ class Conv2dOp(GraphOp):
     pads = prop_def(DenseArrayBase[I64])
     dilations = prop_def(DenseArrayBase[I64])
     group = prop_def(IntegerAttr[I64])
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), StorageFormats(("NC1HWC0", "FRACTAL_Z"), "conv"))
     assembly_format = "operands attr-dict `:` functional-type(operands, results)"
 
     @classmethod
@@ -664,7 +728,7 @@ class PoolOp(GraphOp):
     strides = prop_def(DenseArrayBase[I64])
     pads = prop_def(DenseArrayBase[I64])
     ceil_mode = opt_prop_def(UnitAttr)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), StorageFormats(("NC1HWC0",), "feature_map"))
     assembly_format = "$input attr-dict `:` functional-type(operands, results)"
     HAS_DILATION: ClassVar[bool] = False
 
@@ -706,7 +770,7 @@ class AvgPoolOp(PoolOp):
 class GlobalPoolOp(GraphOp):
     input = operand_def(TensorType)
     output = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), StorageFormats(("NC1HWC0",), "feature_map"))
     assembly_format = "$input attr-dict `:` functional-type(operands, results)"
 
     @classmethod
@@ -744,7 +808,8 @@ class BatchNormOp(GraphOp):
     var = operand_def(TensorType)
     output = result_def(TensorType)
     epsilon = prop_def(FloatAttr[Float32Type])
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), Elementwise(broadcast=False, follows_format=False),
+                        StorageFormats(("NC1HWC0",), "feature_map"))
     assembly_format = "operands attr-dict `:` functional-type(operands, results)"
 
     @classmethod
@@ -772,7 +837,7 @@ class LayerNormOp(GraphOp):
     output = result_def(TensorType)
     axis = prop_def(IntegerAttr[I64])
     epsilon = prop_def(FloatAttr[Float32Type])
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), Normalization())
     assembly_format = "operands attr-dict `:` functional-type(operands, results)"
 
     @classmethod
@@ -802,7 +867,7 @@ class LrnOp(GraphOp):
     alpha = prop_def(FloatAttr[Float32Type])
     beta = prop_def(FloatAttr[Float32Type])
     bias = prop_def(FloatAttr[Float32Type])
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), Normalization(), StorageFormats(("NC1HWC0",), "feature_map"))
     assembly_format = "$input attr-dict `:` type($output)"
 
     @classmethod
@@ -821,7 +886,7 @@ class AxisNormOp(GraphOp):
     input = operand_def(T)
     output = result_def(T)
     axis = prop_def(IntegerAttr[I64])
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), Normalization())
     assembly_format = "$input attr-dict `:` type($output)"
 
     @classmethod
@@ -855,7 +920,7 @@ class MatMulOp(GraphOp):
     lhs = operand_def(TensorType)
     rhs = operand_def(TensorType)
     output = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), StorageFormats(("FRACTAL_NZ",), "matmul"))
     assembly_format = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)"
 
     @classmethod
@@ -894,7 +959,7 @@ class GemmOp(GraphOp):
     beta = prop_def(FloatAttr[Float32Type])
     trans_a = opt_prop_def(UnitAttr)
     trans_b = opt_prop_def(UnitAttr)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), StorageFormats(("FRACTAL_NZ",), "matmul"))
     assembly_format = "operands attr-dict `:` functional-type(operands, results)"
 
     @classmethod
@@ -938,18 +1003,20 @@ class ReduceOp(GraphOp):
         return [tensor(x.element_type, out)]
 
 
-def _reduce(op_name: str, doc: str) -> type[ReduceOp]:
+def _reduce(op_name: str, doc: str, reduction: Reduction) -> type[ReduceOp]:
     cls_name = "".join(p.capitalize() for p in op_name.split("_")) + "Op"
-    return irdl_op_definition(type(cls_name, (ReduceOp,), {"name": f"graph.{op_name}", "__doc__": doc}))
+    return irdl_op_definition(type(cls_name, (ReduceOp,), {
+        "name": f"graph.{op_name}", "__doc__": doc, "traits": traits_def(Pure(), reduction),
+    }))
 
 
-ReduceMeanOp = _reduce("reduce_mean", "Mean over axes.")
-ReduceSumOp = _reduce("reduce_sum", "Sum over axes.")
-ReduceMaxOp = _reduce("reduce_max", "Maximum over axes.")
-ReduceMinOp = _reduce("reduce_min", "Minimum over axes.")
-ReduceProdOp = _reduce("reduce_prod", "Product over axes.")
-ReduceL2Op = _reduce("reduce_l2", "sqrt(sum(x^2)) over axes.")
-ReduceSumSquareOp = _reduce("reduce_sum_square", "sum(x^2) over axes.")
+ReduceMeanOp = _reduce("reduce_mean", "Mean over axes.", Reduction("add", 0.0, mean=True))
+ReduceSumOp = _reduce("reduce_sum", "Sum over axes.", Reduction("add", 0.0))
+ReduceMaxOp = _reduce("reduce_max", "Maximum over axes.", Reduction("max", -float("inf")))
+ReduceMinOp = _reduce("reduce_min", "Minimum over axes.", Reduction("min", float("inf")))
+ReduceProdOp = _reduce("reduce_prod", "Product over axes.", Reduction("mul", 1.0))
+ReduceL2Op = _reduce("reduce_l2", "sqrt(sum(x^2)) over axes.", Reduction("add", 0.0, square_first=True, sqrt_after=True))
+ReduceSumSquareOp = _reduce("reduce_sum_square", "sum(x^2) over axes.", Reduction("add", 0.0, square_first=True))
 
 
 class ArgReduceOp(GraphOp):
@@ -1105,7 +1172,7 @@ class ConcatOp(GraphOp):
     inputs = var_operand_def(TensorType)
     output = result_def(TensorType)
     axis = prop_def(IntegerAttr[I64])
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), StorageFormats(("NC1HWC0",), "channel_concat"))
     assembly_format = "$inputs attr-dict `:` functional-type(operands, results)"
 
     @classmethod

@@ -1391,11 +1391,13 @@ class VBrcbOp(_VectorOp):
 
 
 CMP_MODES = ("eq", "ne", "lt", "le", "gt", "ge")
+MASK_TYPES = (IntegerType(8), IntegerType(1))  # one byte per element, 1 true / 0 false
 
 
 @irdl_op_definition
 class VCmpOp(_VectorOp):
-    """dst = (src0 <mode> src1) as one byte per element (1 true, 0 false) in an i8 buffer."""
+    """dst = (src0 <mode> src1) as one byte per element (1 true, 0 false) in an i8 buffer
+    (or an i1 one: graph-level booleans are stored as one byte 0 / 1)."""
 
     name = "isa.vcmp"
     dst = operand_def(MemRefType)
@@ -1414,15 +1416,15 @@ class VCmpOp(_VectorOp):
     def verify_types(self) -> None:
         if self.mode.data not in CMP_MODES:
             raise VerifyException(f"mode must be one of {', '.join(CMP_MODES)}, got '{self.mode.data}'")
-        if _elem(self.dst) != IntegerType(8):
-            raise VerifyException(f"vcmp writes an i8 mask, got {_elem(self.dst)}")
+        if _elem(self.dst) not in MASK_TYPES:
+            raise VerifyException(f"vcmp writes an i8 (or i1) mask, got {_elem(self.dst)}")
         if _elem(self.src0) != _elem(self.src1):
             raise VerifyException(f"vcmp compares one element type, got {_elem(self.src0)} and {_elem(self.src1)}")
 
 
 @irdl_op_definition
 class VSelOp(_VectorOp):
-    """dst = cond ? src0 : src1 with cond an i8 mask (as written by vcmp)."""
+    """dst = cond ? src0 : src1 with cond an i8 (or i1) mask (as written by vcmp)."""
 
     name = "isa.vsel"
     dst = operand_def(MemRefType)
@@ -1443,8 +1445,8 @@ class VSelOp(_VectorOp):
         return max(itemsize(self.buffer(r).type) for r in ("dst", "src0", "src1"))
 
     def verify_types(self) -> None:
-        if _elem(self.cond) != IntegerType(8):
-            raise VerifyException(f"vsel takes an i8 mask, got {_elem(self.cond)}")
+        if _elem(self.cond) not in MASK_TYPES:
+            raise VerifyException(f"vsel takes an i8 (or i1) mask, got {_elem(self.cond)}")
         types = {_elem(self.buffer(r)) for r in ("dst", "src0", "src1")}
         if len(types) != 1:
             raise VerifyException(f"vsel takes one element type, got {', '.join(sorted(map(str, types)))}")

@@ -3,7 +3,7 @@
 Where it sits: on top of every level (DESIGN.md §2). `compile` runs, in process on one
 module and timed per stage, what ATC runs:
 
-    import ONNX -> graph-optimize{precision} -> assign-layouts -> eliminate-trans-data ->
+    import ONNX -> graph-optimize{precision} -> decompose -> assign-layouts -> eliminate-trans-data ->
     fuse{switch-file} -> bufferize -> tile{target} -> to-isa -> plan-local-memory ->
     insert-sync -> build-model{disable-reuse-memory, single-stream} -> model file
 
@@ -158,6 +158,7 @@ def pass_stages(options: CompileOptions, target: targets.Target) -> list[tuple[s
     """(stage name, pass instance) from graph-optimize to the kernels' last pass."""
     stages = [
         ("graph-optimize", _pass("graph-optimize", precision=options.precision_mode)),
+        ("decompose", _pass("decompose")),
         ("assign-layouts", _pass("assign-layouts", target=target.name)),
         ("eliminate-trans-data", _pass("eliminate-trans-data")),
         ("fuse", _pass("fuse", switch_file=options.fusion_switch_file)),

@@ -22,11 +22,16 @@ from ge.errors import GeError
 # Ops that compute nothing (views of the same bytes): they never become kernels.
 VIEW_OPS = (graph.ReshapeOp, graph.FlattenOp, graph.SqueezeOp, graph.UnsqueezeOp, graph.IdentityOp, graph.DropoutOp)
 
-# BatchNorm at inference is a per-channel scale and shift: elementwise with a broadcast.
-ELEMENTWISE_OPS = (
-    graph.UnaryOp, graph.BinaryOp, graph.VariadicOp, graph.ClipOp, graph.CastOp, graph.PReluOp, graph.WhereOp,
-    graph.BatchNormOp,
-)
+
+
+def ops_with(*traits) -> tuple[type, ...]:
+    """The graph ops that carry any of the interfaces `traits` (dialects/graph.py)."""
+    return tuple(cls for cls in graph.Graph.operations if any(graph.has_trait(cls, t) for t in traits))
+
+
+# Ops with the Elementwise interface (BatchNorm at inference is a per-channel scale and shift:
+# elementwise with a broadcast).
+ELEMENTWISE_OPS = ops_with(graph.Elementwise)
 ACTIVATION_OPS = (
     graph.ReluOp, graph.LeakyReluOp, graph.ClipOp, graph.SigmoidOp, graph.TanhOp, graph.GeluOp, graph.EluOp,
     graph.SeluOp, graph.CeluOp, graph.HardSigmoidOp, graph.HardSwishOp, graph.SoftplusOp, graph.PReluOp,
@@ -34,7 +39,8 @@ ACTIVATION_OPS = (
 )
 CUBE_OPS = (graph.Conv2dOp, graph.MatMulOp, graph.GemmOp)
 POOL_OPS = (graph.MaxPoolOp, graph.AvgPoolOp, graph.GlobalAvgPoolOp, graph.GlobalMaxPoolOp)
-REDUCE_OPS = (graph.ReduceOp, graph.SoftmaxOp, graph.LogSoftmaxOp, graph.LayerNormOp, graph.LrnOp)
+# Reductions and normalizations (a reduction used elementwise on its own input).
+REDUCE_OPS = ops_with(graph.Reduction, graph.Normalization)
 
 
 def is_view(op) -> bool:
@@ -46,7 +52,7 @@ def is_trans_data(op) -> bool:
 
 
 def is_elementwise(op) -> bool:
-    return isinstance(op, ELEMENTWISE_OPS) and not is_view(op)
+    return graph.has_trait(op, graph.Elementwise) and not is_view(op)
 
 
 @dataclass(frozen=True)

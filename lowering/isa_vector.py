@@ -40,10 +40,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
-from xdsl.dialects.builtin import FloatAttr, IntegerAttr, StringAttr, TensorType, f32, f64, i64
+from xdsl.dialects.builtin import FloatAttr, IntegerAttr, StringAttr, TensorType, f32, f64, i1, i32, i64
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.utils.exceptions import PassFailedException
 
+from ge.dialects import graph as g
 from ge.dialects import isa
 from ge.dialects import layout as lt
 from ge.dialects import tile as t
@@ -192,25 +193,49 @@ def block_layout(dims: list[tuple[int, tuple[int, ...]]], inner_elems: int, epb:
 
 Value = Tensor | Splat
 
+# The primitive set (transforms/decompose.py rewrites everything else into it) and the
+# instruction sequence of each primitive. One instruction per element chunk:
 UNARY = {
-    "graph.relu": isa.VReluOp, "graph.abs": isa.VAbsOp, "graph.exp": isa.VExpOp, "graph.log": isa.VLnOp,
-    "graph.sqrt": isa.VSqrtOp, "graph.reciprocal": isa.VRecOp, "graph.tanh": isa.VTanhOp, "graph.erf": isa.VErfOp,
+    g.ReluOp: isa.VReluOp, g.AbsOp: isa.VAbsOp, g.ExpOp: isa.VExpOp, g.LogOp: isa.VLnOp,
+    g.SqrtOp: isa.VSqrtOp, g.ReciprocalOp: isa.VRecOp, g.TanhOp: isa.VTanhOp, g.ErfOp: isa.VErfOp,
 }
 BINARY = {
-    "graph.add": isa.VAddOp, "graph.sub": isa.VSubOp, "graph.mul": isa.VMulOp, "graph.div": isa.VDivOp,
-    "graph.max": isa.VMaxOp, "graph.min": isa.VMinOp, "graph.sum": isa.VAddOp, "graph.mean": isa.VAddOp,
+    g.AddOp: isa.VAddOp, g.SubOp: isa.VSubOp, g.MulOp: isa.VMulOp, g.DivOp: isa.VDivOp,
+    g.MaxOp: isa.VMaxOp, g.MinOp: isa.VMinOp, g.SumOp: isa.VAddOp, g.MeanOp: isa.VAddOp,
+    g.AndOp: isa.VAndOp, g.OrOp: isa.VOrOp,  # on booleans (one byte 0 / 1 per element)
 }
-SCALAR = {"graph.add": isa.VAddsOp, "graph.mul": isa.VMulsOp, "graph.max": isa.VMaxsOp, "graph.min": isa.VMinsOp,
-          "graph.sum": isa.VAddsOp}
+SCALAR = {g.AddOp: isa.VAddsOp, g.MulOp: isa.VMulsOp, g.MaxOp: isa.VMaxsOp, g.MinOp: isa.VMinsOp,
+          g.SumOp: isa.VAddsOp}
+# vcmp modes: a boolean (i1, one byte per element) result; xor of booleans is "not equal".
+COMPARE = {g.EqualOp: "eq", g.LessOp: "lt", g.LessOrEqualOp: "le", g.GreaterOp: "gt",
+           g.GreaterOrEqualOp: "ge", g.XorOp: "ne"}
+# vconv rounding modes (float -> i32 in that mode -> float; |x| >= 2^23 is already whole).
+ROUNDING = {g.FloorOp: "floor", g.CeilOp: "ceil", g.RoundOp: "rint"}
+# Reduction combiner -> (whole-repeat reduction or None, elementwise fold).
 REDUCE = {"sum": (isa.VReduceSumOp, isa.VAddOp), "max": (isa.VReduceMaxOp, isa.VMaxOp),
-          "min": (isa.VReduceMinOp, isa.VMinOp)}
-COMPOSITE = ("graph.neg", "graph.sigmoid", "graph.leaky_relu", "graph.clip", "graph.gelu", "graph.softplus",
-             "graph.softsign", "graph.hard_sigmoid", "graph.hard_swish")
-OTHER = ("graph.constant", "graph.cast", "graph.pow", "graph.batch_norm", "graph.softmax", "graph.log_softmax",
-         "graph.layer_norm", "graph.lrn", "graph.global_avg_pool", "graph.global_max_pool", "graph.transpose",
-         "layout.trans_data", "graph.reduce_sum", "graph.reduce_mean", "graph.reduce_max", "graph.reduce_min",
-         "graph.identity")
-SUPPORTED = frozenset((*UNARY, *BINARY, *COMPOSITE, *OTHER))
+          "min": (isa.VReduceMinOp, isa.VMinOp), "mul": (None, isa.VMulOp)}
+COMBINER = {"add": "sum"}  # a Reduction interface's combiner -> its REDUCE row
+# Primitives with a sequence of their own: VectorLowering.op_<name>.
+SEQUENCES = (
+    g.NegOp, g.SigmoidOp, g.LeakyReluOp, g.ClipOp, g.GeluOp, g.SoftplusOp, g.SoftsignOp, g.HardSigmoidOp,
+    g.HardSwishOp, g.NotOp, g.WhereOp, g.ConstantOp, g.CastOp, g.PowOp, g.BatchNormOp, g.SoftmaxOp,
+    g.LogSoftmaxOp, g.LayerNormOp, g.LrnOp, g.GlobalAvgPoolOp, g.GlobalMaxPoolOp, g.TransposeOp, lt.TransDataOp,
+    g.IdentityOp,
+)
+PRIMITIVES = frozenset((*UNARY, *BINARY, *COMPARE, *ROUNDING, *SEQUENCES))
+ROUND_LIMIT = 2.0**23  # f32 values of this magnitude are integers
+
+
+def is_primitive(op: Operation) -> bool:
+    """Whether the vector lowering has an instruction sequence for `op`: a table row, or a
+    reduction whose combiner has one (squares and roots are decompose's)."""
+    red = g.trait_of(op, g.Reduction)
+    if red is not None:
+        return COMBINER.get(red.combiner, red.combiner) in REDUCE and not (red.square_first or red.sqrt_after)
+    return type(op) in PRIMITIVES
+
+
+SUPPORTED = frozenset(cls.name for cls in PRIMITIVES)
 
 
 def describe_op(op: Operation) -> str:
@@ -233,7 +258,7 @@ def describe_op(op: Operation) -> str:
 
 def check_supported(op: t.VectorOp) -> None:
     """Every op of the region has a lowering, or one error lists all that do not."""
-    bad = [o for o in op.body.block.ops if not isinstance(o, t.YieldOp) and o.name not in SUPPORTED]
+    bad = [o for o in op.body.block.ops if not isinstance(o, t.YieldOp) and not is_primitive(o)]
     if bad:
         raise VectorLoweringError(
             f"no isa vector lowering for {len(bad)} op(s) of a tile.vector: "
@@ -312,7 +337,7 @@ class VectorLowering:
         if rep is not None:
             p["rep_stride"] = isa.int_array(rep)
         for key, v in props.items():
-            p[key] = FloatAttr(float(v), f64) if key == "scalar" else StringAttr(v) if key == "round" else v
+            p[key] = FloatAttr(float(v), f64) if key == "scalar" else StringAttr(v) if key in ("round", "mode") else v
         self.b.add(cls.build(operands=ops, properties=p))
 
     def copy(self, src: Tensor, dst: Tensor, sizes: Sequence[int], src_strides: Sequence[int] | None = None,
@@ -540,14 +565,21 @@ class VectorLowering:
         name = o.name
         if all(isinstance(self.env.get(v), Splat) for v in o.operands) and o.results:
             return self.fold(o)
-        if name in UNARY:
+        kind = type(o)
+        if kind in UNARY:
             x = self.tensor(o.operands[0])
             dst = self.dest(o.results[0], o.operands)
-            self.flat(UNARY[name], dst, [x])
+            self.flat(UNARY[kind], dst, [x])
             self.env[o.results[0]] = dst
             return None
-        if name in BINARY:
+        if kind in BINARY:
             return self.binary(o)
+        if kind in COMPARE:
+            return self.compare(o, COMPARE[kind])
+        if kind in ROUNDING:
+            return self.rounding(o, ROUNDING[kind])
+        if (red := g.trait_of(o, g.Reduction)) is not None:
+            return self.op_reduce(o, COMBINER.get(red.combiner, red.combiner), red.mean)
         handler: Callable[[Operation], None] = getattr(self, "op_" + name.split(".", 1)[1])
         handler(o)
 
@@ -580,11 +612,90 @@ class VectorLowering:
         self.move(x, dst) if x.elem == dst.elem else self.convert(x, dst)
         self.env[r] = dst
 
+    def full(self, v: SSAValue, shape: Sequence[int], temps: list[Tensor]) -> Tensor:
+        """Operand v as a row-major tensor of the whole `shape` (a splat written out, a
+        broadcast operand copied out in full: compare and select have no stride tricks)."""
+        x = self.env[v]
+        shape = tuple(shape) or (1,)
+        if isinstance(x, Tensor) and x.size == math.prod(shape):
+            return x
+        y = self.temp(shape, x.elem)
+        temps.append(y)
+        if isinstance(x, Splat):
+            self.dup(y, x.value)
+        else:
+            self.copy(x, y, list(shape), broadcast_strides(x.shape, shape))
+        return y
+
+    def compare(self, o: Operation, mode: str) -> None:
+        """vcmp: one byte 1 / 0 per element into the boolean result."""
+        temps: list[Tensor] = []
+        shape = tensor_shape(o.results[0])
+        a, b = (self.full(v, shape, temps) for v in o.operands)
+        dst = self.dest(o.results[0])
+        self.flat(isa.VCmpOp, dst, [a, b], mode=mode)
+        for x in temps:
+            self.release(x)
+        self.env[o.results[0]] = dst
+
+    def op_not(self, o: Operation) -> None:
+        """not x == (x == 0) on a boolean."""
+        temps: list[Tensor] = []
+        shape = tensor_shape(o.results[0])
+        x = self.full(o.operands[0], shape, temps)
+        zero = self.temp(shape or (1,), x.elem)
+        self.dup(zero, 0.0)
+        dst = self.dest(o.results[0])
+        self.flat(isa.VCmpOp, dst, [x, zero], mode="eq")
+        for y in (*temps, zero):
+            self.release(y)
+        self.env[o.results[0]] = dst
+
+    def op_where(self, o: Operation) -> None:
+        """vsel on the boolean condition (operands broadcast out in full)."""
+        temps: list[Tensor] = []
+        shape = tensor_shape(o.results[0])
+        c, a, b = (self.full(v, shape, temps) for v in o.operands)
+        dst = self.dest(o.results[0])
+        self.flat(isa.VSelOp, dst, [c, a, b])
+        for x in temps:
+            self.release(x)
+        self.env[o.results[0]] = dst
+
+    def rounding(self, o: Operation, mode: str) -> None:
+        """Round to a whole number in f32: vconv to i32 in `mode` and back, and the input
+        itself where |x| >= 2^23 (already whole, also inf and NaN: the compare is false)."""
+        x = self.tensor(o.operands[0])
+        xf = self.as_f32(x)
+        n = x.shape
+        whole = self.temp(n, i32)
+        self.flat(isa.VConvOp, whole, [xf], round=mode)
+        back = self.temp(n, f32)
+        self.flat(isa.VConvOp, back, [whole])
+        self.release(whole)
+        mag, limit, small = self.temp(n, f32), self.temp(n, f32), self.temp(n, i1)
+        self.flat(isa.VAbsOp, mag, [xf])
+        self.dup(limit, ROUND_LIMIT)
+        self.flat(isa.VCmpOp, small, [mag, limit], mode="lt")
+        self.release(mag)
+        self.release(limit)
+        dst = self.dest(o.results[0])
+        out = dst if dst.elem == f32 else self.temp(n, f32)
+        self.flat(isa.VSelOp, out, [small, back, xf])
+        for tmp in (small, back):
+            self.release(tmp)
+        if out is not dst:
+            self.convert(out, dst)
+            self.release(out)
+        if xf is not x:
+            self.release(xf)
+        self.env[o.results[0]] = dst
+
     def binary(self, o: Operation) -> None:
-        name, r = o.name, o.results[0]
+        name, r = type(o), o.results[0]
         vals = [self.env[v] for v in o.operands]
-        if name == "graph.sub" and isinstance(vals[1], Splat):
-            vals, name = [vals[0], replace(vals[1], value=-vals[1].value)], "graph.add"
+        if name is g.SubOp and isinstance(vals[1], Splat):
+            vals, name = [vals[0], replace(vals[1], value=-vals[1].value)], g.AddOp
         # only the first two operands may be overwritten: a third is read after the first step
         firsts = list(zip(o.operands, vals))[:2]
         dst = self.dest(r, [v for v, x in firsts if isinstance(x, Tensor) and x.shape == tensor_shape(r)])
@@ -603,7 +714,7 @@ class VectorLowering:
             acc = self.block_of_splat(vals[0])
         if acc is not dst:
             self.ewise(isa.VAddsOp, dst, [acc], scalar=0.0)
-        if name == "graph.mean":
+        if name is g.MeanOp:
             self.flat(isa.VMulsOp, dst, [dst], scalar=1.0 / len(vals))
         self.env[r] = dst
 
@@ -617,9 +728,11 @@ class VectorLowering:
     def op_pow(self, o: Operation) -> None:
         x, e = self.env[o.operands[0]], self.env[o.operands[1]]
         if not isinstance(e, Splat) or not isinstance(x, Tensor):
-            raise self.fail("pow needs a constant exponent (one value) on a computed base")
-        dst = self.dest(o.results[0])  # x is read again after dst is first written
+            raise self.fail("pow needs a constant exponent (one value) on a computed base (run decompose first)")
         p = e.value
+        if p == int(p) and p not in (1, 2, 3, -1):
+            raise self.fail(f"pow by the integer {p:g} (decompose makes it multiplications)")
+        dst = self.dest(o.results[0])  # x is read again after dst is first written
         if p == 2:
             self.ewise(isa.VMulOp, dst, [x, x])
         elif p == 1:
@@ -924,6 +1037,8 @@ class VectorLowering:
         """One f32 value per row (a tensor of the row count rounded up to a repeat of
         blocks; the padding is zero)."""
         red_cls, fold_cls = REDUCE[kind]
+        if red_cls is None:
+            return self.row_tree(fold_cls, rows)
         epb, per = self.epb(f32), self.bpr // 4
         r8 = isa.align_up(rows.r, self.per_blocks)
         out = self.temp([r8], f32)
@@ -945,6 +1060,33 @@ class VectorLowering:
                      rep=[1, src.ld // epb])
         if acc is not None:
             self.release(acc.buf)
+        return out
+
+    def row_tree(self, fold_cls, rows: Rows) -> Tensor:
+        """row_reduce for a combiner without a whole-repeat instruction (a product): the
+        upper part of each row folded onto the lower part, halving it while it is wider than
+        a block (split points on blocks), then the last block's columns one by one. Works in
+        place on `rows`."""
+        epb = self.epb(f32)
+        left = rows.n
+        while left > epb:
+            split = isa.align_up(-(-left // 2), epb)
+            part = left - split
+            lower = Rows(rows.buf, rows.r, part, rows.ld)
+            upper = Rows(self.shifted(rows.buf, split), rows.r, part, rows.ld)
+            self.row_op(fold_cls, lower, [lower, upper], n=part)
+            left = split
+        r8 = isa.align_up(rows.r, self.per_blocks)
+        out = self.temp([r8], f32)
+        if r8 != rows.r:
+            self.dup(out, 0.0)
+        self.copy(rows.buf, out, [rows.r], [rows.ld])
+        if left > 1:
+            col = self.temp([rows.r], f32)
+            for j in range(1, left):
+                self.copy(self.shifted(rows.buf, j), col, [rows.r], [rows.ld])
+                self.flat(fold_cls, out, [out, col], rows.r)
+            self.release(col)
         return out
 
     def brcb(self, vals: Tensor) -> Tensor:
@@ -1070,18 +1212,6 @@ class VectorLowering:
         self.move(replace(red, shape=dst.shape), dst)
         self.release(red)
         self.env[o.results[0]] = dst
-
-    def op_reduce_sum(self, o: Operation) -> None:
-        self.op_reduce(o, "sum")
-
-    def op_reduce_mean(self, o: Operation) -> None:
-        self.op_reduce(o, "sum", mean=True)
-
-    def op_reduce_max(self, o: Operation) -> None:
-        self.op_reduce(o, "max")
-
-    def op_reduce_min(self, o: Operation) -> None:
-        self.op_reduce(o, "min")
 
     # -- pools and LRN ------------------------------------------------------------------------
 

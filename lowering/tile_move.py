@@ -424,12 +424,13 @@ def emit_move(b: KernelBuilder, plan: MovePlan, gm: dict[SSAValue, SSAValue]) ->
     if plan.gather is not None:
         _emit_gather(b, plan.op, plan.gather, gm)
         return
-    if isinstance(plan.op, g.TriluOp):
-        for p in plan.pieces:
-            _emit_trilu(b, plan.op, p, gm)
-        return
     for i, p in enumerate(plan.pieces):
-        _emit_piece(b, p, gm, i)
+        if isinstance(plan.op, g.TriluOp):
+            _emit_trilu(b, plan.op, p, gm)
+        else:
+            _emit_piece(b, p, gm, i)
+    if not plan.pieces:  # an empty output: nothing moves (the body keeps one op, so it prints as a body)
+        b.block_idx()
 
 
 def _emit_piece(b: KernelBuilder, p: Piece, gm: dict[SSAValue, SSAValue], i: int) -> None:

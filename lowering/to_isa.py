@@ -535,7 +535,9 @@ MOVES = {
 
 def simplify(sizes: list[int], ss: list[int], ds: list[int], windows: list[tuple[Index, Index]] | None):
     """Drop size-1 dims and merge dims that are contiguous on both sides (fewer, longer
-    bursts; the windowed dims stay as they are)."""
+    bursts; the windowed dims stay as they are). A rank-0 move is one element."""
+    if not sizes:
+        sizes, ss, ds, windows = [1], [1], [1], None if windows is None else [(0, 1)]
     keep = [i for i, n in enumerate(sizes) if n > 1 or (windows is not None and windows[i] != (0, 1))]
     if not keep:
         keep = [len(sizes) - 1]

@@ -618,7 +618,10 @@ class KernelProgram:
         src = self.operand(op, "src")
         r, bound = self._reg(op.result), op.bound.value.data
         one = pattern((1,), (1,), src.itemsize)
-        cost = float(self.target.overhead.issue)
+        # one scalar issue cycle from the target; a target without the figure leaves the
+        # scalar unit untimed, as its index arithmetic is
+        overhead = getattr(self.target, "overhead", None)
+        cost = float(overhead.issue) if overhead is not None else 0.0
         where = self.describe(instr)
 
         def load_scalar(st: RunState) -> None:

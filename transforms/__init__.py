@@ -40,4 +40,6 @@ def get_all_ge_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "fold-batch-norm": _lazy("fold_batch_norm", "FoldBatchNormPass"),
         "precision-mode": _lazy("precision", "PrecisionModePass"),
         "graph-optimize": _lazy("graph_optimize", "GraphOptimizePass"),
+        # graph level: composites -> the primitive set (README "Adding an operator")
+        "decompose": _lazy("decompose", "DecomposePass"),
     }

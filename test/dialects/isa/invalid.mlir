@@ -314,14 +314,14 @@ builtin.module attributes {ge.target = "ascend910"} {
 
 // -----
 
-// vcmp writes an i8 mask
+// vcmp writes an i8 (or i1) mask
 builtin.module attributes {ge.target = "ascend910"} {
   isa.kernel @k ins(%x: memref<1024xf16, #isa.space<gm>>) outs() block_dim 1 {
     %a = isa.buffer offset 0 : memref<256xf16, #isa.space<ub>>
     isa.vcmp %a, %a, %a mode "lt" repeat 1 : memref<256xf16, #isa.space<ub>>, memref<256xf16, #isa.space<ub>>, memref<256xf16, #isa.space<ub>>
   }
 }
-// CHECK: Operation does not verify: vcmp writes an i8 mask, got f16
+// CHECK: Operation does not verify: vcmp writes an i8 (or i1) mask, got f16
 // CHECK: -----
 
 // -----
@@ -339,14 +339,14 @@ builtin.module attributes {ge.target = "ascend910"} {
 
 // -----
 
-// vsel takes an i8 mask
+// vsel takes an i8 (or i1) mask
 builtin.module attributes {ge.target = "ascend910"} {
   isa.kernel @k ins(%x: memref<1024xf16, #isa.space<gm>>) outs() block_dim 1 {
     %a = isa.buffer offset 0 : memref<256xf16, #isa.space<ub>>
     isa.vsel %a, %a, %a, %a repeat 1 : memref<256xf16, #isa.space<ub>>, memref<256xf16, #isa.space<ub>>, memref<256xf16, #isa.space<ub>>, memref<256xf16, #isa.space<ub>>
   }
 }
-// CHECK: Operation does not verify: vsel takes an i8 mask, got f16
+// CHECK: Operation does not verify: vsel takes an i8 (or i1) mask, got f16
 // CHECK: -----
 
 // -----
