@@ -463,7 +463,11 @@ class _RandomGraph:
             w = self.weight((width, d) if trans_b else (d, width), d)
             bias = self.const((self.rng.standard_normal(width) * 0.1).astype(np.float32), "b")
             return self.node("Gemm", [x, w, bias], (s[0], width), transB=trans_b)
-        y = self.node("MatMul", [x, self.weight((d, width), d)], s[:-1] + (width,))
+        if len(s) == 4 and self.chance(0.3):  # batch dims that broadcast in part: [1, C] x [2, 1]
+            w = self.weight((2, 1, d, width), d)
+            y = self.node("MatMul", [x, w], (2, s[1], s[2], width))
+        else:
+            y = self.node("MatMul", [x, self.weight((d, width), d)], s[:-1] + (width,))
         if self.chance(0.5):
             y = self.node("Add", [y, self.const((self.rng.standard_normal(width) * 0.1).astype(np.float32), "b")],
                           self.shapes[y])
