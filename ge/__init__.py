@@ -3,7 +3,8 @@
 Public API: `ge.load_onnx` imports an ONNX model into the graph dialect; `ge.compile`
 (with `ge.CompileOptions`) compiles one into a `ge.CompiledModel` that runs on the
 simulator and saves as a model file, which `ge.load_model` loads back; `ge.backend` runs
-ONNX models like `onnxruntime.backend`.
+ONNX models like `onnxruntime.backend`; `ge.from_torch` imports a torch module (and
+`torch.compile(model, backend="ge")` compiles with ge, see `ge.torch_backend`).
 """
 
 from ge.compiler import CompiledModel, CompileError, CompileOptions, compile, load_model
@@ -11,7 +12,7 @@ from ge.errors import GeError, InputError, ModelFormatError, ShapeError, Unsuppo
 
 __all__ = [
     "CompileError", "CompileOptions", "CompiledModel", "GeError", "InputError", "ModelFormatError", "ShapeError",
-    "UnsupportedModelError", "compile", "load_model", "load_onnx",
+    "UnsupportedModelError", "compile", "from_torch", "load_model", "load_onnx",
 ]
 
 
@@ -20,3 +21,10 @@ def load_onnx(model, input_shape=None):
     from ge.frontend.onnx import import_model
 
     return import_model(model, input_shape=input_shape)
+
+
+def from_torch(module, example_inputs, input_names=None, output_names=None, decompositions=None):
+    """Import a torch.nn.Module (via torch.export, ATen core ops) into a graph-dialect module."""
+    from ge.torch_backend import from_torch as convert
+
+    return convert(module, example_inputs, input_names, output_names, decompositions)

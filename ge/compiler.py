@@ -220,12 +220,11 @@ class _Pipeline:
         (directory / f"{prefix}{number:02d}_{stage}.mlir").write_text(print_module(module))
 
     def gear(self, batch: int | None, shapes: dict[str, tuple[int, ...]]) -> _GearResult:
-        from ge.frontend.onnx import import_model
         from ge.ir import make_context
         from ge.lowering.build_model import BuildOptions, build_model
 
         prefix = "" if batch is None else f"b{batch}_"
-        module = self.timed("import", lambda: import_model(self.source, input_shape=shapes, name=self.name))
+        module = self.timed("import", lambda: _import(self.source, shapes, self.name))
         self.dump(module, prefix, 0, "import")
         result = _GearResult(batch, module)
         ctx = make_context()
@@ -241,6 +240,35 @@ class _Pipeline:
         self.dump(module, prefix, number + 1, "build-model")
         result.stats["build"] = reports[0]
         return result
+
+
+def _import(source, shapes: dict[str, tuple[int, ...]], name: str) -> ModuleOp:
+    """The graph-level module of one gear: an ONNX model imported, or a copy of an already
+    imported graph-level module (from `ge.from_torch` or `ge.load_onnx`: shapes are fixed)."""
+    from xdsl.dialects.builtin import ModuleOp
+
+    from ge.frontend.onnx import import_model
+
+    if isinstance(source, ModuleOp):
+        if shapes:
+            raise ShapeError(f"{name}: input_shape does not apply to an already imported graph; its shapes are fixed")
+        return source.clone()
+    return import_model(source, input_shape=shapes, name=name)
+
+
+def _torch_module(model, example_inputs):
+    """A torch.nn.Module imported with `ge.from_torch` (None if `model` is not one)."""
+    import sys
+
+    torch = sys.modules.get("torch")
+    if torch is None or not isinstance(model, torch.nn.Module):
+        return None
+    if example_inputs is None:
+        raise CompileError(f"{type(model).__name__}: compiling a torch module needs example_inputs "
+                           "(their shapes and dtypes are the compiled ones)")
+    from ge.torch_backend import from_torch
+
+    return from_torch(model, example_inputs)
 
 
 def _gear_stats(result: _GearResult) -> dict[str, Any]:
@@ -294,16 +322,19 @@ def _model_name(model) -> str:
     return "<model>"
 
 
-def compile(model: str | Path | bytes | onnx.ModelProto, options: CompileOptions | None = None,
-            progress: Progress | None = None) -> CompiledModel:
-    """Compile an ONNX model (path, bytes or ModelProto) for an NPU; see the module docstring."""
+def compile(model: str | Path | bytes | onnx.ModelProto | ModuleOp, options: CompileOptions | None = None,
+            progress: Progress | None = None, example_inputs: Sequence | None = None) -> CompiledModel:
+    """Compile an ONNX model (path, bytes or ModelProto), a graph-level ModuleOp (from
+    `ge.from_torch` / `ge.load_onnx`) or a torch.nn.Module with `example_inputs` for an NPU;
+    see the module docstring."""
     from ge.runtime.model_file import model_from_gears, model_from_module
 
     options = options or CompileOptions()
     _check_options(options)
     target = resolve_target(options.soc_version)
     gears = gear_shapes(options.input_shape, parse_batch_sizes(options.dynamic_batch_size))
-    name = _model_name(model)
+    name = type(model).__name__ if (imported := _torch_module(model, example_inputs)) is not None else _model_name(model)
+    model = imported if imported is not None else model
     source = str(model) if isinstance(model, Path) else model
     pipeline = _Pipeline(source, name, options, target, progress)
     pipeline.total = len(gears) * (len(pass_stages(options, target)) + 2) + 1
