@@ -158,26 +158,22 @@ def _plain(op) -> None:
             raise Unsupported(f"{op.name} on a {enc.fmt} tensor")
 
 
+def _along(values, axis: int):
+    """Each value with its origin when the values lie one after another along `axis`."""
+    pos = 0
+    for v in values:
+        lo = [0] * len(shape_of(v))
+        lo[axis] = pos
+        pos += shape_of(v)[axis]
+        yield v, lo
+
+
 def pieces_of(op, outputs: set[SSAValue]) -> list[Piece]:
     """The pieces of mover `op`; only results in `outputs` (those with a buffer) are filled."""
     if isinstance(op, g.ConcatOp):
-        axis, pos, out = storage_axis(op), 0, []
-        for v in op.inputs:
-            lo = [0] * len(shape_of(v))
-            lo[axis] = pos
-            pos += shape_of(v)[axis]
-            if math.prod(shape_of(v)):
-                out.append(_piece(v, op.output, identity(len(lo)), lo, shape_of(v)))
-        return out
+        return [_piece(v, op.output, identity(len(lo)), lo, shape_of(v)) for v, lo in _along(op.inputs, storage_axis(op))]
     if isinstance(op, g.SplitOp):
-        axis, pos, out = storage_axis(op), 0, []
-        for r in op.outputs:
-            starts = [0] * len(shape_of(r))
-            starts[axis] = pos
-            pos += shape_of(r)[axis]
-            if r in outputs and math.prod(shape_of(r)):
-                out.append(_piece(op.input, r, identity(len(starts), starts)))
-        return out
+        return [_piece(op.input, r, identity(len(lo), lo)) for r, lo in _along(op.outputs, storage_axis(op)) if r in outputs]
     _plain(op)
     x, y = op.operands[0], op.results[0]
     xs, ys = shape_of(x), shape_of(y)
