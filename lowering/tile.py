@@ -75,6 +75,12 @@ class KernelReport:
                 f"(compute {self.bound.compute:.0f}, gm {self.bound.memory:.0f}) | {self.candidates} candidates")
 
 
+def _tensor_shape(v: SSAValue) -> tuple[int, ...]:
+    ty = v.type
+    assert isinstance(ty, TensorType)
+    return tuple(ty.get_shape())
+
+
 def _shape(v: SSAValue) -> str:
     ty = v.type
     assert isinstance(ty, TensorType)
@@ -104,6 +110,8 @@ class _KernelTiler:
     def run(self) -> KernelReport:
         if cube.is_cube_group(self.block):
             return self.cube_kernel()
+        if all(math.prod(_tensor_shape(v)) == 0 for v in self.block.last_op.operands):
+            return self.empty_kernel()
         if move.is_move_group(self.block):
             return self.move_kernel()
         return self.vector_kernel()
@@ -175,6 +183,12 @@ class _KernelTiler:
         report = self.finish(new, what, plan.describe(), plan.blocks, plan.cycles, self.vector_bound(), plan.candidates)
         report.chosen = plan
         return report
+
+    def empty_kernel(self) -> KernelReport:
+        """Outputs without elements: nothing to compute (the body keeps one op)."""
+        new, b, _ = self.new_kernel()
+        b.block_idx()
+        return self.finish(new, "empty outputs", "nothing to compute", 1, 0.0, Roofline(0.0, 0.0), 1)
 
     def move_kernel(self) -> KernelReport:
         plan = move.plan_move(self.block, self.mach)
