@@ -3,7 +3,8 @@
 Public API: `ge.load_onnx` imports an ONNX model into the graph dialect; `ge.compile`
 (with `ge.CompileOptions`) compiles one into a `ge.CompiledModel` that runs on the
 simulator and saves as a model file, which `ge.load_model` loads back; `ge.backend` runs
-ONNX models like `onnxruntime.backend`; `ge.from_torch` imports a torch module (and
+ONNX models like `onnxruntime.backend`; `ge.load_tf` imports a frozen TensorFlow GraphDef;
+`ge.from_torch` imports a torch module (and
 `torch.compile(model, backend="ge")` compiles with ge, see `ge.torch_backend`).
 """
 
@@ -12,7 +13,7 @@ from ge.errors import GeError, InputError, ModelFormatError, ShapeError, Unsuppo
 
 __all__ = [
     "CompileError", "CompileOptions", "CompiledModel", "GeError", "InputError", "ModelFormatError", "ShapeError",
-    "UnsupportedModelError", "compile", "from_torch", "load_model", "load_onnx",
+    "UnsupportedModelError", "compile", "from_torch", "load_model", "load_onnx", "load_tf",
 ]
 
 
@@ -28,3 +29,11 @@ def from_torch(module, example_inputs, input_names=None, output_names=None, deco
     from ge.torch_backend import from_torch as convert
 
     return convert(module, example_inputs, input_names, output_names, decompositions)
+
+
+def load_tf(model, input_shape=None, outputs=None):
+    """Import a frozen TensorFlow GraphDef (path, bytes or GraphDef) into a graph-dialect
+    module; `outputs` names the output nodes (default: the graph's sink nodes)."""
+    from ge.frontend.tf import import_graphdef
+
+    return import_graphdef(model, input_shape=input_shape, outputs=outputs)

@@ -253,6 +253,10 @@ def _import(source, shapes: dict[str, tuple[int, ...]], name: str) -> ModuleOp:
         if shapes:
             raise ShapeError(f"{name}: input_shape does not apply to an already imported graph; its shapes are fixed")
         return source.clone()
+    from ge.frontend import tf
+
+    if tf.is_tf_source(source):  # a TensorFlow GraphDef (.pb path or message; ATC's --framework 3)
+        return tf.import_graphdef(source, input_shape=shapes, name=name)
     return import_model(source, input_shape=shapes, name=name)
 
 

@@ -1,4 +1,4 @@
-"""`ge-compile`: ATC's counterpart, an ONNX model in, a model file (`.om`) out.
+"""`ge-compile`: ATC's counterpart, an ONNX or TensorFlow model in, a model file (`.om`) out.
 
 A thin command-line wrapper over `ge.compile` (ge/compiler.py), with ATC's options in
 ge's spelling (ATC's underscore spelling is accepted too):
@@ -8,6 +8,10 @@ ge's spelling (ATC's underscore spelling is accepted too):
     ge-compile model.onnx -o model.om --report report.json --dump-ir ir/ --log info
     ge-compile --mode 1 --om model.om --json model.json   # a model file as readable JSON (ATC's --mode 1)
     ge-compile --mode 3 model.onnx --check-report r.json  # operator support, without building (ATC's --mode 3)
+    ge-compile model.pb --framework 3 -o model.om --input-shape "input:1,224,224,3"  # a frozen TF GraphDef
+
+`--framework` takes ATC's numbers: 5 ONNX (the default), 3 TensorFlow; without it a `.pb`
+file is read as TensorFlow. The file's content must match the framework.
 
 A user mistake (a bad file, an unsupported operator, a kernel that does not fit) prints one
 `ge-compile: error: ...` message and exits with 1, without a traceback.
@@ -24,13 +28,18 @@ from ge.errors import GeError
 from ge.tools.ge_opt import LOG_LEVELS, run_reporting_errors, setup_logging
 
 MODES = (0, 1, 3)  # ATC's --mode: 0 build, 1 model file -> JSON, 3 pre-check only
+FRAMEWORKS = {3: "TensorFlow", 5: "ONNX"}  # ATC's --framework numbers (0 Caffe, 1 MindSpore: not read)
 
 
 def parser() -> argparse.ArgumentParser:
     from ge.compiler import KERNEL_LEVELS, PRECISION_MODES
 
-    p = argparse.ArgumentParser(prog="ge-compile", description="Compile an ONNX model into a ge model file (.om).")
-    p.add_argument("model", nargs="?", help="the ONNX model (.onnx); with --mode 1, the model file instead of --om")
+    p = argparse.ArgumentParser(prog="ge-compile",
+                                description="Compile an ONNX or TensorFlow model into a ge model file (.om).")
+    p.add_argument("model", nargs="?", help="the model (.onnx, or a frozen TensorFlow GraphDef .pb); with --mode 1, "
+                   "the model file instead of --om")
+    p.add_argument("--framework", type=int, default=None,
+                   help="ATC's framework number: 5 ONNX (default), 3 TensorFlow (default for a .pb file)")
     p.add_argument("-o", "--output", help="the model file to write (.om); required with --mode 0")
     p.add_argument("--mode", type=int, choices=MODES, default=0,
                    help="0: compile (default); 1: describe a model file (--om) as JSON; "
@@ -120,6 +129,8 @@ def precheck(args: argparse.Namespace) -> int:
 
     if args.model is None:
         raise UsageError("--mode 3 needs the ONNX model: ge-compile --mode 3 model.onnx")
+    if args.framework == 3 or (args.framework is None and args.model.endswith(".pb")):
+        raise UsageError("--mode 3 checks ONNX models only; compile a TensorFlow model to see what it lacks")
     report = check_support(args.model, _options(args))
     print(report.table())
     if args.check_report:
@@ -133,6 +144,42 @@ def precheck(args: argparse.Namespace) -> int:
     return 1
 
 
+def framework_source(path: str, framework: int | None):
+    """What ge.compile reads for `path` under --framework: the path itself, or the parsed
+    GraphDef for a TensorFlow file not named .pb. The content must match the framework."""
+    from ge.frontend import tf
+
+    if framework is None:
+        framework = 3 if path.endswith(".pb") else 5
+    if framework not in FRAMEWORKS:
+        known = ", ".join(f"{k} ({v})" for k, v in sorted(FRAMEWORKS.items()))
+        raise UsageError(f"--framework {framework} is not supported; ge reads {known}")
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise UsageError(f"{path}: {e.strerror or e}") from None
+    graphdef = tf.parse_graphdef(data) if data else None
+    if framework == 5 and graphdef is not None and _onnx_model(data) is None:
+        raise UsageError(f"{path} is a TensorFlow GraphDef, not an ONNX model; use --framework 3")
+    if framework == 3:
+        if graphdef is None and _onnx_model(data) is not None:
+            raise UsageError(f"{path} is an ONNX model, not a TensorFlow GraphDef; use --framework 5")
+        graphdef = tf.load_graphdef(data, path)  # the format error for a malformed file
+        return path if path.endswith(".pb") else graphdef
+    return path
+
+
+def _onnx_model(data: bytes):
+    import onnx
+
+    try:
+        model = onnx.load_model_from_string(data)
+    except Exception:  # protobuf's DecodeError and friends
+        return None
+    return model if model.ir_version > 0 and model.graph.node else None
+
+
 def run(args: argparse.Namespace) -> int:
     import ge
 
@@ -142,9 +189,10 @@ def run(args: argparse.Namespace) -> int:
     if args.mode == 3:
         return precheck(args)
     if args.model is None or args.output is None:
-        raise UsageError("compiling needs the ONNX model and -o model.om (or --mode 1 / --mode 3)")
+        raise UsageError("compiling needs the model and -o model.om (or --mode 1 / --mode 3)")
+    source = framework_source(args.model, args.framework)
     progress = _Progress(sys.stderr) if sys.stderr.isatty() else None
-    compiled = ge.compile(args.model, _options(args), progress=progress)
+    compiled = ge.compile(source, _options(args), progress=progress)
     size = compiled.save(args.output)
     if args.report:
         with open(args.report, "w") as f:
