@@ -54,14 +54,14 @@ def error_of_scale(got: np.ndarray, expected: np.ndarray) -> float:
 
 
 def slice_model() -> onnx.ModelProto:
-    """Slice has no tiling yet: the compiler refuses it at the tile stage."""
-    nodes = [helper.make_node("Slice", ["x", "starts", "ends"], ["s"], name="sl"),
+    """A reflect Pad wider than its input has no tiling: the compiler refuses it at the
+    tile stage."""
+    nodes = [helper.make_node("Pad", ["x", "pads"], ["s"], name="sl", mode="reflect"),
              helper.make_node("Relu", ["s"], ["y"], name="r")]
     graph = helper.make_graph(
         nodes, "slice", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 8])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 8])],
-        initializer=[helper.make_tensor("starts", TensorProto.INT64, [1], [1]),
-                     helper.make_tensor("ends", TensorProto.INT64, [1], [3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 24])],
+        initializer=[helper.make_tensor("pads", TensorProto.INT64, [4], [0, 8, 0, 8])],
     )
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
@@ -118,7 +118,7 @@ def test_option_errors(options, error, message):
 
 
 def test_lowering_refusal_names_model_stage_and_node():
-    with pytest.raises(ge.CompileError, match=r"slice: tile failed: .*kernel @k\d+_sl \(node sl\).*graph.slice"):
+    with pytest.raises(ge.CompileError, match=r"slice: tile failed: .*kernel @k\d+_sl \(node sl\).*pad mode 'reflect'"):
         ge.compile(slice_model(), ge.CompileOptions(kernel_level="tile"))
 
 
@@ -169,9 +169,9 @@ def test_backend_npu_runs_the_compiled_model():
 def test_backend_npu_falls_back_with_a_warning():
     rep = ge.backend.prepare(slice_model(), device="NPU", kernel_level="tile")
     x = np.arange(32, dtype=np.float32).reshape(4, 8) - 10
-    with pytest.warns(UserWarning, match=r"reference interpreter.*graph.slice has no vector tiling"):
+    with pytest.warns(UserWarning, match=r"reference interpreter.*pad mode 'reflect'"):
         (y,) = rep.run([x])
-    np.testing.assert_array_equal(y, np.maximum(x[1:3], 0))
+    np.testing.assert_array_equal(y, np.maximum(np.pad(x, ((0, 0), (8, 8)), mode="reflect"), 0))
     assert len(rep.fallbacks) == 1
 
 
