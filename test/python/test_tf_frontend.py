@@ -132,6 +132,61 @@ def test_parsing_does_not_import_tensorflow():
     assert out.stdout.strip() == "ok"
 
 
+def _nchw_or_nhwc_graph(fmt: str):
+    """Conv2D (SAME, stride 2) -> BiasAdd -> FusedBatchNormV3 -> MaxPool -> Relu, all in `fmt`,
+    built node by node with the protos (TensorFlow's CPU kernels do not run NCHW)."""
+    from tensorboard.compat.proto import graph_pb2
+
+    rng = np.random.default_rng(5)
+    g = graph_pb2.GraphDef()
+
+    def node(name, op, inputs=(), **attrs):
+        n = g.node.add(name=name, op=op)
+        n.input.extend(inputs)
+        for k, v in attrs.items():
+            if isinstance(v, str):
+                n.attr[k].s = v.encode()
+            elif isinstance(v, list):
+                n.attr[k].list.i.extend(v)
+            elif isinstance(v, np.ndarray):
+                t = n.attr[k].tensor
+                t.dtype = 1
+                for d in v.shape:
+                    t.tensor_shape.dim.add(size=d)
+                t.tensor_content = v.astype(np.float32).tobytes()
+            else:
+                n.attr[k].f = v
+        return n
+
+    x = node("x", "Placeholder")
+    x.attr["dtype"].type = 1
+    for d in ((1, 4, 9, 9) if fmt == "NCHW" else (1, 9, 9, 4)):
+        x.attr["shape"].shape.dim.add(size=d)
+    node("w", "Const", value=rng.normal(0, 0.5, (3, 3, 4, 6)))
+    for name in ("b", "scale", "offset", "mean"):
+        node(name, "Const", value=rng.normal(0, 0.5, 6))
+    node("var", "Const", value=rng.uniform(0.5, 2, 6))
+    hw = (lambda a, b: [1, 1, a, b]) if fmt == "NCHW" else (lambda a, b: [1, a, b, 1])
+    node("conv", "Conv2D", ["x", "w"], data_format=fmt, strides=hw(2, 2), padding="SAME")
+    node("bias", "BiasAdd", ["conv", "b"], data_format=fmt)
+    node("bn", "FusedBatchNormV3", ["bias", "scale", "offset", "mean", "var"], data_format=fmt, epsilon=1e-3)
+    node("pool", "MaxPool", ["bn"], data_format=fmt, ksize=hw(2, 2), strides=hw(2, 2), padding="VALID")
+    node("relu", "Relu", ["pool"])
+    return g
+
+
+def test_nchw_data_format_computes_what_nhwc_does():
+    """The NHWC forms are checked against TensorFlow above; NCHW graphs must agree with them."""
+    x = np.random.default_rng(6).uniform(-1, 1, (1, 4, 9, 9)).astype(np.float32)
+    nchw = ge.load_tf(_nchw_or_nhwc_graph("NCHW"))
+    nhwc = ge.load_tf(_nchw_or_nhwc_graph("NHWC"))
+    (a,) = run_reference(nchw, [x])
+    (b,) = run_reference(nhwc, [x.transpose(0, 2, 3, 1)])
+    assert a.shape == (1, 6, 2, 2)
+    np.testing.assert_allclose(a, b.transpose(0, 3, 1, 2), rtol=1e-5, atol=1e-6)
+    assert count(nchw, graph.TransposeOp) == 0  # an NCHW graph needs no layout change at all
+
+
 # --------------------------------------------------------------------------------------
 # Errors
 # --------------------------------------------------------------------------------------
@@ -201,6 +256,7 @@ def test_cli_errors_are_one_line_with_exit_code_1(tmp_path, capsys):
         ((pb, "--framework", "7", "-o", om), "--framework 7 is not supported; ge reads 3 (TensorFlow), 5 (ONNX)"),
         ((pb, "--framework", "5", "-o", om), "is a TensorFlow GraphDef, not an ONNX model; use --framework 3"),
         ((onnx_file, "--framework", "3", "-o", om), "is an ONNX model, not a TensorFlow GraphDef; use --framework 5"),
+        ((pb, "--mode", "3"), "--mode 3 checks ONNX models only"),
     ]
     for argv, message in cases:
         code, _, err = _cli(capsys, *argv)
@@ -255,6 +311,22 @@ def test_a_pb_file_defaults_to_tensorflow(tmp_path, capsys):
     assert len(outs) == 3
     for i, got in enumerate(outs):
         assert_close(got, want[f"output_{i}"], NPU_TOL)
+
+
+def test_framework_3_reads_a_graphdef_of_any_name_and_dynamic_batch(tmp_path, capsys):
+    """--framework 3 on a file not named .pb (the content decides, then ge.compile gets the
+    GraphDef), with dynamic batch gears; the tile level keeps it quick."""
+    path = tmp_path / "resnet.bin"
+    path.write_bytes(model_bytes("small_resnet"))
+    om = tmp_path / "m.om"
+    code, out, err = _cli(capsys, path, "--framework", "3", "-o", om, "--precision-mode", "must_keep_origin_dtype",
+                          "--kernel-level", "tile", "--input-shape", "input:-1,32,32,3", "--dynamic-batch-size", "1,2")
+    assert code == 0, err
+    assert "gears 1, 2" in out
+    compiled = ge.load_model(om)
+    assert compiled.batch_sizes == [1, 2]
+    (got,) = compiled.run({"input": make_input("small_resnet")}).values()
+    assert_close(got, expected("small_resnet"), NPU_TOL)
 
 
 # --------------------------------------------------------------------------------------
