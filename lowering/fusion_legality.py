@@ -88,12 +88,46 @@ def probe_module(ops: Sequence[Operation], target: targets.Target) -> ModuleOp:
     return module
 
 
+def structure(ops: Sequence[Operation]) -> tuple:
+    """What a probe's answer depends on: each op's name, properties and types and where
+    its operands come from (a member's result, an outside value, a constant). Equal
+    structures (ResNet's repeated blocks) get one probe."""
+    index = {r: (i, j) for i, op in enumerate(ops) for j, r in enumerate(op.results)}
+    outside: dict[SSAValue, int] = {}
+    members = set(ops)
+    key = []
+    for op in ops:
+        refs = []
+        for v in op.operands:
+            if v in index:
+                refs.append(index[v])
+            else:
+                const = isinstance(v, OpResult) and isinstance(v.op, g.ConstantOp)
+                refs.append(("in", outside.setdefault(v, len(outside)), str(v.type), const))
+        used_outside = tuple(any(u.operation not in members for u in r.uses) for r in op.results)
+        key.append((op.name, tuple(sorted((k, str(a)) for k, a in op.properties.items())),
+                    tuple(str(r.type) for r in op.results), tuple(refs), used_outside))
+    return tuple(key)
+
+
+_VERDICTS: dict[tuple, str | None] = {}
+
+
 def group_tiles(ops: Sequence[Operation], target: targets.Target | None = None) -> str | None:
     """None if the candidate group `ops` (in block order) tiles, lowers to isa and fits
-    the local memories of `target`; else why not."""
+    the local memories of `target`; else why not (asked once per structure and target)."""
+    target = target or targets.load_target(targets.DEFAULT_TARGET)
+    key = (target.name, structure(ops))
+    if key not in _VERDICTS:
+        if len(_VERDICTS) > 4096:
+            _VERDICTS.clear()
+        _VERDICTS[key] = _probe(ops, target)
+    return _VERDICTS[key]
+
+
+def _probe(ops: Sequence[Operation], target: targets.Target) -> str | None:
     from ge.transforms import get_all_ge_passes
 
-    target = target or targets.load_target(targets.DEFAULT_TARGET)
     try:
         module = probe_module(ops, target)
         passes = get_all_ge_passes()
