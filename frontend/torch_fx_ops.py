@@ -316,7 +316,8 @@ def _ones_or(ctx: FxContext, a, n: int, fill: float, dtype: np.dtype, hint: str)
 
 
 @converts("aten._native_batch_norm_legit_no_training.default", "aten._native_batch_norm_legit.default",
-          "aten.native_batch_norm.default", "aten.batch_norm.default")
+          "aten._native_batch_norm_legit_functional.default", "aten.native_batch_norm.default",
+          "aten.batch_norm.default")
 def _batch_norm(ctx: FxContext):
     target = str(ctx.node.target)
     x, w, b, mean, var = ctx.args[:5]
