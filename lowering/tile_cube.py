@@ -199,8 +199,8 @@ def _matmul_problem(op: g.MatMulOp | g.GemmOp, block: Block) -> CubeProblem:
         b_batched=b_batched, macs=batch * m * n * k, out_batch=out_batch, a_batch_strides=a_strides,
         b_batch_strides=b_strides,
     )
-    if prob.a_fmt == "nz_t":
-        raise Unsupported("a transposed FRACTAL_NZ A operand")
+    if prob.a_fmt == "nz_t" and FRACTAL % max(1, 32 // numpy_dtype(prob.elem).itemsize):
+        raise Unsupported(f"a transposed FRACTAL_NZ A operand of {prob.elem}")
     if oe is not None and len(shape_of(op.output)) < 4:
         raise Unsupported("FRACTAL_NZ output of rank < 2")
     if prob.out_fmt == "nz" or "nz" in prob.a_fmt or "nz" in prob.b_fmt:
@@ -403,6 +403,8 @@ def _divisors(n: int) -> list[int]:
 
 
 def _m_candidates(p: CubeProblem, m0: int) -> list[int]:
+    if p.a_fmt == "nz_t":  # M runs along the stored matrix's C0-wide columns
+        m0 = math.lcm(m0, p.c0)
     top = _round(p.m, m0)
     return sorted({x for x in TM if x < top and x % m0 == 0} | {top})
 
@@ -785,7 +787,7 @@ class _CubeEmitter:
         s = a.type.get_shape()
         if p.kind == "conv":
             return a
-        if p.a_fmt == "nz":
+        if p.a_fmt in ("nz", "nz_t"):
             return b.view(a, (math.prod(s[:-4]) if len(s) > 4 else 1, *s[-4:]), "a_gm")
         if len(s) == 1:
             return b.view(a, (1, 1, s[0]) if p.a_fmt == "nd" else (1, s[0], 1), "a_gm")
@@ -819,6 +821,8 @@ class _CubeEmitter:
             return (1, pl.tm, pl.kl1)
         if p.a_fmt == "nd_t":
             return (1, pl.kl1, pl.tm)
+        if p.a_fmt == "nz_t":  # A^T [K, M] stored FRACTAL_NZ: (M / C0, K / 16, 16, C0)
+            return (1, pl.tm // p.c0, pl.kl1 // FRACTAL, FRACTAL, p.c0)
         return (1, pl.kl1 // p.c0, pl.tm // FRACTAL, FRACTAL, p.c0)
 
     def b_l1_shape(self) -> tuple[int, ...]:
@@ -852,6 +856,8 @@ class _CubeEmitter:
             offs = [ba, m0, k]
         elif p.a_fmt == "nd_t":
             offs = [ba, k, m0]
+        elif p.a_fmt == "nz_t":
+            offs = [ba, b.div(m0, p.c0), b.div(k, FRACTAL), 0, 0]
         else:
             offs = [ba, b.div(k, p.c0), b.div(m0, FRACTAL), 0, 0]
         b.copy(a_gm, offs, a_l1, None, shape, pad=0.0)
@@ -912,6 +918,15 @@ class _CubeEmitter:
         elif p.a_fmt == "nd_t":
             src = b.view(a_l1, (pl.kl1, tm))
             b.copy(src, [kin, 0], l0a, None, (tk, tm), perm=(1, 0))
+        elif p.a_fmt == "nz_t":
+            # L1 [m // C0, k // 16, k % 16, m % C0] -> L0A [m // 16, m % 16, k // C0, k % C0],
+            # with m and k split into the common (16, C0) digits
+            c0 = p.c0
+            mr, kr = FRACTAL // c0, FRACTAL // c0  # C0 blocks per 16 (1 for f16, 2 for f32)
+            src = b.view(a_l1, (tm // FRACTAL, mr, pl.kl1 // FRACTAL, kr, c0, c0))
+            dst = b.view(l0a, (tm // FRACTAL, mr, c0, tk // FRACTAL, kr, c0))
+            b.copy(src, [0, 0, b.div(kin, FRACTAL), 0, 0, 0], dst, None,
+                   (tm // FRACTAL, mr, tk // FRACTAL, kr, c0, c0), perm=(0, 1, 5, 2, 3, 4))
         else:
             src = b.view(a_l1, self.a_l1_shape()[1:])
             dst = b.view(l0a, (tm // FRACTAL, FRACTAL, tk // p.c0, p.c0))

@@ -210,3 +210,27 @@ def test_batched_matmul_with_partly_broadcast_batch_dims(sa, sb, const_b):
     status, detail, err = check(model, feeds)
     assert status == "pass", detail
     assert err <= 1e-5
+
+
+@pytest.mark.parametrize(("n", "k", "m", "n_out", "precision"), [
+    (48, 16, 32, 24, "f32"), (40, 12, 20, 7, "f32"), (300, 70, 90, 33, "f16"),
+])
+def test_gemm_trans_a_of_a_fractal_nz_operand(n, k, m, n_out, precision):
+    """Gemm(transA) of a MatMul result, which assign-layouts keeps in FRACTAL_NZ, was refused
+    ('a transposed FRACTAL_NZ A operand'); the L1 -> L0A copy now transposes its fractals."""
+    from onnx import numpy_helper
+
+    rng = np.random.default_rng(1)
+    w1 = numpy_helper.from_array((rng.standard_normal((k, m)) / np.sqrt(k)).astype(np.float32), "w1")
+    w2 = numpy_helper.from_array((rng.standard_normal((n, n_out)) / np.sqrt(n)).astype(np.float32), "w2")
+    nodes = [helper.make_node("MatMul", ["x", "w1"], ["a"], name="mm"),
+             helper.make_node("Gemm", ["a", "w2"], ["y"], name="gemm", transA=1)]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", 1, [n, k])],
+                          [helper.make_tensor_value_info("y", 1, [m, n_out])], initializer=[w1, w2])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    _, fn = layout_function(model)
+    gemm = next(o for o in fn.body.block.ops if isinstance(o, graph.GemmOp))
+    assert lt.layout_of(gemm.operands[0].type).fmt == lt.Format.FRACTAL_NZ
+    status, detail, err = check(model, {"x": rng.standard_normal((n, k)).astype(np.float32)}, precision)
+    assert status == "pass", detail
+    assert err <= (1e-5 if precision == "f32" else 3e-3)
