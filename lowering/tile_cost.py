@@ -1,21 +1,28 @@
 """The analytic cost model the `tile` pass chooses tiles with (a roofline per tile).
 
-Every figure comes from the target (`ge.targets`): the Cube's fractal per element type,
-cycles per vector repeat of `bytes_per_repeat` bytes, DMA bandwidth per path and the
-start-up cycles of each instruction kind. A tile's work is split over the AI Core's pipes
+Every figure comes from the target (`ge.targets`), the same ones the simulator's timing
+(`ge.runtime.sim_timing`) reads: the Cube's fractal per element type, cycles per vector
+repeat of `bytes_per_repeat` bytes, GM bandwidth per path (GB/s at the chip's clock) and
+on-chip bandwidth per path (bytes per cycle), and the start-up cycles of each instruction
+kind. A tile's work is split over the AI Core's pipes
 as the Ascend C paradigms run it:
 
 - MTE2 (GM -> L1 / UB), MTE1 (L1 -> L0A / L0B, incl. img2col), M (Cube: one cycle per
-  m0 x k0 x n0 fractal), FIX (L0C -> UB), V (one cycle per repeat of every vector op),
-  MTE3 (UB -> GM); each transfer costs start-up + bytes / bandwidth, and a core's GM
-  bandwidth is at most its share of the chip's HBM bandwidth when `blocks` cores stream.
+  m0 x k0 x n0 fractal, the start-up once per chain of mmads: the Cube is pipelined), FIX
+  (L0C -> UB: FixPipe, or the Vector-unit route on a chip without one), V (the table's
+  default cycles per repeat of every vector op), MTE3 (UB -> GM); each transfer costs
+  start-up + bytes / bandwidth, and a core's GM bandwidth is at most its share of the
+  chip's HBM bandwidth when `blocks` cores stream.
   Reads and writes of GM share that bandwidth: their sum is one more stage ("HBM").
 - With double buffering (buffer count 2) the stages of consecutive tiles overlap: a
   loop of n iterations costs n * (slowest stage) + the other stages once (fill and
   drain); with single buffers the stages of an iteration run one after another.
 
-The model ignores bank conflicts, L2 hits, scalar overhead and instruction issue limits;
-it is a ranking device (which tiling is better) and a lower-bound estimate.
+The model ignores bank conflicts, L2 hits, per-op vector costs, scalar overhead and
+instruction issue limits; it is a ranking device (which tiling is better) and a
+lower-bound estimate. The roofline (`Roofline`, `tile.bound`) takes the Cube at one
+fractal per cycle and the Vector unit at one repeat per cycle on every core, and the GM
+bytes at the chip's HBM rate.
 """
 
 from __future__ import annotations
@@ -27,14 +34,15 @@ from dataclasses import dataclass, field
 from ge.dialects.dtypes import numpy_dtype
 from ge.targets import Target
 
-# DMA path -> (target.dma field, target.startup field)
+# DMA path -> (target.dma field (GB/s) for GM paths, target.onchip field (bytes / cycle) for
+# on-chip ones, target.startup field)
 PATHS = {
     "gm_to_l1": ("gm_to_l1", "mte2"),
     "gm_to_ub": ("gm_to_ub", "mte2"),
     "ub_to_gm": ("ub_to_gm", "mte3"),
     "l1_to_l0a": ("l1_to_l0a", "mte1"),
     "l1_to_l0b": ("l1_to_l0b", "mte1"),
-    "l0c_to_ub": ("l0c_to_gm", "fixpipe"),  # the L0C read-out path (ascend.md §6.4 "L0C->HBM/L2/L1")
+    "l0c_to_ub": ("l0c_out", "fixpipe"),  # the L0C read-out: FixPipe, or the Vector-unit route
     "l1_to_ub": ("l1_to_ub", "mte1"),
 }
 GM_PATHS = ("gm_to_l1", "gm_to_ub", "ub_to_gm")
@@ -59,6 +67,8 @@ class Machine:
         if nbytes <= 0:
             return 0.0
         _, startup = PATHS[path]
+        if path == "l0c_to_ub" and not self.target.isa.fixpipe:
+            startup = "vector"
         return count * getattr(self.target.startup, startup) + nbytes / self.bytes_per_cycle(path, blocks)
 
     def fractal(self, elem: str) -> tuple[int, int, int]:
@@ -72,15 +82,18 @@ class Machine:
         return m, max(1, k * 2 // numpy_dtype_size(elem)), n
 
     def cube(self, tm: int, tk: int, tn: int, elem: str, count: int = 1) -> float:
-        """Cycles of `count` mmad instructions on a tm x tk x tn tile."""
+        """Cycles of a chain of `count` mmad instructions on a tm x tk x tn tile (pipelined:
+        one start-up)."""
         m0, k0, n0 = self.fractal(elem)
-        return count * (self.target.startup.cube + math.ceil(tm / m0) * math.ceil(tk / k0) * math.ceil(tn / n0))
+        return self.target.startup.cube + count * math.ceil(tm / m0) * math.ceil(tk / k0) * math.ceil(tn / n0)
 
     def vector(self, nbytes: float, ops: int = 1) -> float:
-        """Cycles of `ops` vector instructions over `nbytes` each (one repeat per cycle)."""
+        """Cycles of `ops` vector instructions over `nbytes` each (the default cycles per
+        repeat of the target's `[vector_cost]`)."""
         if ops <= 0:
             return 0.0
-        return ops * (self.target.startup.vector + math.ceil(nbytes / self.target.vector.bytes_per_repeat))
+        per_repeat = self.target.vector_cycles("default", "f16")
+        return ops * (self.target.startup.vector + per_repeat * math.ceil(nbytes / self.target.vector.bytes_per_repeat))
 
     def cores(self, cube: bool) -> int:
         return self.target.cores.cube if cube else self.target.cores.vector
@@ -90,7 +103,7 @@ class Machine:
         return m0 * k0 * n0 * cores
 
     def hbm_bytes_per_cycle(self) -> float:
-        return self.target.dma.hbm_total * 1e9 / self.target.clock_hz
+        return self.target.bytes_per_cycle(self.target.dma.hbm_total)
 
     def hbm(self, nbytes: float, blocks: int) -> float:
         """Cycles one of `blocks` streaming cores needs to move `nbytes` to or from GM at its
@@ -100,10 +113,9 @@ class Machine:
 
 def _bytes_per_cycle(target: Target, path: str, blocks: int) -> float:
     field, _ = PATHS[path]
-    bw = getattr(target.dma, field)
-    if path in GM_PATHS:
-        bw = min(bw, target.dma.hbm_total / max(blocks, 1))
-    return bw * 1e9 / target.clock_hz
+    if path not in GM_PATHS:
+        return getattr(target.onchip, field)
+    return target.bytes_per_cycle(min(getattr(target.dma, field), target.dma.hbm_total / max(blocks, 1)))
 
 
 def numpy_dtype_size(elem: str) -> int:

@@ -81,6 +81,9 @@ class KernelRun:
     bound: float | None = None
     pipe_busy: dict[str, float] = field(default_factory=dict)
     instructions: dict[str, int] = field(default_factory=dict)
+    alone: float = 0.0  # cycles simulated alone; `cycles` adds the wait for HBM other streams use
+    hbm_bytes: float = 0.0  # bytes to / from HBM
+    work: dict[str, int] = field(default_factory=dict)  # the simulator's instruction counts (KernelStats.work)
 
     def utilization(self) -> dict[str, float]:
         span = self.cycles * self.cores
@@ -148,10 +151,16 @@ def _parse_kernels(model: Model, target: targets.Target) -> list[_Kernel]:
 
 
 class _Cores:
-    """When each core of the chip is next free. A coupled chip has one pool of AI Cores;
-    a separated one a Cube pool and a Vector pool. Trace ids: Cube cores first."""
+    """When each core of the chip is next free, and the chip's HBM over time. A coupled chip
+    has one pool of AI Cores; a separated one a Cube pool and a Vector pool. Trace ids: Cube
+    cores first. Launches (and copies) of concurrent streams share the HBM bandwidth
+    (`sim_timing.HbmCalendar`): a launch simulated alone that needs more than the others
+    leave free runs proportionally longer."""
 
     def __init__(self, target: targets.Target):
+        from ge.runtime.sim_timing import HbmCalendar
+
+        self.hbm = HbmCalendar(target.bytes_per_cycle(target.dma.hbm_total))
         self.coupled = target.architecture == "coupled"
         self.free = {"cube": [0.0] * target.cores.cube}
         if not self.coupled:
@@ -452,7 +461,8 @@ class _Run:
     def _copy(self, j: int, t: dict[str, Any], ready: float) -> float:
         src, dst = self.ex.views[t["src"]], self.ex.views[t["dst"]]
         dst.reshape(-1).view(np.uint8)[...] = src.reshape(-1).view(np.uint8)
-        end = ready + copy_cycles(self.ex.target, src.nbytes)
+        startup = self.ex.target.startup.mte2
+        end = self.cores.hbm.place(ready + startup, copy_cycles(self.ex.target, src.nbytes) - startup, 2 * src.nbytes)
         self.report.spans.append(TaskSpan(j, "copy", f"copy {src.nbytes} B", t["stream"], ready, end))
         return end
 
@@ -469,11 +479,13 @@ class _Run:
         run = KernelRun(j, kernel.name, t.get("name", ""), t["stream"], start, 0.0, len(chosen), kernel.block_dim,
                         kernel.bound)
         if stats is not None:
-            run.cycles, run.pipe_busy, run.instructions = stats.cycles, dict(stats.pipe_busy), dict(stats.instructions)
-            run.cores, run.blocks = stats.cores, stats.blocks
+            run.alone, run.pipe_busy, run.instructions = stats.cycles, dict(stats.pipe_busy), dict(stats.instructions)
+            run.cores, run.blocks, run.hbm_bytes, run.work = stats.cores, stats.blocks, stats.hbm_bytes, dict(stats.work)
+            lead = min(self.ex.target.overhead.launch, stats.cycles)  # the dispatch moves no data
+            run.cycles = max(stats.cycles, self.cores.hbm.place(start + lead, stats.cycles - lead, stats.hbm_bytes) - start)
             self._keep_pipe_events(mark, pool, chosen)
         elif kernel.modeled is not None:
-            run.cycles = float(kernel.modeled)
+            run.cycles = run.alone = float(kernel.modeled)
         end = start + run.cycles
         ids = [self.cores.first_id[pool] + c for c in chosen[:run.cores]]
         self.cores.hold(pool, chosen[:run.cores], end)

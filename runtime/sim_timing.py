@@ -1,30 +1,52 @@
 """The simulator's timing model: cycles per instruction from the target, one in-order
-queue per pipe, flags, and the Chrome / Perfetto trace writer.
+queue per pipe, the chip's shared HBM and its L2, flags, and the Chrome / Perfetto trace
+writer. Every figure comes from `ge.targets` (targets/*.toml, each with its source).
 
-Costs (every figure from `ge.targets`):
-- a move: the path's start-up cycles + bytes / bandwidth. Bytes are counted as the DMA
-  moves them: each contiguous run of a rectangle rounded up to whole `block_bytes` blocks,
-  the larger of the two sides. Paths to and from GM share the chip's HBM bandwidth:
-  each of the `active` cores gets at most `hbm_total / active`.
-- `mmad`: the Cube's start-up + one cycle per m0 x k0 x n0 fractal.
-- a vector instruction: the Vector start-up + one cycle per repeat.
+Costs:
+- an on-chip move (L1 -> L0A / L0B, img2col, L1 <-> UB, FixPipe's L0C read-out): the
+  path's start-up + the bytes it really moves / the path's bytes per cycle (`[onchip]`).
+  No burst rounding inside the core: an 8 KB transposed L1 -> L0B copy costs 8 KB.
+- a move to or from GM: each contiguous run rounded up to whole 32-B blocks (the DMA's
+  burst, `vector.block_bytes`), at the path's per-core rate (`[dma]`, GB/s converted at this
+  chip's clock). Bytes that come from or go to HBM also pass through the core's HBM port:
+  one budget for reads (MTE2) and writes (MTE3 / FixPipe) together, of `hbm_total / active`
+  bytes per cycle when `active` cores run the launch. So a launch never moves more than
+  `hbm_total` per cycle; launches of concurrent streams share it through the executor
+  (`HbmCalendar`).
+- the L2 (`memory.l2`, `dma.l2_*`): a GM read of a 32-B block that an earlier read of the
+  same launch (any core) brought in hits the L2 -- at the L2 path rate, outside the HBM
+  budget -- as long as the launch's blocks read so far fit the L2; when they stop
+  fitting the L2 is flushed (every block misses again). Writes go to HBM (write-through,
+  no allocate). A chip with `l2 = 0` always misses.
+- FixPipe (`isa.fixpipe`) on a chip without one (`isa.fixpipe = false`, the coupled 910):
+  the Vector-unit route -- L0C -> UB at `onchip.l0c_out`, then UB -> GM at the MTE3 rate --
+  with both start-ups, charged on the FIX track.
+- `mmad`: the Cube's start-up + one cycle per m0 x k0 x n0 fractal; the Cube is pipelined,
+  so a chain of mmads pays the start-up once.
+- a vector instruction: the Vector start-up + repeats x the op's cycles per repeat for its
+  element type (`[vector_cost]`); a UB -> UB copy is `vcopy`-like at the default cost.
+- the scalar unit issues one instruction per `overhead.issue` cycles and spends
+  `overhead.loop` cycles per loop iteration: no instruction starts before it is issued.
+- a launch costs `overhead.launch` cycles on top of its slowest core.
 
-Pipes. Instructions of one pipe start in program order. The data movers and the Vector
-unit are pipelined: the next instruction may start once the previous one has issued its
-data (after its busy cycles), while the previous one is still finishing its start-up
-latency -- so dependent instructions of one pipe need an `isa.pipe_barrier`. The Cube
-(M) and the scalar unit (S) finish one instruction before starting the next.
-`set_flag` fires when every earlier instruction of its pipe has finished (it does not hold
-its pipe); `wait_flag` holds its pipe until the flag fires; `pipe_barrier` holds its
-pipe until the pipe's earlier instructions have finished.
+Pipes. Instructions of one pipe start in program order. Every pipe but the scalar unit
+is pipelined: the next instruction may start once the previous one has issued its data
+(after its busy cycles), while the previous one is still finishing its start-up latency.
+(The simulator's hazard checks still treat the Cube as in-order: its results are ordered
+by hardware.) `set_flag` fires when every earlier instruction of its pipe has finished (it
+does not hold its pipe); `wait_flag` holds its pipe until the flag fires; `pipe_barrier`
+holds its pipe until the pipe's earlier instructions have finished.
 """
 
 from __future__ import annotations
 
+import bisect
 import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import numpy as np
 
 from ge.dialects.isa import Pipe
 from ge.targets import Target
@@ -32,81 +54,255 @@ from ge.targets import Target
 PIPE_ORDER = (Pipe.S, Pipe.V, Pipe.M, Pipe.MTE1, Pipe.MTE2, Pipe.MTE3, Pipe.FIX)
 PIPE_INDEX = {p: i for i, p in enumerate(PIPE_ORDER)}
 NPIPES = len(PIPE_ORDER)
-PIPELINED = tuple(p not in (Pipe.M, Pipe.S) for p in PIPE_ORDER)
+PIPELINED = tuple(p not in (Pipe.M, Pipe.S) for p in PIPE_ORDER)  # ordering semantics (hazard checks)
+OVERLAPPED = tuple(p != Pipe.S for p in PIPE_ORDER)  # timing: the start-up overlaps the previous instruction
 
-# move op name -> (target.dma field, target.startup field, touches GM)
-MOVE_PATHS = {
-    "isa.copy_gm_to_l1": ("gm_to_l1", "mte2", True),
-    "isa.copy_gm_to_ub": ("gm_to_ub", "mte2", True),
-    "isa.copy_ub_to_gm": ("ub_to_gm", "mte3", True),
-    "isa.copy_ub_to_l1": ("l1_to_ub", "mte3", False),  # the L1 <-> UB figure, both directions
-    "isa.copy_l1_to_ub": ("l1_to_ub", "mte1", False),
-    "isa.copy_l1_to_l0a": ("l1_to_l0a", "mte1", False),
-    "isa.copy_l1_to_l0b": ("l1_to_l0b", "mte1", False),
-    "isa.img2col": ("l1_to_l0a", "mte1", False),
-    "isa.fixpipe": ("l0c_to_gm", "fixpipe", False),  # L0C read-out; GM share applied when dst is GM
+# move op name -> (rate: target.onchip field (bytes / cycle) or target.dma field (GB/s), start-up field)
+ONCHIP_PATHS = {
+    "isa.copy_ub_to_l1": ("ub_to_l1", "mte3"),
+    "isa.copy_l1_to_ub": ("l1_to_ub", "mte1"),
+    "isa.copy_l1_to_l0a": ("l1_to_l0a", "mte1"),
+    "isa.copy_l1_to_l0b": ("l1_to_l0b", "mte1"),
+    "isa.img2col": ("l1_to_l0a", "mte1"),
 }
+GM_READS = {"isa.copy_gm_to_l1": ("gm_to_l1", "l2_to_l1"), "isa.copy_gm_to_ub": ("gm_to_ub", "l2_to_ub")}
+
+Rect = tuple[tuple[int, ...], tuple[int, ...], int]  # (shape, element strides, element bytes)
+Timing = tuple[float, float, float]  # (start-up, busy, cycles of the core's HBM port)
 
 
-@dataclass(frozen=True)
+def raw_bytes(rect: Rect) -> int:
+    shape, _, size = rect
+    return math.prod(shape) * size
+
+
+def burst_bytes(rect: Rect, block: int) -> int:
+    """Bytes a GM DMA moves for a rectangle: contiguous runs rounded up to whole blocks."""
+    shape, strides, size = rect
+    if not shape or 0 in shape:
+        return 0
+    dims = [(n, s) for n, s in zip(shape, strides) if n > 1]
+    run = size
+    while dims and dims[-1][1] * size == run:  # merge contiguous inner dims
+        n, _ = dims.pop()
+        run *= n
+    runs = math.prod(n for n, _ in dims)
+    return runs * (-(-run // block) * block)
+
+
+def touched_blocks(first_byte: int, rect: Rect, block: int) -> np.ndarray:
+    """The distinct `block`-byte blocks (indices) a rectangle starting at `first_byte` touches."""
+    shape, strides, size = rect
+    dims = [(n, s * size) for n, s in zip(shape, strides) if n > 1 and s != 0]
+    run = size
+    while dims and dims[-1][1] == run:
+        n, _ = dims.pop()
+        run *= n
+    starts = np.array([first_byte], dtype=np.int64)
+    for n, st in dims:
+        starts = (starts[:, None] + np.arange(n, dtype=np.int64) * st).reshape(-1)
+    lo, hi = starts // block, (starts + run - 1) // block
+    if len(starts) == 1:
+        return np.arange(lo[0], hi[0] + 1)
+    width = int((hi - lo).max()) + 1
+    idx = lo[:, None] + np.arange(width)
+    return np.unique(idx[idx <= hi[:, None]])
+
+
+class L2:
+    """Which 32-B GM blocks the launch has read (per GM region), for hit / miss."""
+
+    def __init__(self, capacity: int, block: int):
+        self.capacity_blocks = capacity // block
+        self.block = block
+        self.read: dict[int, np.ndarray] = {}
+        self.resident = 0
+
+    def access(self, region: int, first_byte: int, rect: Rect) -> tuple[int, int]:
+        """Read a rectangle: (blocks that miss, blocks in all)."""
+        idx = touched_blocks(first_byte, rect, self.block)
+        if self.capacity_blocks == 0 or not len(idx):
+            return len(idx), len(idx)
+        seen = self.read.get(region)
+        top = int(idx.max()) + 1
+        if seen is None or len(seen) < top:
+            grown = np.zeros(max(top, 2 * len(seen) if seen is not None else top), dtype=bool)
+            if seen is not None:
+                grown[:len(seen)] = seen
+            seen = self.read[region] = grown
+        misses = len(idx) - int(np.count_nonzero(seen[idx]))
+        if self.resident + misses > self.capacity_blocks:  # does not fit: flush, everything misses
+            for arr in self.read.values():
+                arr[:] = False
+            self.resident, misses = 0, len(idx)
+        seen[idx] = True
+        self.resident += misses
+        return misses, len(idx)
+
+
 class CostModel:
-    """Cycle costs of instructions on `target` when `active` cores stream from GM."""
+    """Cycle costs of instructions on `target` when `active` cores run one launch; keeps the
+    launch's L2 state and counts the bytes it sends to HBM (`hbm_bytes`) and serves from
+    the L2 (`l2_bytes`)."""
 
-    target: Target
-    active: int = 1
+    def __init__(self, target: Target, active: int = 1):
+        self.target = target
+        self.active = max(active, 1)
+        bpc = target.bytes_per_cycle
+        self.block = target.vector.block_bytes
+        self.hbm_share = bpc(target.dma.hbm_total) / self.active  # bytes per cycle of one core's HBM port
+        self.l2_share = bpc(target.dma.l2_total) / self.active
+        self.l2 = L2(target.memory.l2, self.block)
+        self.hbm_bytes = 0.0
+        self.l2_bytes = 0.0
 
-    def bytes_per_cycle(self, bandwidth_gbs: float, gm: bool) -> float:
-        if gm:
-            bandwidth_gbs = min(bandwidth_gbs, self.target.dma.hbm_total / max(self.active, 1))
-        return bandwidth_gbs * 1e9 / self.target.clock_hz
+    def pipes(self) -> PipeState:
+        """A core's pipes with this chip's scalar issue and loop costs."""
+        o = self.target.overhead
+        return PipeState(issue_cost=float(o.issue), loop_cost=float(o.loop))
 
-    def move(self, name: str, nbytes: int, gm: bool) -> tuple[float, float]:
-        """(start-up, busy) cycles of a move of `nbytes` (DMA-counted) bytes."""
-        field_name, startup, path_gm = MOVE_PATHS[name]
-        bw = self.bytes_per_cycle(getattr(self.target.dma, field_name), gm or path_gm)
-        return float(getattr(self.target.startup, startup)), nbytes / bw
+    def launch_cycles(self, core_ends: list[float]) -> float:
+        return self.target.overhead.launch + max(core_ends, default=0.0)
 
-    def vector(self, repeats: int) -> tuple[float, float]:
-        return float(self.target.startup.vector), float(repeats)
+    def _rate(self, gbs: float) -> float:
+        return self.target.bytes_per_cycle(gbs)
 
-    def vector_bytes(self, nbytes: int) -> tuple[float, float]:
-        """A vector-unit move of `nbytes` (copy_ub_to_ub): one repeat per bytes_per_repeat."""
+    def _write(self, rect: Rect) -> tuple[float, float]:
+        """(bytes, port cycles) of a GM write: burst bytes, all to HBM."""
+        moved = burst_bytes(rect, self.block)
+        self.hbm_bytes += moved
+        return moved, moved / self.hbm_share
+
+    def move(self, name: str, src: Rect | None, dst: Rect, read_at: tuple[int, int] | None = None,
+             dst_gm: bool = False) -> Timing:
+        """(start-up, busy, HBM port cycles) of a move from `src` to `dst` (None: nothing read,
+        an empty window); `read_at` = (GM region, first byte) when the source is in GM."""
+        t = self.target
+        if name in GM_READS:
+            hbm_path, l2_path = GM_READS[name]
+            moved = 0 if src is None else max(burst_bytes(src, self.block), raw_bytes(dst))
+            if src is None or read_at is None:
+                return float(t.startup.mte2), moved / self._rate(getattr(t.dma, hbm_path)), 0.0
+            misses, blocks = self.l2.access(read_at[0], read_at[1], src)
+            hit = moved * (blocks - misses) / blocks if blocks else 0.0
+            hbm = misses * self.block
+            self.hbm_bytes += hbm
+            self.l2_bytes += hit
+            busy = (moved - hit) / self._rate(getattr(t.dma, hbm_path))
+            if hit:
+                busy += hit / min(self._rate(getattr(t.dma, l2_path)), self.l2_share)
+            return float(t.startup.mte2), busy, hbm / self.hbm_share
+        if name == "isa.copy_ub_to_gm":
+            moved, port = self._write(dst)
+            return float(t.startup.mte3), moved / self._rate(t.dma.ub_to_gm), port
+        if name == "isa.fixpipe":
+            return self._fixpipe(src, dst, dst_gm)
+        rate_field, startup = ONCHIP_PATHS[name]
+        nbytes = max(0 if src is None else raw_bytes(src), raw_bytes(dst))
+        return float(getattr(t.startup, startup)), nbytes / getattr(t.onchip, rate_field), 0.0
+
+    def _fixpipe(self, src: Rect | None, dst: Rect, dst_gm: bool) -> Timing:
+        """L0C -> GM / L1 / UB: through FixPipe, or on a chip without one through the Vector
+        unit to UB and (for a GM destination) on to GM at the MTE3 rate."""
+        t = self.target
+        read = 0 if src is None else raw_bytes(src)
+        startup = float(t.startup.fixpipe if t.isa.fixpipe else t.startup.vector)
+        busy = read / t.onchip.l0c_out
+        port = 0.0
+        if dst_gm:
+            moved, port = self._write(dst)
+            if t.isa.fixpipe:
+                busy = max(busy, moved / t.onchip.l0c_out)
+            else:
+                startup += t.startup.mte3
+                busy += moved / self._rate(t.dma.ub_to_gm)
+        return startup, busy, port
+
+    def img2col(self, nbytes: int) -> Timing:
+        return self.move("isa.img2col", None, ((nbytes,), (1,), 1))
+
+    def vector(self, repeats: int, op: str = "default", elem: str = "f16") -> Timing:
+        """A vector instruction `op` ("vadd") of `repeats` repeats on `elem` elements."""
+        return float(self.target.startup.vector), repeats * self.target.vector_cycles(op, elem), 0.0
+
+    def vector_copy(self, nbytes: int) -> Timing:
+        """A Vector-unit copy of `nbytes` (copy_ub_to_ub): one repeat per bytes_per_repeat."""
         return self.vector(max(1, math.ceil(nbytes / self.target.vector.bytes_per_repeat)))
 
-    def mmad(self, mkn: tuple[int, int, int], fractal: tuple[int, int, int]) -> tuple[float, float]:
+    def mmad(self, mkn: tuple[int, int, int], fractal: tuple[int, int, int]) -> Timing:
         (m, k, n), (m0, k0, n0) = mkn, fractal
-        return float(self.target.startup.cube), float(math.ceil(m / m0) * math.ceil(k / k0) * math.ceil(n / n0))
+        return float(self.target.startup.cube), float(math.ceil(m / m0) * math.ceil(k / k0) * math.ceil(n / n0)), 0.0
 
-    def burst_bytes(self, shape: tuple[int, ...], strides: tuple[int, ...], size: int) -> int:
-        """Bytes a DMA moves for a rectangle: contiguous runs rounded up to whole blocks."""
-        if not shape or 0 in shape:
-            return 0
-        block = self.target.vector.block_bytes
-        dims = [(n, s) for n, s in zip(shape, strides) if n > 1]
-        run = size
-        while dims and dims[-1][1] * size == run:  # merge contiguous inner dims
-            n, _ = dims.pop()
-            run *= n
-        runs = math.prod(n for n, _ in dims)
-        return runs * (-(-run // block) * block)
+
+class Port:
+    """One core's HBM port: the cycles it is busy, as disjoint sorted intervals. A transfer
+    takes the first free cycles from its start on (filling gaps an instruction simulated
+    earlier left), so the port never does more than one cycle of work per cycle whatever
+    order the pipes' instructions are simulated in."""
+
+    def __init__(self) -> None:
+        self.starts: list[float] = []
+        self.ends: list[float] = []
+
+    def reserve(self, t: float, amount: float) -> float:
+        """Take `amount` free cycles from t on; returns when the last one ends."""
+        starts, ends = self.starts, self.ends
+        i = j = bisect.bisect_right(ends, t)
+        cur, left = t, amount
+        pieces = []
+        while left > 1e-9:
+            if j < len(starts) and starts[j] <= cur:
+                cur = max(cur, ends[j])
+                j += 1
+                continue
+            gap = (starts[j] if j < len(starts) else math.inf) - cur
+            take = min(left, gap)
+            pieces.append((cur, cur + take))
+            cur += take
+            left -= take
+        merged: list[list[float]] = []
+        for a, b in sorted([*zip(starts[i:j], ends[i:j]), *pieces]):
+            if merged and a <= merged[-1][1] + 1e-9:
+                merged[-1][1] = max(merged[-1][1], b)
+            else:
+                merged.append([a, b])
+        starts[i:j] = [a for a, _ in merged]
+        ends[i:j] = [b for _, b in merged]
+        return cur
+
+    def forget_before(self, t: float) -> None:
+        """Drop the intervals that end before t (no transfer can start that early again)."""
+        k = bisect.bisect_left(self.ends, t)
+        del self.starts[:k], self.ends[:k]
 
 
 @dataclass
 class PipeState:
-    """The timing state of one core's pipes (cycles since the core started)."""
+    """The timing state of one core's pipes (cycles since the core started), its HBM port
+    and its scalar issue clock."""
 
+    issue_cost: float = 0.0
+    loop_cost: float = 0.0
     next_issue: list[float] = field(default_factory=lambda: [0.0] * NPIPES)  # earliest start of the next instruction
     hold: list[float] = field(default_factory=lambda: [0.0] * NPIPES)  # waits / barriers: no start before this
     last_end: list[float] = field(default_factory=lambda: [0.0] * NPIPES)  # when every issued instruction has ended
     busy: list[float] = field(default_factory=lambda: [0.0] * NPIPES)  # union of the instructions' spans
     covered: list[float] = field(default_factory=lambda: [0.0] * NPIPES)  # end of the union so far
     instructions: list[int] = field(default_factory=lambda: [0] * NPIPES)
+    port: Port = field(default_factory=Port)  # the core's HBM port
+    issued: float = 0.0  # the scalar unit's issue clock
 
-    def issue(self, p: int, startup: float, busy: float) -> tuple[float, float]:
-        """Schedule an instruction on pipe p; returns its (start, end)."""
-        start = max(self.next_issue[p], self.hold[p])
+    def issue(self, p: int, startup: float, busy: float, port: float = 0.0) -> tuple[float, float]:
+        """Schedule an instruction on pipe p (`port`: cycles it needs the core's HBM port
+        for); returns its (start, end)."""
+        start = max(self.next_issue[p], self.hold[p], self.issued)
+        self.issued += self.issue_cost
+        if port:  # the data moves from `start` on (the start-up is latency after it)
+            busy = max(busy, self.port.reserve(start, port) - start)
+            if len(self.port.ends) > 64:
+                self.port.forget_before(min(max(a, b, self.issued) for a, b in zip(self.next_issue, self.hold)))
         end = start + startup + busy
-        self.next_issue[p] = start + busy if PIPELINED[p] else end
+        self.next_issue[p] = start + busy if OVERLAPPED[p] else end
         if end > self.last_end[p]:
             self.last_end[p] = end
         cov = self.covered[p]
@@ -115,6 +311,10 @@ class PipeState:
             self.covered[p] = end
         self.instructions[p] += 1
         return start, end
+
+    def iteration(self) -> None:
+        """One loop iteration on the scalar unit."""
+        self.issued += self.loop_cost
 
     def fire_time(self, p: int) -> float:
         """When a set_flag on p fires: after every earlier instruction of p has ended."""
@@ -136,10 +336,63 @@ class PipeState:
         for p in range(NPIPES):
             self.next_issue[p] = max(self.next_issue[p], t)
             self.hold[p] = max(self.hold[p], t)
+        self.issued = max(self.issued, t)
 
     @property
     def end(self) -> float:
         return max(max(self.last_end), max(self.hold))
+
+
+class HbmCalendar:
+    """The chip's HBM bandwidth over time, shared by the launches of concurrent streams.
+
+    Each launch was simulated alone: `cycles` long, `nbytes` to / from HBM, so it needs
+    nbytes / cycles bytes per cycle. Placed from `start`, it runs at full speed while the
+    launches placed before it leave that much bandwidth free, and proportionally slower
+    while they do not (the earlier launches keep their share); `place` returns when it
+    ends. Usage is piecewise constant: `points` = [(time, bytes per cycle in use from then)].
+    """
+
+    def __init__(self, bytes_per_cycle: float):
+        self.rate = bytes_per_cycle
+        self.points: list[list[float]] = [[0.0, 0.0]]
+
+    def _split(self, t: float) -> int:
+        """The index of the point at time t (inserted if needed)."""
+        times = [p[0] for p in self.points]
+        i = int(np.searchsorted(times, t, side="right")) - 1
+        if self.points[i][0] == t:
+            return i
+        self.points.insert(i + 1, [t, self.points[i][1]])
+        return i + 1
+
+    def place(self, start: float, cycles: float, nbytes: float) -> float:
+        if nbytes <= 0 or cycles <= 0:
+            return start + max(cycles, 0.0)
+        want = nbytes / cycles
+        i = self._split(start)
+        done, used = 0.0, []
+        while True:
+            t0, u = self.points[i]
+            t1 = self.points[i + 1][0] if i + 1 < len(self.points) else math.inf
+            speed = min(1.0, max(self.rate - u, 0.0) / want)
+            if speed > 0 and t0 + (cycles - done) / speed <= t1:
+                end = t0 + (cycles - done) / speed
+                used.append((i, speed))
+                break
+            done += (t1 - t0) * speed
+            used.append((i, speed))
+            i += 1
+        j = self._split(end)
+        for k, speed in used:
+            if k < j:
+                self.points[k][1] += want * speed
+        return end
+
+    def used(self, t: float) -> float:
+        """Bytes per cycle in use at time t."""
+        times = [p[0] for p in self.points]
+        return self.points[int(np.searchsorted(times, t, side="right")) - 1][1]
 
 
 @dataclass

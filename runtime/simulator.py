@@ -53,6 +53,11 @@ HOST = NPIPES  # pseudo pipe of the bytes a launch binds (kernel inputs): always
 NCOLS = NPIPES + 1  # shadow columns: last write, then the last read of each pipe
 LOCAL_IDS = {s: i for i, s in enumerate(isa.LOCAL_SPACES)}
 GM_BASE = len(isa.LOCAL_SPACES)  # region id of kernel argument 0
+# what a launch did, counted from its instructions (independent of the timing model):
+# GM bytes read, of them bytes no earlier read of the launch touched, GM bytes written,
+# Cube fractals, vector repeats
+WORK = ("gm_read", "gm_read_new", "gm_write", "fractals", "repeats")
+GM_READ, GM_READ_NEW, GM_WRITE, FRACTALS, REPEATS = range(len(WORK))
 
 
 class SimulatorError(GeError):
@@ -103,6 +108,7 @@ class Region:
         self.initialized = initialized
         self.shadow: np.ndarray | None = None
         self.dirty = 0  # bytes [0, dirty) may have shadow state to clear
+        self.read_mask: np.ndarray | None = None  # GM: bytes some read of the launch touched
         self._typed: dict[np.dtype, np.ndarray] = {}
         if not initialized:
             self.shadow = np.full((NCOLS, data.size), -1, dtype=np.int32)
@@ -213,6 +219,7 @@ class RunState:
         self.issued: list[list[int]] = [[] for _ in range(NPIPES)]
         self.flags: dict[tuple[int, int, int], deque] = {}
         self.pipes = PipeState()
+        self.work = [0] * len(WORK)
         self.core = 0
         self.block = 0
 
@@ -247,8 +254,8 @@ class RunState:
         self.issued[p].append(instr)
         return i
 
-    def timed(self, p: int, instr: int, startup: float, busy: float) -> None:
-        start, end = self.pipes.issue(p, startup, busy)
+    def timed(self, p: int, instr: int, startup: float, busy: float, port: float = 0.0) -> None:
+        start, end = self.pipes.issue(p, startup, busy, port)
         if self.trace is not None:
             self.trace.add(self.core, p, self.program.names[instr], start, end, instr)
 
@@ -267,6 +274,8 @@ class RunState:
             return None
         region = self.regions[opnd.region]
         first = opnd.first + elem
+        if opnd.region >= GM_BASE:
+            self.count_gm(region, first * k, k, pat, write)
         typed = region.typed(opnd.dtype)
         if pat.contiguous:
             view = typed[first:first + pat.count].reshape(pat.shape)
@@ -304,6 +313,20 @@ class RunState:
             region.dirty = end
         pending.append((sh, write))
         return view
+
+    def count_gm(self, region: Region, first_byte: int, k: int, pat: Pattern, write: bool) -> None:
+        """Count a GM access's bytes in `work` (reads: also the bytes no earlier read touched)."""
+        nbytes = pat.count * k
+        if write:
+            self.work[GM_WRITE] += nbytes
+            return
+        self.work[GM_READ] += nbytes
+        if region.read_mask is None:
+            region.read_mask = np.zeros(region.data.size, dtype=bool)
+        dims = [(n, b) for n, b in zip(pat.shape, pat.byte_strides) if n > 1 and b != 0]  # each byte once
+        view = as_strided(region.read_mask[first_byte:], (*(n for n, _ in dims), k), (*(b for _, b in dims), 1))
+        self.work[GM_READ_NEW] += view.size - int(np.count_nonzero(view))
+        view[...] = True
 
     @staticmethod
     def _first(mask: np.ndarray, pat: Pattern, first: int, k: int) -> int:
@@ -489,6 +512,7 @@ class KernelProgram:
                           "(insert-sync relied on it)")
             for v in trips:
                 regs[iv] = v
+                st.pipes.iteration()
                 for s in body:
                     s(st)
 
@@ -562,7 +586,7 @@ class KernelProgram:
         pad = op.pad_value
         fix = isinstance(op, isa.FixpipeOp)
         relu = fix and op.relu is not None
-        gm = src.region >= GM_BASE or dst.region >= GM_BASE
+        src_gm, dst_gm = src.region >= GM_BASE, dst.region >= GM_BASE
         name = op.name
         vector_unit = isinstance(op, isa.CopyUbToUbOp)
 
@@ -570,10 +594,13 @@ class KernelProgram:
         full_src, full_dst = pattern(sizes, ss, ks), pattern(sizes, ds, kd)
         static_cost = None
 
-        def cost(st: RunState, sub: tuple[int, ...], empty: bool) -> tuple[float, float]:
-            c = st.cost
-            moved = max(0 if empty else c.burst_bytes(sub, ss, ks), c.burst_bytes(sizes if pad is not None else sub, ds, kd))
-            return c.vector_bytes(moved) if vector_unit else c.move(name, moved, gm)
+        def cost(st: RunState, sub: tuple[int, ...], empty: bool, src_elem: int) -> tuple[float, float, float]:
+            srect = None if empty else (sub, ss, ks)
+            drect = (sizes if pad is not None else sub, ds, kd)
+            if vector_unit:
+                return st.cost.vector_copy(max(0 if empty else math.prod(sub) * ks, math.prod(drect[0]) * kd))
+            read_at = (src.region, (src.first + src_elem) * ks) if src_gm and not empty else None
+            return st.cost.move(name, srect, drect, read_at, dst_gm)
 
         def move(st: RunState) -> None:
             nonlocal static_cost
@@ -586,21 +613,24 @@ class KernelProgram:
                 hi = [min(sizes[d], regs[window[2 * d + 1]]) for d in range(rank)]
                 sub = tuple(max(0, b - a) for a, b in zip(lo, hi))
                 empty = 0 in sub
-                sview = None if empty else st.touch(instr, p, src, so + sum(a * b for a, b in zip(lo, ss)),
-                                                    pattern(sub, ss, ks), False, pending)
+                src_elem = so + sum(a * b for a, b in zip(lo, ss))
+                sview = None if empty else st.touch(instr, p, src, src_elem, pattern(sub, ss, ks), False, pending)
                 if pad is not None:
                     dview = st.touch(instr, p, dst, do, full_dst, True, pending)
                     target = None if dview is None or empty else dview[tuple(slice(a, a + n) for a, n in zip(lo, sub))]
                 else:
                     dview = target = None if empty else st.touch(
                         instr, p, dst, do + sum(a * b for a, b in zip(lo, ds)), pattern(sub, ds, kd), True, pending)
-                timing = cost(st, sub, empty)
+                timing = cost(st, sub, empty, src_elem)
             else:
                 sview = st.touch(instr, p, src, so, full_src, False, pending)
                 dview = target = st.touch(instr, p, dst, do, full_dst, True, pending)
-                if static_cost is None:
-                    static_cost = cost(st, sizes, False)
-                timing = static_cost
+                if src_gm or dst_gm:  # GM traffic: L2 state and the HBM budget of this launch
+                    timing = cost(st, sizes, False, so)
+                else:
+                    if static_cost is None:
+                        static_cost = cost(st, sizes, False, so)
+                    timing = static_cost
             st.commit(p, i, pending)
             if pad is not None and dview is not None:
                 dview[...] = pad
@@ -653,6 +683,7 @@ class KernelProgram:
 
         pa, pb, pc = pattern((m * k,), one, a.itemsize), pattern((k * n,), one, b.itemsize), pattern((m * n,), one, c.itemsize)
         timing = CostModel(self.target).mmad(mkn, fractal)
+        fractals = -(-m // fractal[0]) * -(-k // fractal[1]) * -(-n // fractal[2])
 
         def mmad(st: RunState) -> None:
             i = st.begin(p, instr)
@@ -662,6 +693,7 @@ class KernelProgram:
             bv = st.touch(instr, p, b, st.offset(b), pb, False, pending)
             co = st.offset(c)
             cin = None if first else st.touch(instr, p, c, co, pc, False, pending)
+            st.work[FRACTALS] += fractals
             cv = st.touch(instr, p, c, co, pc, True, pending)
             st.commit(p, i, pending)
             if av is not None and bv is not None and cv is not None and (first or cin is not None):
@@ -696,7 +728,7 @@ class KernelProgram:
             if sv is not None and dv is not None:
                 m, k, c, h = (st.regs[r] for r in regs)
                 dv[...] = K.img2col(sv.reshape(fm), sizes, m, k, c, h, (m0, k0), **params)
-            st.timed(p, instr, *st.cost.move("isa.img2col", nbytes, False))
+            st.timed(p, instr, *st.cost.img2col(nbytes))
 
         return img2col
 
@@ -707,8 +739,10 @@ class KernelProgram:
         opnds = {r: self.operand(op, r) for r in roles}
         repeat = op.repeats
         name = op.name
-        startup, busy = CostModel(self.target).vector(repeat)
         reads = [r for r in roles if r not in op.WRITES]
+        kind = opnds[reads[0] if reads else "dst"].dtype
+        timing = CostModel(self.target).vector(repeat, name.removeprefix("isa."),
+                                               {"float16": "f16", "float32": "f32"}.get(kind.name, kind.name))
 
         pats = {r: [(rect.base, pattern(rect.shape, rect.strides, opnds[r].itemsize)) for rect in rects[r]]
                 for r in roles}
@@ -803,7 +837,8 @@ class KernelProgram:
                     out[0][...] = result[:, :, None]
                 else:
                     store(out, np.asarray(result).astype(dst_dtype, copy=False))
-            st.timed(p, instr, startup, busy)
+            st.work[REPEATS] += repeat
+            st.timed(p, instr, *timing)
 
         return vector
 
@@ -825,6 +860,9 @@ class KernelStats:
     cores: int
     blocks: int
     core_cycles: list[float] = field(default_factory=list)
+    hbm_bytes: float = 0.0  # bytes the timing model sent to / from HBM
+    l2_bytes: float = 0.0  # bytes it served from the L2
+    work: dict[str, int] = field(default_factory=dict)  # WORK, counted from the instructions
 
     def utilization(self) -> dict[str, float]:
         span = self.cycles * self.cores
@@ -903,7 +941,7 @@ class Simulator:
         active = max(1, min(prog.block_dim, ncores))
         st = RunState(prog, regions, CostModel(self.target, active), self.trace, problems)
         self.core.reset()
-        core_pipes = [PipeState() for _ in range(active)]
+        core_pipes = [st.cost.pipes() for _ in range(active)]
         for block in range(prog.block_dim):
             core = block % active
             pipes = core_pipes[core]
@@ -919,10 +957,11 @@ class Simulator:
         for i, (buf, data) in enumerate(outs):
             if i >= prog.num_ins:
                 buf.reshape(-1)[...] = data.view(buf.dtype)
-        cycles = max(p.end for p in core_pipes)
+        cycles = st.cost.launch_cycles([p.end for p in core_pipes])
         busy = {_pipe(p): sum(c.busy[p] for c in core_pipes) for p in range(NPIPES)}
         counts = {_pipe(p): sum(c.instructions[p] for c in core_pipes) for p in range(NPIPES)}
-        stats = KernelStats(prog.name, cycles, busy, counts, active, prog.block_dim, [c.end for c in core_pipes])
+        stats = KernelStats(prog.name, cycles, busy, counts, active, prog.block_dim, [c.end for c in core_pipes],
+                            st.cost.hbm_bytes, st.cost.l2_bytes, dict(zip(WORK, st.work)))
         if self.trace is not None:
             self.trace.offset += cycles
         self.report.kernels.append(stats)

@@ -69,16 +69,48 @@ class Vector:
 
 @dataclass(frozen=True)
 class Dma:
-    """Bandwidth of one core's transfers on each path in GB/s; `hbm_total` for the chip."""
+    """GM traffic in GB/s: one core's rate on each path to / from GM (HBM, or L2 on a hit),
+    and the chip's totals that every core and every concurrent launch share."""
 
     gm_to_l1: float
     gm_to_ub: float
     ub_to_gm: float
+    l2_to_l1: float
+    l2_to_ub: float
+    l2_total: float
+    hbm_total: float
+
+
+@dataclass(frozen=True)
+class OnChip:
+    """One core's on-chip paths in bytes per cycle (of this chip's clock): what a transfer
+    of n bytes occupies its pipe for is n / figure (no burst rounding inside the core)."""
+
     l1_to_l0a: float
     l1_to_l0b: float
-    l0c_to_gm: float
     l1_to_ub: float
-    hbm_total: float
+    ub_to_l1: float
+    l0c_out: float  # FixPipe L0C -> GM / L1 / UB, or on a chip without FixPipe the Vector-unit route L0C -> UB
+
+
+@dataclass(frozen=True)
+class Overhead:
+    """Cycles outside any pipe: a kernel launch, the scalar unit issuing one instruction,
+    one iteration of a loop (its compare, increment and branch)."""
+
+    launch: int
+    issue: int
+    loop: int
+
+
+@dataclass(frozen=True)
+class Isa:
+    """Per-chip instruction-set facts: event ids per pipe pair of set_flag / wait_flag, and
+    whether the core has a FixPipe (L0C -> GM / L1 directly) or sends L0C results through
+    the Vector unit."""
+
+    event_ids: int
+    fixpipe: bool
 
 
 @dataclass(frozen=True)
@@ -105,16 +137,32 @@ class Target:
     cube: dict[str, tuple[int, int, int]]  # input element type name -> fractal (m, k, n)
     vector: Vector
     dma: Dma
+    onchip: OnChip
+    overhead: Overhead
     startup: Startup
+    isa: Isa
+    vector_cost: dict[str, float | dict[str, float]]  # vector op -> cycles per repeat (per element type)
 
     def cube_fractal(self, elem: str) -> tuple[int, int, int] | None:
         """The Cube's (m, k, n) for inputs of element type `elem` ("f16", "i8", ...), or
         None when the Cube takes no such inputs on this chip."""
         return self.cube.get(elem)
 
+    def vector_cycles(self, op: str, elem: str) -> float:
+        """Cycles per 256-byte repeat of vector op `op` ("vadd", no prefix) on elements of
+        type `elem`; the table's "default" for an op it does not list."""
+        cost = self.vector_cost.get(op, self.vector_cost["default"])
+        if isinstance(cost, dict):
+            return cost.get(elem, cost["default"])
+        return cost
+
+    def bytes_per_cycle(self, gbs: float) -> float:
+        """A GB/s figure in bytes per cycle of this chip's clock."""
+        return gbs * 1e9 / self.clock_hz
+
 
 _SECTIONS = {"cores": Cores, "memory": Memory, "alignment": Alignment, "vector": Vector, "dma": Dma,
-             "startup": Startup}
+             "onchip": OnChip, "overhead": Overhead, "startup": Startup}
 _ARCHITECTURES = ("coupled", "separated")
 
 
@@ -157,6 +205,13 @@ def _parse(file: str, data: dict) -> Target:
         if not (isinstance(shape, list) and len(shape) == 3 and all(isinstance(d, int) and d > 0 for d in shape)):
             raise TargetError(f"{file}: 'cube.{elem}' must be [m, k, n] of positive integers, got {shape!r}")
         cube[elem] = tuple(shape)
+    isa_table = need(data, "isa", "")
+    event_ids, fixpipe = need(isa_table, "event_ids", "isa."), need(isa_table, "fixpipe", "isa.")
+    if isinstance(event_ids, bool) or not isinstance(event_ids, int) or not 1 <= event_ids <= 8:
+        raise TargetError(f"{file}: 'isa.event_ids' must be an integer in 1..8, got {event_ids!r}")
+    if not isinstance(fixpipe, bool):
+        raise TargetError(f"{file}: 'isa.fixpipe' must be true or false, got {fixpipe!r}")
+    vector_cost = _vector_cost(file, need(data, "vector_cost", ""))
     arch = need(data, "architecture", "")
     if arch not in _ARCHITECTURES:
         raise TargetError(f"{file}: 'architecture' must be one of {', '.join(_ARCHITECTURES)}, got {arch!r}")
@@ -165,8 +220,28 @@ def _parse(file: str, data: dict) -> Target:
         raise TargetError(f"{file}: 'clock_hz' must be a positive number, got {clock!r}")
     return Target(
         name=need(data, "name", ""), soc_version=need(data, "soc_version", ""), architecture=arch,
-        clock_hz=float(clock), cube=cube, **sections,
+        clock_hz=float(clock), cube=cube, isa=Isa(event_ids, fixpipe), vector_cost=vector_cost, **sections,
     )
+
+
+def _vector_cost(file: str, table: dict) -> dict[str, float | dict[str, float]]:
+    """[vector_cost]: op = cycles, or op = {f16 = cycles, f32 = cycles, default = cycles}."""
+    def number(v, where: str) -> float:
+        if isinstance(v, bool) or not isinstance(v, int | float) or v <= 0:
+            raise TargetError(f"{file}: 'vector_cost.{where}' must be a positive number, got {v!r}")
+        return float(v)
+
+    out: dict[str, float | dict[str, float]] = {}
+    for op, v in table.items():
+        if isinstance(v, dict):
+            if "default" not in v:
+                raise TargetError(f"{file}: 'vector_cost.{op}' needs a 'default' entry")
+            out[op] = {elem: number(c, f"{op}.{elem}") for elem, c in v.items()}
+        else:
+            out[op] = number(v, op)
+    if "default" not in out:
+        raise TargetError(f"{file}: missing 'vector_cost.default'")
+    return out
 
 
 def target_of(module: ModuleOp) -> Target | None:

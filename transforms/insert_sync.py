@@ -32,10 +32,11 @@ that share bytes are ordered too.
    already order them or a barrier lies between the two sides (in the block, in a loop
    that always runs, or inside the loops holding them); barriers go as late as possible.
 5. Event ids: pairs of one (set pipe, wait pipe) whose lifetimes (set to wait; a
-   loop-carried pair: the whole loop) overlap get different ids, at most eight; the least
-   recently used free id is taken, so ids are reused as late as possible. When more than
-   eight would be live, the two nearest pairs of one block merge into one (set after both
-   sets, waited before both waits) until the ids suffice.
+   loop-carried pair: the whole loop) overlap get different ids, at most the chip's
+   `isa.event_ids` (4 on the Atlas training 910, 8 on the A2 parts); the least recently
+   used free id is taken, so ids are reused as late as possible. When more would be live,
+   the two nearest pairs of one block merge into one (set after both sets, waited before
+   both waits) until the ids suffice.
 
 The analysis is conservative: what it cannot prove disjoint or ordered gets a pair or a
 barrier. A kernel that already has sync ops is left as it is. Kernels whose bodies are the
@@ -480,8 +481,8 @@ def _barriers(deps: list[Dep], level: Level, bars: Barriers) -> list[tuple[Block
     return placed
 
 
-def _events(kernel: isa.KernelOp, pairs: list[Pair]) -> dict[Pair, int]:
-    """An event id per pair (step 5)."""
+def _events(kernel: isa.KernelOp, pairs: list[Pair], event_ids: int) -> dict[Pair, int]:
+    """An event id per pair (step 5), out of the chip's `event_ids` per pipe pair."""
     lin = Linear.of(kernel)
 
     def span(p: Pair) -> tuple[float, float]:
@@ -498,10 +499,10 @@ def _events(kernel: isa.KernelOp, pairs: list[Pair]) -> dict[Pair, int]:
         return (*span(p), lin.gap(p.block, p.s + 1), lin.gap(p.block, p.w))
 
     for (src, dst), group in by_pipes.items():
-        last_end = [float("-inf")] * isa.EVENT_IDS
+        last_end = [float("-inf")] * event_ids
         for p in sorted(group, key=order):
             start, end = span(p)
-            free = [e for e in range(isa.EVENT_IDS) if last_end[e] < start]
+            free = [e for e in range(event_ids) if last_end[e] < start]
             if not free:
                 raise _TooManyEvents(src, dst)
             e = min(free, key=lambda e: (last_end[e], e))
@@ -601,20 +602,20 @@ def insert_sync(kernel: isa.KernelOp, target: targets.Target) -> None:
             barriers += _barriers(same, level, bars)
     while True:
         try:
-            ids = _events(kernel, pairs)
+            ids = _events(kernel, pairs, target.isa.event_ids)
             break
         except _TooManyEvents as e:
             if not _merge_closest(pairs, e.src, e.dst):
-                raise SyncError(f"insert-sync: {describe_kernel(kernel)}: more than {isa.EVENT_IDS} "
+                raise SyncError(f"insert-sync: {describe_kernel(kernel)}: more than {target.isa.event_ids} "
                                 f"{e.src.value} -> {e.dst.value} events are live at once") from None
     _LOOPS.clear()
     _emit(pairs, ids, barriers)
 
 
 def _merge_closest(pairs: list[Pair], src: isa.Pipe, dst: isa.Pipe) -> bool:
-    """Step 5's fallback when more than eight pairs of one pipe pair are live at once: the
-    two nearest pairs of one block (and loop) become one, set after the later of their
-    sets and waited before the earlier of their waits -- it orders everything both did, at
+    """Step 5's fallback when more pairs of one pipe pair are live at once than the chip has
+    event ids: the two nearest pairs of one block (and loop) become one, set after the
+    later of their sets and waited before the earlier of their waits -- it orders everything both did, at
     the price of some overlap (e.g. a kernel double-buffering five inputs needs ten
     carried V -> MTE2 pairs; merged, the loads of one slot wait together). False when no
     two pairs can merge."""

@@ -6,8 +6,9 @@
 
 // MatMul + bias + ReLU, weights in FRACTAL_NZ: GM -> L1 (A rows, B fractals) -> L0A / L0B
 // (B re-laid from NZ by a permuting copy) -> mmad over 2 K steps -> L0C -> UB epilogue ->
-// GM. K fits one L1 chunk, so A's L1 load is hoisted out of the N loop; 4 M tiles x 12 N
-// tiles, the N loop split in 4 so that 16 cores share the work.
+// GM. K fits one L1 chunk, so A's L1 load is hoisted out of the N loop. On the 910B: 4 M
+// tiles x 12 N tiles, the N loop split in 4 so that 16 cores share the work; the 910 (its
+// slower per-cycle L1 -> L0B path, no FixPipe) takes larger 128 x 48 tiles.
 func.func @matmul(%x: tensor<256x512xf16>) -> tensor<256x384xf16> {
   %w = graph.constant dense<0.5> : tensor<24x32x16x16xf16, #layout.fmt<FRACTAL_NZ, origin ND [512, 384]>>
   %b = graph.constant dense<1.0> : tensor<384xf16>
@@ -16,32 +17,32 @@ func.func @matmul(%x: tensor<256x512xf16>) -> tensor<256x384xf16> {
   %r = graph.relu %a : tensor<256x384xf16>
   func.return %r : tensor<256x384xf16>
 }
-// CHECK:       tile.kernel @k0_y {{.*}} block_dim 16 kind "cube_epilogue" attributes {{{.*}}tile.plan = "m=64 n=32 k=256 k_l1=512 order=mn split=4 blocks=16 buffers l1=2 l0=2 l0c=2 ub=2; L1 196608, L0A 65536, L0B 32768, L0C 16384"
-// CHECK:         %[[A1:.*]] = tile.alloc buffers 2 : memref<1x64x512xf16, #tile.space<l1>>
-// CHECK-NEXT:    %[[B1:.*]] = tile.alloc buffers 2 : memref<1x2x32x16x16xf16, #tile.space<l1>>
-// CHECK-NEXT:    %[[A0:.*]] = tile.alloc buffers 2 : memref<64x256xf16, #tile.space<l0a>>
-// CHECK-NEXT:    %[[B0:.*]] = tile.alloc buffers 2 : memref<256x32xf16, #tile.space<l0b>>
-// CHECK-NEXT:    %[[C0:.*]] = tile.alloc buffers 2 : memref<64x32xf32, #tile.space<l0c>>
-// CHECK:         scf.for %[[T:.*]] = %{{.*}} to %{{.*}} step %c1 {
-// CHECK-NEXT:      %[[OUTER:.*]] = arith.divui %[[T]], %c4 : index
-// CHECK-NEXT:      %[[PART:.*]] = arith.remui %[[T]], %c4 : index
-// CHECK-NEXT:      %[[M:.*]] = arith.muli %[[OUTER]], %c64 : index
-// CHECK-NEXT:      tile.copy %{{.*}}[%c0, %[[M]], %c0] to %[[A1]][%c0, %c0, %c0] sizes [1, 64, 512]
-// CHECK:           scf.for %[[I:.*]] = %{{.*}} to %{{.*}} step %c1 {
-// CHECK:             tile.copy %{{.*}} to %[[B1]][{{.*}}] sizes [1, 2, 32, 16, 16]
-// CHECK-NEXT:        scf.for %[[ST:.*]] = %c0 to %c2 step %c1 {
-// CHECK:               tile.copy %{{.*}} to %[[A0]][%c0, %c0] sizes [64, 256]
-// CHECK:               tile.copy %{{.*}} sizes [2, 16, 16, 16] perm [1, 2, 0, 3]
-// CHECK-NEXT:          %[[FIRST:.*]] = arith.cmpi eq, %{{.*}}, %c0 : index
-// CHECK-NEXT:          tile.mmad %[[A0]], %[[B0]], %[[C0]] init %[[FIRST]]
-// CHECK:             tile.copy %[[C0]][%c0, %c0] to %{{.*}} sizes [64, 32]
-// CHECK:             tile.vector ins({{.*}}) outs({{.*}}) {
-// CHECK-NEXT:        ^{{.*}}(%[[ACC:.*]]: tensor<64x32xf32>, %[[BIAS:.*]]: tensor<32xf16>):
-// CHECK-NEXT:          %[[H:.*]] = graph.cast %[[ACC]] : tensor<64x32xf32> to tensor<64x32xf16>
-// CHECK-NEXT:          %[[S:.*]] = graph.add %[[H]], %[[BIAS]]
-// CHECK-NEXT:          %[[R:.*]] = graph.relu %[[S]]
-// CHECK-NEXT:          tile.yield %[[R]]
+// CHECK:       tile.kernel @k0_y {{.*}} block_dim 16 kind "cube_epilogue" attributes {{{.*}}tile.plan = "m=128 n=48 k=128 k_l1=512 order=mn split=8 blocks=16 buffers l1=2 l0=2 l0c=2 ub=2; L1 360448, L0A 65536, L0B 24576, L0C 49152"
 // B910:        tile.kernel @k0_y {{.*}} block_dim 16 kind "cube_epilogue" attributes {{{.*}}tile.plan = "m=64 n=32 k=256 k_l1=512 order=mn split=4 blocks=16 buffers l1=2 l0=2 l0c=2 ub=2; L1 196608, L0A 65536, L0B 32768, L0C 16384"
+// B910:          %[[A1:.*]] = tile.alloc buffers 2 : memref<1x64x512xf16, #tile.space<l1>>
+// B910-NEXT:     %[[B1:.*]] = tile.alloc buffers 2 : memref<1x2x32x16x16xf16, #tile.space<l1>>
+// B910-NEXT:     %[[A0:.*]] = tile.alloc buffers 2 : memref<64x256xf16, #tile.space<l0a>>
+// B910-NEXT:     %[[B0:.*]] = tile.alloc buffers 2 : memref<256x32xf16, #tile.space<l0b>>
+// B910-NEXT:     %[[C0:.*]] = tile.alloc buffers 2 : memref<64x32xf32, #tile.space<l0c>>
+// B910:          scf.for %[[T:.*]] = %{{.*}} to %{{.*}} step %c1 {
+// B910-NEXT:       %[[OUTER:.*]] = arith.divui %[[T]], %c4 : index
+// B910-NEXT:       %[[PART:.*]] = arith.remui %[[T]], %c4 : index
+// B910-NEXT:       %[[M:.*]] = arith.muli %[[OUTER]], %c64 : index
+// B910-NEXT:       tile.copy %{{.*}}[%c0, %[[M]], %c0] to %[[A1]][%c0, %c0, %c0] sizes [1, 64, 512]
+// B910:            scf.for %[[I:.*]] = %{{.*}} to %{{.*}} step %c1 {
+// B910:              tile.copy %{{.*}} to %[[B1]][{{.*}}] sizes [1, 2, 32, 16, 16]
+// B910-NEXT:         scf.for %[[ST:.*]] = %c0 to %c2 step %c1 {
+// B910:                tile.copy %{{.*}} to %[[A0]][%c0, %c0] sizes [64, 256]
+// B910:                tile.copy %{{.*}} sizes [2, 16, 16, 16] perm [1, 2, 0, 3]
+// B910-NEXT:           %[[FIRST:.*]] = arith.cmpi eq, %{{.*}}, %c0 : index
+// B910-NEXT:           tile.mmad %[[A0]], %[[B0]], %[[C0]] init %[[FIRST]]
+// B910:              tile.copy %[[C0]][%c0, %c0] to %{{.*}} sizes [64, 32]
+// B910:              tile.vector ins({{.*}}) outs({{.*}}) {
+// B910-NEXT:         ^{{.*}}(%[[ACC:.*]]: tensor<64x32xf32>, %[[BIAS:.*]]: tensor<32xf16>):
+// B910-NEXT:           %[[H:.*]] = graph.cast %[[ACC]] : tensor<64x32xf32> to tensor<64x32xf16>
+// B910-NEXT:           %[[S:.*]] = graph.add %[[H]], %[[BIAS]]
+// B910-NEXT:           %[[R:.*]] = graph.relu %[[S]]
+// B910-NEXT:           tile.yield %[[R]]
 // B310:        tile.kernel @k0_y {{.*}} block_dim 1 kind "cube_epilogue" attributes {{{.*}}tile.plan = "m=128 n=48 k=128 k_l1=512 order=mn blocks=1 buffers l1=2 l0=2 l0c=2 ub=2; L1 360448, L0A 65536, L0B 24576, L0C 49152"
 
 // -----

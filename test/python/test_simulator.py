@@ -285,8 +285,10 @@ def test_gm_bandwidth_is_shared_by_active_cores():
 
     t = load_target("ascend910")
     one, many = CostModel(t, 1), CostModel(t, t.cores.vector)
-    assert many.move("isa.copy_gm_to_ub", 1 << 16, True)[1] > one.move("isa.copy_gm_to_ub", 1 << 16, True)[1]
-    assert many.move("isa.copy_l1_to_l0a", 1 << 16, False) == one.move("isa.copy_l1_to_l0a", 1 << 16, False)
+    rect = ((1 << 15,), (1,), 2)  # 64 KB of f16
+    ends = [c.pipes().issue(4, *c.move("isa.copy_gm_to_ub", rect, rect, (9, 0)))[1] for c in (one, many)]
+    assert ends[1] > ends[0]
+    assert many.move("isa.copy_l1_to_l0a", rect, rect) == one.move("isa.copy_l1_to_l0a", rect, rect)
 
 
 def test_timeline_json(tmp_path):

@@ -42,7 +42,35 @@ def test_ascend910b_figures():
     assert t.clock_hz == 1.85e9 and t.dma.hbm_total == 1600.0
     m = t.memory
     assert (m.ub, m.l1, m.l0a, m.l0b, m.l0c) == (192 * KB, 512 * KB, 64 * KB, 64 * KB, 128 * KB)
-    assert t.dma.l1_to_l0a == 441.0 and t.startup.mte2 == 50
+    assert t.startup.mte2 == 50
+    assert t.onchip.l1_to_l0a == pytest.approx(441.0e9 / t.clock_hz, rel=1e-3)  # 441 GB/s at 1.85 GHz
+    assert t.isa.event_ids == 8 and t.isa.fixpipe
+
+
+def test_per_chip_isa_facts():
+    """The coupled 910 has 4 event ids per pipe pair and no FixPipe; the A2 parts 8 and FixPipe."""
+    t910 = load_target("ascend910")
+    assert (t910.isa.event_ids, t910.isa.fixpipe) == (4, False)
+    assert (load_target("ascend310b").isa.event_ids, load_target("ascend910b").isa.event_ids) == (8, 8)
+
+
+@pytest.mark.parametrize("name", ["ascend310b", "ascend910", "ascend910b"])
+def test_on_chip_paths_are_bytes_per_cycle_of_the_chip(name):
+    """The 910B's measured GB/s become bytes per cycle at its 1.85 GHz, and the other chips
+    take the same per-cycle widths (not the GB/s at their own clock)."""
+    t = load_target(name)
+    assert t.onchip.l1_to_l0a == pytest.approx(441.0 / 1.85, rel=1e-3)
+    assert t.onchip.l1_to_l0b == pytest.approx(220.5 / 1.85, rel=1e-3)
+    assert t.bytes_per_cycle(t.dma.hbm_total) == t.dma.hbm_total * 1e9 / t.clock_hz
+
+
+def test_vector_costs_by_op_and_type():
+    t = load_target("ascend910b")
+    assert t.vector_cycles("vadd", "f16") == 2 and t.vector_cycles("vadd", "f32") == 2
+    assert (t.vector_cycles("vdiv", "f16"), t.vector_cycles("vdiv", "f32")) == (8, 4)
+    assert (t.vector_cycles("vexp", "f16"), t.vector_cycles("vexp", "f32")) == (4, 2)
+    assert t.vector_cycles("vdiv", "i32") == 8  # the op's default
+    assert t.vector_cycles("vnot", "f16") == 1  # the table's default
 
 
 @pytest.mark.parametrize("name", ["ascend310b", "ascend910", "ascend910b"])
@@ -98,6 +126,18 @@ def test_broken_file(tmp_path, monkeypatch):
     (tmp_path / "arch.toml").write_text(text.replace('architecture = "coupled"', 'architecture = "fused"'))
     with pytest.raises(TargetError, match="'architecture' must be one of coupled, separated"):
         load_target("arch")
+    (tmp_path / "ids.toml").write_text(text.replace("event_ids = 4", "event_ids = 16"))
+    with pytest.raises(TargetError, match=r"'isa\.event_ids' must be an integer in 1\.\.8, got 16"):
+        load_target("ids")
+    (tmp_path / "fix.toml").write_text(text.replace("fixpipe = false", "fixpipe = 0"))
+    with pytest.raises(TargetError, match=r"'isa\.fixpipe' must be true or false"):
+        load_target("fix")
+    (tmp_path / "vec.toml").write_text(text.replace("vadd = 2 ", "vadd = 0 "))
+    with pytest.raises(TargetError, match=r"'vector_cost\.vadd' must be a positive number"):
+        load_target("vec")
+    (tmp_path / "vdef.toml").write_text(text.replace("vdiv = { f16 = 8, f32 = 4, default = 8 }", "vdiv = { f16 = 8 }"))
+    with pytest.raises(TargetError, match=r"'vector_cost\.vdiv' needs a 'default' entry"):
+        load_target("vdef")
 
 
 def test_module_attribute():

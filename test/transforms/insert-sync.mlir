@@ -212,9 +212,9 @@ builtin.module attributes {ge.target = "ascend910"} {
 
 // Six double-buffered inputs read by five Vector instructions per slot: ten loop-carried
 // V -> MTE2 pairs (refill a buffer only after its last read) would be live at once, two
-// more than the eight event ids; the nearest pairs merge (set after both reads, waited
-// before both loads) until eight ids suffice.
-builtin.module attributes {ge.target = "ascend910"} {
+// more than the 910B's eight event ids (the 910 has four); the nearest pairs merge (set
+// after both reads, waited before both loads) until eight ids suffice.
+builtin.module attributes {ge.target = "ascend910b"} {
   isa.kernel @six_inputs ins(%x: memref<8192xf16, #isa.space<gm>>) outs(%y: memref<8192xf16, #isa.space<gm>>) block_dim 1 {
     %c0 = arith.constant 0 : index
     %c2 = arith.constant 2 : index

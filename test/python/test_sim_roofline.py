@@ -1,0 +1,150 @@
+"""The simulator never beats the chip: no launch of the light models, the encoder layer or
+a random graph runs in fewer cycles than its roofline bound, and concurrent streams
+together never move more than the chip's HBM bandwidth.
+
+The bound is derived here, from the launch's instruction counts and bytes (the simulator's
+`KernelStats.work`, counted where the instructions touch memory and compute, not by the
+timing model) and the target's peak figures, with no code of `ge.runtime.sim_timing`:
+
+- Cube: one m0 x k0 x n0 fractal per cycle on each core the launch uses;
+- Vector: one repeat per (cheapest op's) cycles on each core it uses;
+- memory: every GM byte written, and every GM byte read that no earlier read of the launch
+  touched (a re-read may come from the L2), crosses HBM at the chip's HBM rate.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+import ge
+from ge.dialects.blobs import blob_scope
+from ge.runtime.executor import _Run
+from ge.targets import load_target
+from ge.testing import LIGHT_MODELS, calibrated_model, random_graph, random_inputs
+
+
+def roofline(target, run) -> dict[str, float]:
+    """The bound of one launch (a KernelRun) in cycles, by resource."""
+    work, cores = run.work, max(run.cores, 1)
+    hbm_bytes_per_cycle = target.dma.hbm_total * 1e9 / target.clock_hz
+    costs = [c for v in target.vector_cost.values() for c in (v.values() if isinstance(v, dict) else [v])]
+    return {
+        "cube": work["fractals"] / cores,
+        "vector": work["repeats"] * min(costs) / cores,
+        "memory": (work["gm_write"] + work["gm_read_new"]) / hbm_bytes_per_cycle,
+    }
+
+
+def check_launches(model, precision: str = "force_fp16", target: str = "ascend910") -> int:
+    """Compile and run `model`; assert every launch takes at least its bound. Returns the
+    number of launches checked."""
+    t = load_target(target)
+    with blob_scope():
+        compiled = ge.compile(model, ge.CompileOptions(soc_version=target, precision_mode=precision,
+                                                       keep_ir_text=False))
+        compiled.run(random_inputs(model, seed=2))
+    runs = compiled.last_run.kernels
+    assert runs and all(r.work for r in runs)
+    for r in runs:
+        bound = roofline(t, r)
+        assert r.alone >= max(bound.values()), f"{r.kernel} ({r.node}): {r.alone:.0f} cycles < bound {bound}"
+        assert r.cycles >= r.alone
+    return len(runs)
+
+
+def test_encoder_layer_respects_the_roofline():
+    assert check_launches(calibrated_model("encoder_layer")) > 5
+
+
+@pytest.mark.parametrize("seed", [1, 2, 6])
+def test_random_graphs_respect_the_roofline(seed):
+    assert check_launches(random_graph(seed, max_ops=6)) >= 1
+
+
+@pytest.mark.slow  # squeezenet alone takes 40-90 s to compile and simulate
+@pytest.mark.parametrize("name", LIGHT_MODELS)
+def test_every_light_model_respects_the_roofline(name):
+    assert check_launches(calibrated_model(name)) >= 1
+
+
+def test_a_memory_bound_cast_runs_at_most_at_hbm_speed():
+    """The f32 -> f16 cast that used to move 6 MB at 1.7 TB/s: at most the HBM rate now,
+    and within 30% of it (it is memory-bound)."""
+    from onnx import TensorProto, helper
+
+    n = 1 << 20
+    graph = helper.make_graph([helper.make_node("Cast", ["x"], ["y"], to=TensorProto.FLOAT16)], "cast",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [n // 1024, 1024])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT16, [n // 1024, 1024])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    t = load_target("ascend910")
+    with blob_scope():
+        compiled = ge.compile(model, ge.CompileOptions(precision_mode="must_keep_origin_dtype", keep_ir_text=False))
+        compiled.run({"x": np.ones((n // 1024, 1024), np.float32)})
+    (run,) = compiled.last_run.kernels
+    rate = t.dma.hbm_total * 1e9 / t.clock_hz
+    assert run.work["gm_read"] == 4 * n and run.work["gm_write"] == 2 * n
+    assert 6 * n / run.alone <= rate
+    assert 6 * n / (run.alone - t.overhead.launch) >= 0.7 * rate
+
+
+# --------------------------------------------------------------------------------------
+# Concurrent streams share the HBM
+# --------------------------------------------------------------------------------------
+
+
+def test_calendar_never_hands_out_more_than_the_hbm_rate():
+    from ge.runtime.sim_timing import HbmCalendar
+
+    cal = HbmCalendar(100.0)
+    a = cal.place(0.0, 1000.0, 80_000.0)  # 80 bytes / cycle: alone it fits
+    b = cal.place(0.0, 1000.0, 80_000.0)  # another 80: only 20 left while the first runs
+    assert a == 1000.0
+    # b runs at 20 / 80 of its speed for 1000 cycles (250 of its cycles), then alone
+    assert b == pytest.approx(1000.0 + 750.0)
+    assert max(u for _, u in cal.points) <= 100.0 + 1e-9
+    c = cal.place(500.0, 100.0, 5_000.0)  # 50 bytes / cycle from 500: nothing free until 1000
+    assert c == pytest.approx(1000.0 + 100.0 * 50 / 20)  # b keeps its 80, c gets the other 20
+    assert max(u for _, u in cal.points) <= 100.0 + 1e-9
+    used = sum((t1 - t0) * u for (t0, u), (t1, _) in itertools.pairwise(cal.points))
+    assert used == pytest.approx(80_000.0 * 2 + 5_000.0)  # every byte accounted once
+
+
+def test_two_streams_together_stay_within_the_hbm_rate(monkeypatch):
+    """The two branches of two_branch_model run on two streams at once. Each launch, as if
+    simulated alone, streams at 80% of the HBM rate on one core; together they would need
+    160%: the executor's HBM calendar hands out at most the chip's rate, accounts every
+    launch's bytes, and the later launches take longer than alone."""
+    from ge.runtime import executor
+    from ge.runtime.simulator import KernelStats
+    from ge.testing import two_branch_model
+
+    t = load_target("ascend910")
+    rate = t.dma.hbm_total * 1e9 / t.clock_hz
+    alone = 5000.0
+    moved = 0.8 * rate * (alone - t.overhead.launch)
+
+    def fake_run(self, ins, outs, sim):  # a memory-bound launch on one core, every time
+        return KernelStats(self.name, alone, {}, {}, 1, 1, [alone - t.overhead.launch], moved)
+
+    with blob_scope():
+        compiled = ge.compile(two_branch_model(), ge.CompileOptions(precision_mode="must_keep_origin_dtype",
+                                                                    keep_ir_text=False))
+        ex = compiled.executor
+        monkeypatch.setattr(executor._Kernel, "run", fake_run)
+        x = np.random.default_rng(0).standard_normal((32, 64)).astype(np.float32)
+        ex._check_inputs({"x": x})
+        run = _Run(ex, ex.gears[0], False)
+        report = run.execute()
+    assert report.streams == 2
+    points = run.cores.hbm.points
+    assert max(u for _, u in points) <= rate * (1 + 1e-9)
+    used = sum((t1 - t0) * u for (t0, u), (t1, _) in itertools.pairwise(points))
+    assert used == pytest.approx(sum(k.hbm_bytes for k in report.kernels))
+    spans = [s for s in report.spans if s.kind == "launch"]
+    assert any(a.stream != b.stream and a.start < b.end and b.start < a.end for a in spans for b in spans)
+    assert all(k.alone == alone and k.cycles >= alone for k in report.kernels)
+    assert any(k.cycles > 1.2 * alone for k in report.kernels)
