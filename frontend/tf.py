@@ -230,7 +230,9 @@ class NodeContext:
 
 Converter = Callable[[NodeContext], Value]
 CONVERTERS: dict[str, Converter] = {}
-SKIPPED = ("Identity", "NoOp", "StopGradient", "Snapshot")
+# Pass-through glue; a PlaceholderWithDefault in a frozen graph is its default value.
+SKIPPED = ("Identity", "NoOp", "StopGradient", "Snapshot", "PlaceholderWithDefault")
+VARIABLE_OPS = ("VarHandleOp", "ReadVariableOp", "VariableV2", "Variable", "AssignVariableOp")
 
 
 def converts(*op_types: str):
@@ -373,9 +375,11 @@ class TfImporter:
         bad = [f"'{n.name}' ({n.op})" for n in order
                if n.op not in CONVERTERS and n.op not in SKIPPED and n.op not in ("Const", "Placeholder")]
         if bad:
+            frozen_hint = ("; the graph still has variables: freeze it first (convert_variables_to_constants_v2)"
+                           if any(n.op in VARIABLE_OPS for n in order) else "")
             raise UnsupportedModelError(
                 f"{self.where}: {len(bad)} node(s) use TensorFlow operators ge does not support: "
-                + ", ".join(bad) + ". Supported: " + ", ".join(supported_ops()) + "."
+                + ", ".join(bad) + frozen_hint + ". Supported: " + ", ".join(supported_ops()) + "."
             )
         placeholders = [n for n in order if n.op == "Placeholder"]
         unknown = [k for k in self.input_shape if k not in {p.name for p in placeholders}]

@@ -216,6 +216,14 @@ def test_unsupported_ops_are_all_listed_with_node_names():
     assert "'cum' (Cumsum)" in msg and "'sel' (SelfAdjointEigV2)" in msg and "'r'" not in msg.split(". ")[0]
 
 
+def test_a_graph_with_variables_asks_to_be_frozen():
+    g = _graphdef([("x", "Placeholder", []), ("v", "VarHandleOp", []), ("read", "ReadVariableOp", ["v"]),
+                   ("y", "AddV2", ["x", "read"])])
+    with pytest.raises(UnsupportedModelError, match=r"2 node\(s\) .*'v' \(VarHandleOp\), 'read' \(ReadVariableOp\); "
+                       r"the graph still has variables: freeze it first \(convert_variables_to_constants_v2\)"):
+        import_graphdef(g.SerializeToString(), name="m.pb")
+
+
 def test_missing_input_shape_for_an_unknown_dim_names_the_input():
     with pytest.raises(ShapeError, match=r"input 'input' has shape \[\?, 32, 32, 3\] with unknown dim\(s\) 0; "
                        r"give static dims with --input-shape \"input:1,32,32,3\""):
@@ -336,8 +344,8 @@ def test_framework_3_reads_a_graphdef_of_any_name_and_dynamic_batch(tmp_path, ca
 
 @pytest.mark.slow
 def test_live_tensorflow_reference_small_resnet():
-    """Opt-in by name (`-k live`); runs with the `test` extra's tensorflow-cpu and fails, not
-    skips, without it."""
+    """Part of the slow suite (select it alone with `-k live`): it needs the `test` extra's
+    tensorflow-cpu and fails, not skips, without it."""
     try:
         from make_tf_models import build
         graph_def, x, want = build("small_resnet")
