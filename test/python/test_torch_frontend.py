@@ -131,6 +131,13 @@ def _check_graph_level(model, inputs, tol: float = 1e-5, **kwargs):
     return module
 
 
+def _check_simulator(module, model, inputs):
+    compiled = ge.compile(module, ge.CompileOptions(precision_mode="must_keep_origin_dtype"))
+    names = graph.argument_names(next(op for op in module.walk() if op.name == "func.func"))
+    out = compiled.run(dict(zip(names, (x.numpy() for x in inputs))))
+    _close([out[o["name"]] for o in compiled.outputs], _eager(model, inputs), 1e-3)
+
+
 # --------------------------------------------------------------------------------------
 # Per-op conversions at the graph level
 # --------------------------------------------------------------------------------------
@@ -157,8 +164,9 @@ OP_CASES = {
                                      x.clamp(min=-0.2), torch.exp(x), torch.abs(x).sqrt(), torch.rsqrt(x * x + 1))),
                     [(2, 3, 4)]),
     "arith_scalars_alpha": (Fn(lambda s, a, b: (a + b, a - 2 * b, torch.add(a, b, alpha=3), torch.sub(a, b, alpha=0.5),
-                                                a * 3, a / 4, 2 - a, a / (b.abs() + 1), a ** 2, -a)),
+                                                a * 3, a / 4, 2 - a, a / (b.abs() + 1), -a)),
                             [(2, 3), (3,)]),
+    "pow": (Fn(lambda s, a: (a ** 2, a.abs() ** 0.5)), [(2, 3)]),
     "compare_where": (Fn(lambda s, a, b: (a == b, a < 0.5, a > b, a != b, torch.where(a > b, a, b),
                                           torch.where(a < 0, 0.0, a), a.masked_fill(b > 0, -1.0))),
                       [(3, 4), (3, 4)]),
@@ -197,11 +205,26 @@ def test_op_conversion_matches_eager(case):
     _check_graph_level(_seeded(model), _inputs(*shapes))
 
 
+# Not yet on the simulator: graph.pow on a graph input fails in to-isa (the same for an ONNX
+# Pow; the vector lowering's pow, another part of ge, is in progress).
+SIMULATOR_CASES = [pytest.param(c, marks=pytest.mark.slow) if c == "activations" else c
+                   for c in sorted(OP_CASES) if c != "pow"]
+
+
+@pytest.mark.parametrize("case", SIMULATOR_CASES)
+def test_op_conversion_on_simulator(case):
+    """The imported graph compiles (f32, must_keep_origin_dtype) and runs on the simulator."""
+    model, shapes = OP_CASES[case]
+    model, inputs = _seeded(model), _inputs(*shapes)
+    _check_simulator(ge.from_torch(model, inputs), model, inputs)
+
+
 def test_embedding_and_index_select_gather():
     model = _seeded(Fn(lambda s, ids, x: (s.mods[0](ids), x.index_select(1, ids[0])), nn.Embedding(10, 6)))
     inputs = (torch.tensor([[1, 7, 3], [0, 9, 9]]), torch.randn(2, 10))
     module = _check_graph_level(model, inputs)
     assert sum(isinstance(op, graph.GatherOp) for op in module.walk()) == 2
+    _check_simulator(module, model, inputs)
 
 
 def test_tril_left_whole_becomes_graph_trilu():
@@ -209,10 +232,11 @@ def test_tril_left_whole_becomes_graph_trilu():
     that keeps it gives one graph.trilu."""
     table = torch.export.default_decompositions()
     table.pop(torch.ops.aten.tril.default, None)
-    model = Fn(lambda s, x: torch.tril(x, -1))
-    module = _check_graph_level(model, _inputs((3, 4, 4)), decompositions=table)
+    model, inputs = Fn(lambda s, x: torch.tril(x, -1)), _inputs((3, 4, 4))
+    module = _check_graph_level(model, inputs, decompositions=table)
     trilu = [op for op in module.walk() if isinstance(op, graph.TriluOp)]
     assert len(trilu) == 1 and graph.get_int(trilu[0].properties, "k") == -1
+    _check_simulator(module, model, inputs)
 
 
 # --------------------------------------------------------------------------------------
