@@ -192,6 +192,7 @@ class Value:
 
     nhwc: SSAValue | None = None
     nchw: SSAValue | None = None
+    node: str = ""  # the TensorFlow node that produced it (locates the layout transposes)
 
     @property
     def rank(self) -> int:
@@ -349,23 +350,25 @@ class TfImporter:
                 self.known[r] = v
         return op
 
-    def _transpose(self, v: SSAValue, perm: Sequence[int], node) -> SSAValue:
+    def _layout_change(self, value: Value, v: SSAValue, perm: Sequence[int]) -> SSAValue:
+        """`v` permuted, located at the TensorFlow node that produced `value`."""
         known = self.value_of(v)
         if known is not None:
-            return self.constant(np.transpose(known, perm), f"{node}_t")
-        return self.emit(self.nodes.get(node) or _Named(node), graph.TransposeOp, [v],
-                         {"perm": graph.int_array(perm)}).results[0]
+            return self.constant(np.ascontiguousarray(np.transpose(known, perm)), f"{value.node}_t")
+        op = self.emit(_Named(value.node), graph.TransposeOp, [v], {"perm": graph.int_array(perm)})
+        op.results[0].name_hint = _value_name(f"{value.node}_{'nhwc' if tuple(perm) == TO_NHWC else 'nchw'}")
+        return op.results[0]
 
     def origin(self, v: Value) -> SSAValue:
         if v.nhwc is None:
-            v.nhwc = self._transpose(v.nchw, TO_NHWC, v.nchw.name_hint or "nchw")  # type: ignore[arg-type]
+            v.nhwc = self._layout_change(v, v.nchw, TO_NHWC)  # type: ignore[arg-type]
         return v.nhwc
 
     def as_nchw(self, v: Value) -> SSAValue:
         if v.nchw is None:
             if v.rank != 4:
                 raise NodeError(f"expected a 4-D NHWC tensor, got {v.nhwc.type}")  # type: ignore[union-attr]
-            v.nchw = self._transpose(v.nhwc, TO_NCHW, v.nhwc.name_hint or "nhwc")  # type: ignore[arg-type]
+            v.nchw = self._layout_change(v, v.nhwc, TO_NCHW)  # type: ignore[arg-type]
         return v.nchw
 
     # -- the whole graph -------------------------------------------------------------
@@ -393,7 +396,7 @@ class TfImporter:
         )
         for (name, _), a in zip(args, fn.body.block.args):
             a.name_hint = _value_name(name)
-            self.env[name] = Value(nhwc=a)
+            self.env[name] = Value(nhwc=a, node=name)
         for node in order:
             if node.op != "Placeholder":
                 self._convert(node)
@@ -443,7 +446,7 @@ class TfImporter:
                       for ref in self._data_inputs(node)]
             if node.op == "Const":
                 arr = tensor_array(node.attr["value"].tensor)
-                self.env[node.name] = Value(nhwc=self.constant(arr, node.name))
+                self.env[node.name] = Value(nhwc=self.constant(arr, node.name), node=node.name)
                 return
             if node.op in SKIPPED:
                 if inputs:
@@ -457,6 +460,7 @@ class TfImporter:
         for v in (value.nhwc, value.nchw):
             if v is not None and v.owner in self.ops[first_new:] and not v.name_hint:
                 v.name_hint = _value_name(node.name)
+        value.node = node.name
         self.env[node.name] = value
 
     def _output(self, ref: str) -> Value:
@@ -470,6 +474,8 @@ class TfImporter:
 
 @dataclass
 class _Named:
+    """Stands for a node where only its name is needed (the location of a layout transpose)."""
+
     name: str
 
 

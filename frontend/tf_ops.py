@@ -14,8 +14,8 @@ import numpy as np
 from xdsl.dialects.builtin import StringAttr, UnitAttr
 from xdsl.ir import SSAValue
 
-from ge.dialects import dtypes, graph
-from ge.frontend.tf import _TF_DTYPES, TO_NCHW, NodeContext, NodeError, Value, _elem, converts
+from ge.dialects import graph
+from ge.frontend.tf import _TF_DTYPES, TO_NCHW, TO_NHWC, NodeContext, NodeError, Value, _elem, converts
 
 # --------------------------------------------------------------------------------------
 # Helpers
@@ -459,11 +459,11 @@ def _expand_dims(ctx: NodeContext) -> Value:
 
 @converts("Shape")
 def _shape_op(ctx: NodeContext) -> Value:
-    s = ctx.emit(graph.ShapeOp, [ctx.x(0)])
-    out = _TF_DTYPES.get(ctx.attr("out_type", 3))
-    if out is not None and out != np.int64:
-        s = ctx.importer.add(ctx.node, graph.CastOp.to(s, dtypes.element_type(out))).results[0]
-    return Value(nhwc=s)
+    """Shapes are static here: a constant (no layout change needed for an NCHW-only input)."""
+    x = ctx.inputs[0]
+    shape = _shape(x.nhwc) if x.nhwc is not None else tuple(_shape(x.nchw)[i] for i in TO_NHWC)  # type: ignore[arg-type]
+    out = _TF_DTYPES.get(ctx.attr("out_type", 3), np.dtype(np.int32))
+    return Value(nhwc=ctx.constant(np.array(shape, out), "shape"))
 
 
 @converts("Pack")
