@@ -1282,13 +1282,14 @@ class VDupOp(_VectorOp):
 
 @irdl_op_definition
 class VConvOp(_VUnaryOp):
-    """dst = src converted to dst's element type; `round` (rint, floor, ceil, trunc) for
-    float -> integer, round to nearest even otherwise."""
+    """dst = src converted to dst's element type; `round` for float -> integer: Ascend C's
+    RoundMode CAST_RINT (rint, half to even), CAST_FLOOR, CAST_CEIL, CAST_ROUND (round, half
+    away from zero), CAST_TRUNC (trunc); round to nearest even otherwise."""
 
     name = "isa.vconv"
     round_mode = opt_prop_def(StringAttr, prop_name="round")
     assembly_format = _vector_format(("dst", "src"), "(`round` $round^)? ")
-    ROUND_MODES: ClassVar[tuple[str, ...]] = ("rint", "floor", "ceil", "trunc")
+    ROUND_MODES: ClassVar[tuple[str, ...]] = ("rint", "floor", "ceil", "round", "trunc")
 
     def verify_types(self) -> None:
         if self.round_mode is not None and self.round_mode.data not in self.ROUND_MODES:

@@ -469,7 +469,10 @@ def storage_broadcasts(fmt: Format, origin: Format, shape: Sequence[int], result
     return tuple(shape) == tuple(result)
 
 
-_ELEMENTWISE = (g.UnaryOp, g.CastOp, g.BinaryOp, g.VariadicOp, g.WhereOp, g.PReluOp)
+# Ops with the Elementwise interface that compute in their operands' format (BatchNorm has
+# its own formats).
+_ELEMENTWISE = tuple(c for c in g.Graph.operations
+                     if (e := c.get_trait(g.Elementwise)) is not None and e.follows_format)
 _RULES: tuple[tuple[tuple[type[Operation], ...], Callable[[Operation], None]], ...] = (
     (_ELEMENTWISE, _elementwise),
     ((g.Conv2dOp,), _cube_conv),

@@ -7,6 +7,9 @@ producer and consumers compute in on the AI Core (GE's format selection):
   producer already gives FRACTAL_NZ (the Cube's loads and stores convert ND on the way,
   nd2nz / nz2nd), and a result is FRACTAL_NZ when every consumer takes it (another MatMul,
   possibly through elementwise ops).
+Which ops take which formats comes from their interfaces (dialects/graph.py): the
+StorageFormats rule (feature_map, conv, matmul, channel_concat) and Elementwise.
+
 - Elementwise ops compute in the format of their operands (converting a broadcast operand
   such as a per-channel constant along), shape-only ops read any format.
 - Every other op, and the function's results, get plain tensors: a `layout.trans_data` is
@@ -38,8 +41,16 @@ from ge.transforms.layout_utils import fold_constant, formatted, rebuild, single
 NC1HWC0, FRACTAL_Z, FRACTAL_NZ, NCHW, ND = (
     Format.NC1HWC0, Format.FRACTAL_Z, Format.FRACTAL_NZ, Format.NCHW, Format.ND,
 )
-_FIVE_D = (g.PoolOp, g.GlobalPoolOp, g.BatchNormOp, g.LrnOp)
-_CUBE_MATMUL = (g.MatMulOp, g.GemmOp)
+
+
+def _storage_rule(op: Operation) -> str | None:
+    """How `op` uses storage formats: its StorageFormats interface's rule (dialects/graph.py)."""
+    formats = g.trait_of(op, g.StorageFormats)
+    return formats.rule if formats is not None else None
+
+
+def _is_matmul(op: Operation) -> bool:
+    return _storage_rule(op) == "matmul"
 
 
 def _logical(v: SSAValue) -> TensorType:
@@ -80,7 +91,7 @@ def _nz_results(block: Block) -> set[SSAValue]:
     wanted: set[SSAValue] = set()
 
     def takes_nz(v: SSAValue, user: Operation, index: int) -> bool:
-        if isinstance(user, _CUBE_MATMUL):
+        if _is_matmul(user):
             return index < 2 and _rank(v) >= 2
         if not lt.is_elementwise(user) or isinstance(user, g.CastOp) or user.results[0] not in wanted:
             return False
@@ -90,7 +101,7 @@ def _nz_results(block: Block) -> set[SSAValue]:
         )
 
     for op in reversed(list(block.ops)):
-        if not isinstance(op, _CUBE_MATMUL) and not lt.is_elementwise(op):
+        if not _is_matmul(op) and not lt.is_elementwise(op):
             continue
         r = op.results[0]
         uses = list(r.uses)
@@ -140,16 +151,17 @@ class _Assigner:
 
     def plan(self, op: Operation) -> tuple[list[TensorType], list[TensorType]] | None:
         """Operand and result types `op` computes in, or None for plain tensors."""
-        if isinstance(op, g.Conv2dOp) and _rank(op.input) == 4:
+        rule = _storage_rule(op)
+        if rule == "conv" and _rank(op.operands[0]) == 4:
             types = [formatted(op.input.type, NC1HWC0, NCHW), formatted(op.weight.type, FRACTAL_Z, NCHW)]
             types += [_logical(b) for b in op.operands[2:]]
             return types, [formatted(op.output.type, NC1HWC0, NCHW)]
-        if isinstance(op, _FIVE_D) and _rank(op.operands[0]) == 4:
+        if rule == "feature_map" and _rank(op.operands[0]) == 4:
             x, *params = op.operands
             return [formatted(x.type, NC1HWC0, NCHW), *map(_logical, params)], [formatted(op.results[0].type, NC1HWC0, NCHW)]
-        if isinstance(op, g.ConcatOp):
+        if rule == "channel_concat":
             return self.plan_concat(op)
-        if isinstance(op, _CUBE_MATMUL):
+        if rule == "matmul":
             return self.plan_matmul(op)
         if isinstance(op, g.ShapeOp):
             return [op.input.type], [_logical(op.output)]

@@ -196,7 +196,7 @@ def backward(op: Operation, m: Maps) -> None:
             raise Unsupported(f"batch_norm on {fmt_of(res)}")
         for p in op.operands[1:]:
             m.set(p, [c])
-    elif fr.is_elementwise(op) or isinstance(op, g.CastOp):
+    elif fr.is_elementwise(op):  # the Elementwise interface: operand tiles follow the result's
         for v in op.operands:
             m.set(v, _aligned(v, rd, res))
     elif isinstance(op, g.SoftmaxOp | g.LogSoftmaxOp):
@@ -212,7 +212,7 @@ def backward(op: Operation, m: Maps) -> None:
         m.set(op.input, rd)
         for p in op.operands[1:]:
             m.set(p, _aligned(p, rd, res))
-    elif isinstance(op, g.ReduceOp):
+    elif g.has_trait(op, g.Reduction):  # reduced dims whole, the others follow the result
         if fmt_of(res) is not None:
             raise Unsupported(f"{op.name} on a storage format")
         axes = set(g.get_ints(op.properties, "axes"))

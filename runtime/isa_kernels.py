@@ -53,7 +53,8 @@ SCALAR = {"isa.vadds": np.add, "isa.vmuls": np.multiply, "isa.vmaxs": np.maximum
 REDUCE = {"isa.vreduce_sum": np.sum, "isa.vreduce_max": np.max, "isa.vreduce_min": np.min}
 COMPARE = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater,
            "ge": np.greater_equal}
-ROUND = {"rint": np.rint, "floor": np.floor, "ceil": np.ceil, "trunc": np.trunc}
+ROUND = {"rint": np.rint, "floor": np.floor, "ceil": np.ceil, "trunc": np.trunc,
+         "round": lambda x: np.copysign(np.floor(np.abs(x) + 0.5), x)}  # CAST_ROUND: half away from zero
 
 
 def binary(name: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:

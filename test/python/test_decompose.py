@@ -546,3 +546,17 @@ def test_interfaces_drive_the_fusion_op_sets():
     assert graph.Elementwise.semantics(graph.FloorOp) is KERNELS[graph.FloorOp]
     assert graph.BatchNormOp.get_trait(graph.Elementwise).follows_format is False
     assert graph.Conv2dOp.get_trait(graph.StorageFormats).rule == "conv"
+
+
+@pytest.mark.parametrize("mode,want", [("rint", [2, -2, 0, 0, 2, 3]), ("round", [3, -3, 1, 0, 2, 3]),
+                                       ("floor", [2, -3, 0, -1, 1, 3]), ("ceil", [3, -2, 1, 0, 2, 4]),
+                                       ("trunc", [2, -2, 0, 0, 1, 3])])
+def test_vconv_rounding_modes(mode, want):
+    """isa.vconv's modes are Ascend C's RoundMode: CAST_RINT (half to even), CAST_ROUND (half
+    away from zero), CAST_FLOOR, CAST_CEIL, CAST_TRUNC."""
+    from ge.dialects import isa
+    from ge.runtime import isa_kernels
+
+    assert mode in isa.VConvOp.ROUND_MODES
+    x = np.array([2.5, -2.5, 0.5, -0.49, 1.5, 3.25], np.float32)
+    np.testing.assert_array_equal(isa_kernels.convert(x, np.dtype(np.int32), mode), np.array(want, np.int32))

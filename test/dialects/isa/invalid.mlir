@@ -359,7 +359,7 @@ builtin.module attributes {ge.target = "ascend910"} {
     isa.vconv %m, %a round "up" repeat 1 : memref<256xi8, #isa.space<ub>>, memref<256xf16, #isa.space<ub>>
   }
 }
-// CHECK: Operation does not verify: round must be one of rint, floor, ceil, trunc, got 'up'
+// CHECK: Operation does not verify: round must be one of rint, floor, ceil, round, trunc, got 'up'
 // CHECK: -----
 
 // -----
