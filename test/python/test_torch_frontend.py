@@ -288,6 +288,13 @@ def test_training_mode_batch_norm_is_refused_by_node():
         ge.from_torch(model, _inputs((2, 3, 4, 4)))
 
 
+def test_converter_refusal_names_the_node():
+    model = Fn(lambda s, x: s.mods[0](x), nn.ConvTranspose2d(2, 3, 2))
+    with pytest.raises(ge.UnsupportedModelError,
+                       match=r"node 'convolution' \(aten.convolution.default\): transposed convolution is not supported"):
+        ge.from_torch(model, _inputs((1, 2, 4, 4)))
+
+
 def test_compile_hook_refusals():
     model = Fn(lambda s, x: x + 1)
     with pytest.raises(ge.CompileError, match="example_inputs"):
