@@ -248,7 +248,10 @@ def _import(source, shapes: dict[str, tuple[int, ...]], name: str) -> ModuleOp:
     from xdsl.dialects.builtin import ModuleOp
 
     from ge.frontend.onnx import import_model
+    from ge.torch_backend import TorchSource  # (imports torch only when it imports a module)
 
+    if isinstance(source, TorchSource):
+        return source.imported(shapes)
     if isinstance(source, ModuleOp):
         if shapes:
             raise ShapeError(f"{name}: input_shape does not apply to an already imported graph; its shapes are fixed")
@@ -261,7 +264,8 @@ def _import(source, shapes: dict[str, tuple[int, ...]], name: str) -> ModuleOp:
 
 
 def _torch_module(model, example_inputs):
-    """A torch.nn.Module imported with `ge.from_torch` (None if `model` is not one)."""
+    """A torch.nn.Module with its example inputs, imported per gear by `ge.from_torch`
+    (None if `model` is not one)."""
     import sys
 
     torch = sys.modules.get("torch")
@@ -270,9 +274,9 @@ def _torch_module(model, example_inputs):
     if example_inputs is None:
         raise CompileError(f"{type(model).__name__}: compiling a torch module needs example_inputs "
                            "(their shapes and dtypes are the compiled ones)")
-    from ge.torch_backend import from_torch
+    from ge.torch_backend import TorchSource
 
-    return from_torch(model, example_inputs)
+    return TorchSource(model, example_inputs)
 
 
 def _gear_stats(result: _GearResult) -> dict[str, Any]:
@@ -337,8 +341,8 @@ def compile(model: str | Path | bytes | onnx.ModelProto | ModuleOp, options: Com
     _check_options(options)
     target = resolve_target(options.soc_version)
     gears = gear_shapes(options.input_shape, parse_batch_sizes(options.dynamic_batch_size))
-    name = type(model).__name__ if (imported := _torch_module(model, example_inputs)) is not None else _model_name(model)
-    model = imported if imported is not None else model
+    name = type(model).__name__ if (torch_source := _torch_module(model, example_inputs)) is not None else _model_name(model)
+    model = torch_source if torch_source is not None else model
     source = str(model) if isinstance(model, Path) else model
     pipeline = _Pipeline(source, name, options, target, progress)
     pipeline.total = len(gears) * (len(pass_stages(options, target)) + 2) + 1

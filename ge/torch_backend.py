@@ -68,6 +68,42 @@ def from_torch(module, example_inputs: Sequence, input_names: Sequence[str] | No
     return import_exported_program(ep, input_names, output_names, where=type(module).__name__)
 
 
+class TorchSource:
+    """A torch module and its example inputs, as `ge.compile` receives them: imported once
+    per gear, with the gear's input shapes (`input_shape="x:-1,3,32,32"` plus
+    `dynamic_batch_size`) in place of the examples' shapes."""
+
+    def __init__(self, module, example_inputs: Sequence):
+        self.module = module
+        self.example_inputs = tuple(example_inputs) if isinstance(example_inputs, list | tuple) else (example_inputs,)
+        self.names = _forward_names(module, len(self.example_inputs))
+
+    def imported(self, shapes: dict[str, tuple[int, ...]]):
+        from ge.errors import ShapeError
+
+        torch = _torch()
+        unknown = [n for n in shapes if n not in self.names]
+        if unknown:
+            raise ShapeError(f"{type(self.module).__name__}: input_shape names {', '.join(map(repr, unknown))}; the "
+                             f"module's inputs are {', '.join(map(repr, self.names))}")
+        args = []
+        for name, x in zip(self.names, self.example_inputs):
+            shape = shapes.get(name)
+            if shape is not None and len(shape) != x.dim():
+                raise ShapeError(f"input_shape gives '{name}' rank {len(shape)}; the example input has rank {x.dim()}")
+            args.append(x if shape is None or tuple(shape) == tuple(x.shape) else torch.zeros(shape, dtype=x.dtype))
+        return from_torch(self.module, args)
+
+
+def _forward_names(module, count: int) -> list[str]:
+    """The names of forward's first `count` parameters (what torch.export calls the inputs)."""
+    import inspect
+
+    params = [p.name for p in inspect.signature(module.forward).parameters.values()
+              if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return params[:count] + [f"input{i}" for i in range(len(params), count)]
+
+
 # --------------------------------------------------------------------------------------
 # The Dynamo backend
 # --------------------------------------------------------------------------------------

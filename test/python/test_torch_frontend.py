@@ -295,6 +295,32 @@ def test_converter_refusal_names_the_node():
         ge.from_torch(model, _inputs((1, 2, 4, 4)))
 
 
+class SmallCnn(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv, self.bn, self.fc = nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.Linear(8 * 4 * 4, 5)
+
+    def forward(self, x):
+        return self.fc(torch.flatten(F.max_pool2d(F.relu(self.bn(self.conv(x))), 2), 1))
+
+
+@pytest.mark.slow
+def test_compile_torch_module_with_batch_gears():
+    """ge.compile(torch module, example_inputs=...) with ATC's dynamic batch: one import
+    (torch.export) per gear, one model file."""
+    model = _seeded(SmallCnn())
+    options = ge.CompileOptions(precision_mode="must_keep_origin_dtype", input_shape="x:-1,3,8,8",
+                                dynamic_batch_size="1,3")
+    compiled = ge.compile(model, options, example_inputs=_inputs((1, 3, 8, 8)))
+    assert compiled.batch_sizes == [1, 3] and compiled.report["model"] == "SmallCnn"
+    for batch in (1, 3):
+        inputs = _inputs((batch, 3, 8, 8), seed=batch)
+        out = compiled.run({"x": inputs[0].numpy()})
+        _close([out[o["name"]] for o in compiled.outputs], _eager(model, inputs), 1e-3)
+    with pytest.raises(ge.ShapeError, match="'image'; the module's inputs are 'x'"):
+        ge.compile(model, ge.CompileOptions(input_shape="image:1,3,8,8"), example_inputs=_inputs((1, 3, 8, 8)))
+
+
 def test_compile_hook_refusals():
     model = Fn(lambda s, x: x + 1)
     with pytest.raises(ge.CompileError, match="example_inputs"):
