@@ -14,7 +14,7 @@ import numpy as np
 from xdsl.dialects.builtin import StringAttr, UnitAttr
 from xdsl.ir import SSAValue
 
-from ge.dialects import graph
+from ge.dialects import dtypes, graph
 from ge.frontend.tf import _TF_DTYPES, TO_NCHW, TO_NHWC, NodeContext, NodeError, Value, _elem, converts
 
 # --------------------------------------------------------------------------------------
@@ -477,3 +477,136 @@ def _pack(ctx: NodeContext) -> Value:
 @converts("Range")
 def _range(ctx: NodeContext) -> Value:
     return Value(nhwc=ctx.emit(graph.RangeOp, [ctx.x(0), ctx.x(1), ctx.x(2)]))
+
+
+# --------------------------------------------------------------------------------------
+# Comparisons, selection, masks (what Keras attention and GELU emit)
+# --------------------------------------------------------------------------------------
+
+_COMPARE = {
+    "Less": graph.LessOp, "LessEqual": graph.LessOrEqualOp, "Greater": graph.GreaterOp,
+    "GreaterEqual": graph.GreaterOrEqualOp, "Equal": graph.EqualOp, "LogicalAnd": graph.AndOp,
+    "LogicalOr": graph.OrOp,
+}
+
+
+@converts(*_COMPARE)
+def _compare(ctx: NodeContext) -> Value:
+    return _elementwise(ctx, lambda o: ctx.emit(_COMPARE[ctx.node.op], o))
+
+
+@converts("LogicalNot")
+def _not(ctx: NodeContext) -> Value:
+    return _elementwise(ctx, lambda o: ctx.emit(graph.NotOp, o))
+
+
+@converts("SelectV2")
+def _select(ctx: NodeContext) -> Value:
+    return _elementwise(ctx, lambda o: ctx.emit(graph.WhereOp, o))
+
+
+@converts("SquaredDifference")
+def _squared_difference(ctx: NodeContext) -> Value:
+    def build(o):
+        d = ctx.emit(graph.SubOp, o)
+        return ctx.emit(graph.MulOp, [d, d])
+
+    return _elementwise(ctx, build)
+
+
+@converts("Erfc")
+def _erfc(ctx: NodeContext) -> Value:
+    def build(o):
+        one = ctx.constant(np.ones((), dtype=_numpy_type(o[0])), "one")
+        return ctx.emit(graph.SubOp, [one, ctx.emit(graph.ErfOp, o)])
+
+    return _elementwise(ctx, build)
+
+
+def _numpy_type(v: SSAValue) -> np.dtype:
+    return dtypes.numpy_dtype(v.type.element_type)  # type: ignore[union-attr]
+
+
+@converts("Fill")
+def _fill(ctx: NodeContext) -> Value:
+    dims = _ints(ctx.const(0, "dims"))
+    shape = ctx.constant(np.array(dims, np.int64), "dims")
+    return Value(nhwc=ctx.emit(graph.ExpandOp, [ctx.x(1), shape]))
+
+
+@converts("MatrixBandPart")
+def _band_part(ctx: NodeContext) -> Value:
+    """Keep the band num_lower below / num_upper above the diagonal (negative: all) of the
+    last two dims: a select against a constant mask."""
+    x = ctx.x(0)
+    lower, upper = (int(ctx.const(i, n).reshape(-1)[0]) for i, n in ((1, "num_lower"), (2, "num_upper")))
+    m, n = _shape(x)[-2:]
+    i, j = np.arange(m)[:, None], np.arange(n)[None, :]
+    mask = ((lower < 0) | (i - j <= lower)) & ((upper < 0) | (j - i <= upper))
+    zero = ctx.constant(np.zeros((), _numpy_type(x)), "zero")
+    return Value(nhwc=ctx.emit(graph.WhereOp, [ctx.constant(mask, "band"), x, zero]))
+
+
+# --------------------------------------------------------------------------------------
+# Einsum
+# --------------------------------------------------------------------------------------
+
+
+def _einsum_terms(equation: str) -> tuple[list[str], str]:
+    if "..." in equation or "->" not in equation:
+        raise NodeError(f"einsum '{equation}': only explicit equations without '...' are supported")
+    lhs, out = equation.replace(" ", "").split("->")
+    terms = lhs.split(",")
+    if len(terms) not in (1, 2) or any(len(set(t)) != len(t) for t in terms) or len(set(out)) != len(out):
+        raise NodeError(f"einsum '{equation}': one or two operands, no letter twice in one term")
+    return terms, out
+
+
+def _sum_out(ctx: NodeContext, v: SSAValue, term: str, keep: set[str]) -> tuple[SSAValue, str]:
+    """Sum over the letters of `term` that are not in `keep`."""
+    axes = [i for i, c in enumerate(term) if c not in keep]
+    if not axes:
+        return v, term
+    v = ctx.emit(graph.ReduceSumOp, [v], {"axes": graph.int_array(axes)})
+    return v, "".join(c for c in term if c in keep)
+
+
+def _permute(ctx: NodeContext, v: SSAValue, term: str, order: str) -> SSAValue:
+    perm = [term.index(c) for c in order]
+    return v if perm == sorted(perm) else _transposed(ctx, v, perm)
+
+
+@converts("Einsum")
+def _einsum(ctx: NodeContext) -> Value:
+    """Two operands: transpose each to [batch, free, contracted], one batched matmul,
+    reshape and transpose to the output's order; letters in one operand only are summed."""
+    terms, out = _einsum_terms(str(ctx.attr("equation", "")))
+    values = [ctx.x(i) for i in range(len(terms))]
+    for t, v in zip(terms, values):
+        if len(t) != len(_shape(v)):
+            raise NodeError(f"einsum term '{t}' does not match an operand of rank {len(_shape(v))}")
+    if len(terms) == 1:
+        v, t = _sum_out(ctx, values[0], terms[0], set(out))
+        return Value(nhwc=_permute(ctx, v, t, out))
+    (a, ta), (b, tb) = (_sum_out(ctx, v, t, set(out) | set(other))
+                        for v, t, other in ((values[0], terms[0], terms[1]), (values[1], terms[1], terms[0])))
+    size = {c: d for t, v in ((ta, a), (tb, b)) for c, d in zip(t, _shape(v))}
+    batch = "".join(c for c in ta if c in tb and c in out)
+    contracted = "".join(c for c in ta if c in tb and c not in out)
+    free_a = "".join(c for c in ta if c not in tb)
+    free_b = "".join(c for c in tb if c not in ta)
+
+    def prod(letters: str) -> int:
+        return int(np.prod([size[c] for c in letters], dtype=np.int64))
+
+    lhs = _reshape_to(ctx, _permute(ctx, a, ta, batch + free_a + contracted),
+                      [size[c] for c in batch] + [prod(free_a), prod(contracted)])
+    rhs = _reshape_to(ctx, _permute(ctx, b, tb, batch + contracted + free_b),
+                      [size[c] for c in batch] + [prod(contracted), prod(free_b)])
+    y = ctx.emit(graph.MatMulOp, [lhs, rhs])
+    y = _reshape_to(ctx, y, [size[c] for c in batch + free_a + free_b])
+    return Value(nhwc=_permute(ctx, y, batch + free_a + free_b, out))
+
+
+def _reshape_to(ctx: NodeContext, v: SSAValue, shape: list[int]) -> SSAValue:
+    return v if list(_shape(v)) == shape else _reshape(ctx, v, shape)

@@ -33,6 +33,8 @@ from make_tf_models import INPUTS, make_input, op_case_inputs  # noqa: E402
 GRAPH_TOL = 1e-4
 NPU_TOL = 1e-3
 OP_CASES = {  # the inputs of make_tf_models.op_cases, which needs TensorFlow to build
+    "einsum": {"x": (2, 3, 4), "y": (2, 5, 4)},
+    "masks": {"x": (2, 4, 5), "y": (2, 4, 5)},
     "conv_bn_pool": {"x": (1, 12, 12, 4)},
     "elementwise": {"x": (2, 3, 4), "y": (2, 3, 4)},
     "slicing": {"x": (2, 5, 6, 4)},
@@ -71,7 +73,7 @@ def count(module, cls) -> int:
 # --------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", ["mobilenet_v2", "small_resnet", "tiny_transformer"])
+@pytest.mark.parametrize("name", ["mobilenet_v2", "small_resnet", "tiny_transformer", "keras_transformer"])
 def test_model_matches_tensorflow_at_graph_level(name):
     module = ge.load_tf(model_bytes(name), input_shape=INPUT_SHAPE.get(name))
     (got,) = run_reference(module, {"input": make_input(name)})
@@ -301,7 +303,7 @@ def _compile_and_run(name: str, tmp_path: Path, capsys, *extra) -> np.ndarray:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["small_resnet", "tiny_transformer", "mobilenet_v2"])
+@pytest.mark.parametrize("name", ["small_resnet", "tiny_transformer", "keras_transformer", "mobilenet_v2"])
 def test_model_compiles_with_framework_3_and_matches_tensorflow_on_the_simulator(name, tmp_path, capsys):
     assert_close(_compile_and_run(name, tmp_path, capsys), expected(name), NPU_TOL)
 

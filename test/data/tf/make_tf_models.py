@@ -181,7 +181,22 @@ def op_cases() -> dict:
         return tf.matmul(x, y, adjoint_b=True), tf.matmul(tf.reshape(x, [-1, 4]), w, transpose_b=True), \
             tf.matmul(tf.reshape(y, [-1, 4]), v, transpose_a=True), tf.nn.softmax(x, axis=1)
 
+    e1 = c(4, 5)
+
+    def einsum(x, y):
+        return (tf.einsum("bij,bkj->bik", x, y), tf.einsum("abc->cab", x), tf.einsum("abc->ac", x),
+                tf.einsum("bij,jk->bik", y, e1), tf.einsum("abc,c->ab", x, tf.reduce_sum(e1, 1)),
+                tf.einsum("bij,bkl->bjl", x, y))
+
+    def masks(x, y):
+        band = tf.linalg.band_part(x, 1, 2)
+        sel = tf.where(tf.logical_or(x > 0.3, tf.logical_not(y < 0.0)), x, -y)
+        return (band, sel, tf.math.squared_difference(x, y), tf.math.erfc(x),
+                tf.fill(tf.shape(x)[1:], 0.5) * y[0])
+
     return {
+        "einsum": (einsum, {"x": (2, 3, 4), "y": (2, 5, 4)}),
+        "masks": (masks, {"x": (2, 4, 5), "y": (2, 4, 5)}),
         "conv_bn_pool": (conv_bn_pool, {"x": (1, 12, 12, 4)}),
         "elementwise": (elementwise, {"x": (2, 3, 4), "y": (2, 3, 4)}),
         "slicing": (slicing, {"x": (2, 5, 6, 4)}),
@@ -192,6 +207,23 @@ def op_cases() -> dict:
 def op_case_inputs(shapes: dict) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(11)
     return {n: rng.uniform(-1, 1, s).astype(np.float32) for n, s in shapes.items()}
+
+
+def keras_transformer():
+    """A Keras GPT-style block: Embedding, LayerNormalization, causal MultiHeadAttention
+    (Einsum, MatrixBandPart, SelectV2), Dense with GELU (Erfc), residuals."""
+    import keras
+    from keras import layers
+
+    inp = keras.Input((8,), dtype="int32", name="tokens")
+    x = layers.Embedding(50, 32)(inp)
+    h = layers.LayerNormalization()(x)
+    x = x + layers.MultiHeadAttention(4, 8)(h, h, use_causal_mask=True)
+    h = layers.Dense(64, activation="gelu")(layers.LayerNormalization()(x))
+    x = x + layers.Dense(32)(h)
+    model = keras.Model(inp, layers.Dense(50)(x[:, -1]))
+    _round_to_bfloat16(model)
+    return model, (1, 8), _tf().int32
 
 
 def _freeze(fn, spec_shape, dtype, names=("input",)):
@@ -212,9 +244,9 @@ def build(name: str):
 
     keras.utils.set_random_seed(0)
     made = MODELS[name]()
-    if len(made) == 2:
-        model, spec = made
-        fn, dtype = (lambda x: model(x, training=False)), tf.float32
+    if hasattr(made[0], "layers"):  # a Keras model
+        model, spec, *dtype = made
+        fn, dtype = (lambda x: model(x, training=False)), (dtype or [tf.float32])[0]
     else:
         fn, spec, dtype = made
     x = make_input(name)
@@ -224,18 +256,20 @@ def build(name: str):
     return graph_def, x, np.asarray(y)
 
 
-INPUTS = {"mobilenet_v2": (1, 96, 96, 3), "small_resnet": (2, 32, 32, 3), "tiny_transformer": (1, 8)}
+INPUTS = {"mobilenet_v2": (1, 96, 96, 3), "small_resnet": (2, 32, 32, 3), "tiny_transformer": (1, 8),
+          "keras_transformer": (1, 8)}
 
 
 def make_input(name: str) -> np.ndarray:
     """The seeded input each model is checked on (tokens for the transformer)."""
     rng = np.random.default_rng(10)
-    if name == "tiny_transformer":
+    if name in ("tiny_transformer", "keras_transformer"):
         return rng.integers(0, 50, INPUTS[name]).astype(np.int32)
     return rng.uniform(-1, 1, INPUTS[name]).astype(np.float32)
 
 
-MODELS = {"mobilenet_v2": mobilenet_v2, "small_resnet": small_resnet, "tiny_transformer": tiny_transformer}
+MODELS = {"mobilenet_v2": mobilenet_v2, "small_resnet": small_resnet, "tiny_transformer": tiny_transformer,
+          "keras_transformer": keras_transformer}
 
 
 def build_op_case(name: str):
