@@ -235,6 +235,86 @@ def test_trilu_on_the_tile_interpreter_and_constant_folded():
     assert len(compiled.last_run.kernels) == 1
 
 
+def random_mover(seed: int) -> tuple[list, list[int], list, str]:
+    """(nodes, input shape, initializers, precision) of a random mover on a random shape."""
+    r = np.random.default_rng(seed)
+    rank = int(r.integers(1, 5))
+    shape = [int(r.integers(1, 9)) for _ in range(rank)]
+    kind = ("slice", "pad", "tile", "expand", "concat", "split", "trilu", "gather", "space")[seed % 9]
+    prec = "force_fp16" if seed % 2 else "must_keep_origin_dtype"
+    inits: list = []
+    if kind == "slice":  # bounds past the ends are clamped; steps of either sign
+        starts, ends, steps = [], [], []
+        for n in shape:
+            step = int(r.integers(1, 4)) * (1 if r.random() < 0.6 else -1)
+            a, b = sorted(r.integers(-n - 1, n + 2, 2).tolist())
+            starts.append(a if step > 0 else b)
+            ends.append(b if step > 0 else a)
+            steps.append(step)
+        nodes = [helper.make_node("Slice", ["x", "a", "b", "ax", "s"], ["y"])]
+        inits = [_const("a", starts), _const("b", ends), _const("ax", list(range(rank))), _const("s", steps)]
+    elif kind == "pad":
+        mode = ("constant", "reflect", "edge", "wrap")[int(r.integers(0, 4))]
+        pads = [int(r.integers(0, max(1, n))) for n in shape * 2]
+        if mode == "constant":  # negative pads crop
+            pads = [p - int(r.integers(0, 2)) if p > 0 else p for p in pads]
+        nodes = [helper.make_node("Pad", ["x", "p", "v"], ["y"], mode=mode)]
+        inits = [_const("p", pads), numpy_helper.from_array(np.array(2.5, np.float32), "v")]
+    elif kind == "tile":
+        nodes = [helper.make_node("Tile", ["x", "r"], ["y"])]
+        inits = [_const("r", [int(r.integers(1, 4)) for _ in shape])]
+    elif kind == "expand":
+        shape = [1 if r.random() < 0.5 else n for n in shape]
+        target = [int(r.integers(1, 4))] + [int(r.integers(2, 6)) if n == 1 else n for n in shape]
+        nodes = [helper.make_node("Expand", ["x", "s"], ["y"])]
+        inits = [_const("s", target)]
+    elif kind == "concat":
+        axis = int(r.integers(0, rank))
+        other = list(shape)
+        other[axis] = int(r.integers(1, 6))
+        nodes = [helper.make_node("Concat", ["x", "c", "x"], ["y"], axis=axis)]
+        inits = [numpy_helper.from_array(r.standard_normal(other).astype(np.float32), "c")]
+    elif kind == "split":  # unequal (possibly empty) parts, joined back in reverse order
+        axis = int(r.integers(0, rank))
+        n = shape[axis]
+        cuts = sorted(r.integers(0, n + 1, int(r.integers(0, n))).tolist())
+        parts = np.diff([0, *cuts, n]).tolist()
+        outs = [f"o{i}" for i in range(len(parts))]
+        nodes = [helper.make_node("Split", ["x", "sp"], outs, axis=axis),
+                 helper.make_node("Concat", outs[::-1], ["y"], axis=axis)]
+        inits = [_const("sp", parts)]
+    elif kind == "trilu":
+        shape = shape if rank >= 2 else [3, *shape]
+        nodes = [helper.make_node("Trilu", ["x", "k"], ["y"], upper=int(r.integers(0, 2)))]
+        inits = [_const("k", int(r.integers(-4, 5)))]
+    elif kind == "gather":
+        axis = int(r.integers(0, rank))
+        idx = r.integers(-shape[axis], shape[axis], size=[int(r.integers(1, 4)) for _ in range(int(r.integers(0, 3)))])
+        nodes = [helper.make_node("Gather", ["x", "i"], ["y"], axis=axis)]
+        inits = [_const("i", idx)]
+    else:
+        shape = [int(r.integers(1, 3)), 4 * int(r.integers(1, 3)), 2 * int(r.integers(1, 4)), 2 * int(r.integers(1, 4))]
+        if r.random() < 0.5:
+            nodes = [helper.make_node("DepthToSpace", ["x"], ["y"], blocksize=2, mode=("DCR", "CRD")[int(r.integers(0, 2))])]
+        else:
+            nodes = [helper.make_node("SpaceToDepth", ["x"], ["y"], blocksize=2)]
+    return nodes, shape, inits, prec
+
+
+@pytest.mark.parametrize("seed", range(18))
+def test_random_movers(seed):
+    """Random Slice (any steps, clamped bounds), Pad (every mode), Tile, Expand, Concat,
+    Split + Concat, Trilu, Gather (any axis, negative indices), DepthToSpace/SpaceToDepth."""
+    nodes, shape, inits, prec = random_mover(seed)
+    model = _model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+    want = onnxruntime_outputs(model, {"x": x})[0]
+    got = ge.compile(model, ge.CompileOptions(precision_mode=prec)).run({"x": x})["y"]
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=2.0**-11 if prec == "force_fp16" else 0, atol=0)
+
+
 # --------------------------------------------------------------------------------------
 # 1-D convolution and pooling through the 2-D path
 # --------------------------------------------------------------------------------------
