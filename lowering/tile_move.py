@@ -304,15 +304,15 @@ def _fit(extent: Sequence[int], fixed: Sequence[bool], elems: int) -> tuple[int,
     return tuple(tiles)
 
 
-def plan_piece(p: Piece, mach: Machine, share: int) -> Piece:
-    """Tiles of one piece in `1 / share` of UB (double-buffered when two copies fit)."""
+def plan_piece(p: Piece, mach: Machine, parts: int) -> Piece:
+    """Tiles of one piece in `1 / parts` of UB (double-buffered when two copies fit)."""
     target = mach.target
-    cap, al = target.memory.ub // share, target.alignment.ub
+    cap, al = target.memory.ub // parts, target.alignment.ub
     k = numpy_dtype(p.dst.type.element_type).itemsize
     walked = [p.walked(e) for e in range(len(p.extent))]
     one = align(k, al)
     if one > cap:
-        raise CapacityShortfall("ub", one * share, target.memory.ub)
+        raise CapacityShortfall("ub", one * parts, target.memory.ub)
     buffers = 2 if 2 * one <= cap else 1
     p.tiles = _fit(p.extent, walked, (cap // buffers - al) // k)
     p.buffers = buffers if math.prod(p.counts) > 1 else 1
@@ -407,8 +407,7 @@ def plan_move(block: Block, mach: Machine) -> MovePlan:
         _plain(op)
         return MovePlan(op, [_trilu_piece(op, mach)] if math.prod(shape_of(op.output)) else [])
     pieces = [p for p in pieces_of(op, set(block.last_op.operands)) if math.prod(p.extent)]
-    share = max(1, len(pieces))
-    return MovePlan(op, [plan_piece(p, mach, share) for p in pieces])
+    return MovePlan(op, [plan_piece(p, mach, max(1, len(pieces))) for p in pieces])
 
 
 # --------------------------------------------------------------------------------------
@@ -478,8 +477,8 @@ def _emit_gather(b: KernelBuilder, op: g.GatherOp, gp: GatherPlan, gm: dict[SSAV
 
 
 def _trilu_piece(op: g.TriluOp, mach: Machine) -> Piece:
-    """Trilu over x as [B, H, W]: each iteration moves `tiles[1]` whole rows... one row per
-    copy (the window differs per row), rows of one matrix split over cores."""
+    """Trilu over x as [B, H, W]: one row per iteration (each row has its own window),
+    the B * H rows split over the cores."""
     xs = shape_of(op.input)
     bsz, h, w = math.prod(xs[:-2]), xs[-2], xs[-1]
     p = Piece(op.input, op.output, (bsz, h, w), (bsz, h, w), (0, 0, 0), (bsz, h, w), identity(3))
