@@ -400,8 +400,11 @@ class CompiledModel:
         """The `RunReport` of the last `run` (cycles, per-kernel table, timeline)."""
         return self.executor.last_report
 
-    def run(self, inputs: Mapping[str, np.ndarray], trace: bool = False) -> dict[str, np.ndarray]:
-        return self.executor.run(inputs, trace=trace)
+    def run(self, inputs: Mapping[str, np.ndarray], trace: bool = False, timing_only: bool = False,
+            allow_hazards: bool = False) -> dict[str, np.ndarray]:
+        """Run on the simulator (see `Executor.run`: a reported hazard raises unless
+        `allow_hazards`; `timing_only` returns no outputs)."""
+        return self.executor.run(inputs, trace=trace, timing_only=timing_only, allow_hazards=allow_hazards)
 
     def save(self, path: str | Path) -> int:
         """Write the model file; returns its size in bytes."""

@@ -124,6 +124,8 @@ class IsaBuilder(IndexBuilder):
             with self.loop(lo, hi, 1, name) as it:
                 body(it, 0)
             return
+        if not (isinstance(lo, int) and isinstance(hi, int)):
+            lo = self.min_(lo, hi)  # a core whose share starts past the end (lo > hi) runs nothing
         n = self.sub(hi, lo)
         whole = self.add_(lo, self.mul(self.div(n, slots), slots), "pairs_end") if not isinstance(n, int) else (
             lo + (n // slots) * slots if isinstance(lo, int) else self.add_(lo, (n // slots) * slots, "pairs_end"))

@@ -6,11 +6,15 @@ sinking": the whole graph on the device, no host round trips between kernels).
 
 Loading. One GM arena (numpy bytes, the model's `arena` size) with the weights region
 filled from the WEIGHTS partition; every tensor of the model definition becomes a numpy
-view of the arena at its offset. The KERNELS partition (one MLIR module of kernel
-symbols) is parsed once and each kernel decoded once:
+view of the arena at its offset. The kernels of the KERNELS partition are decoded once:
 
-- `isa.kernel`: the AI Core simulator (`ge.runtime.simulator`) — functional and timed;
-- `tile.kernel`: the tile interpreter (`ge.runtime.tile_interp`) — functional only; its
+- `isa.kernel`: kernel code (`ge.runtime.kernel_code`, no MLIR parsed), one program per
+  distinct body, on the AI Core simulator (`ge.runtime.simulator`) — functional, timed and
+  checked; the timing and checks of each body are kept in `analyses` and reused by later
+  launches and runs (they do not depend on the data), and `run(timing_only=True)` skips
+  the numerics. A problem the simulator reports raises `KernelProblemError` unless
+  `allow_hazards`;
+- the debug levels' MLIR module, parsed once: `tile.kernel`: the tile interpreter (`ge.runtime.tile_interp`) — functional only; its
   cycles are the tile cost model's estimate (`tile.cycles`), a fast debug mode;
 - `func.func` (kernels outlined at the fusion level): the reference interpreter.
 
@@ -50,7 +54,7 @@ from threadpoolctl import threadpool_limits
 
 from ge import targets
 from ge.errors import GeError, InputError, ModelFormatError
-from ge.runtime.model_file import Model, load_model
+from ge.runtime.model_file import Model, load_model, no_gc
 
 log = logging.getLogger("ge.executor")
 
@@ -58,6 +62,11 @@ log = logging.getLogger("ge.executor")
 class ExecutionError(GeError):
     """A model that cannot run as stored (a wait with no record, a kernel missing from the
     KERNELS partition, an unsupported element type)."""
+
+
+class KernelProblemError(ExecutionError):
+    """The simulator reported problems in the model's kernels (hazards, races between cores,
+    out-of-bounds or never-written reads, ...): the outputs cannot be trusted."""
 
 
 # --------------------------------------------------------------------------------------
@@ -91,33 +100,22 @@ class KernelRun:
 
 
 class _Kernel:
-    """One decoded kernel symbol of the KERNELS partition."""
+    """One kernel symbol of the KERNELS partition: `program` is its decoded body (shared by
+    the symbols with identical bodies at the isa level)."""
 
-    def __init__(self, entry: dict[str, Any], op, level: str, target: targets.Target):
+    def __init__(self, entry: dict[str, Any], program: Any, level: str, uses_cube: bool):
         self.name = entry["name"]
         self.level = level
         self.block_dim = int(entry.get("block_dim", 1))
         self.modeled = entry.get("modeled_cycles")
         self.bound = entry.get("bound")
-        if level == "isa":
-            from ge.runtime.simulator import KernelProgram
+        self.program = program
+        self.uses_cube = uses_cube
 
-            self.program = KernelProgram(op, target)
-            self.uses_cube = self.program.uses_cube
-        elif level == "tile":
-            from ge.dialects import tile
-            from ge.runtime.tile_interp import KernelProgram as TileKernel
-
-            self.program = TileKernel(op)
-            self.uses_cube = any(isinstance(o, tile.MmadOp) for o in op.walk())
-        else:
-            self.program = op
-            self.uses_cube = False
-
-    def run(self, ins: list[np.ndarray], outs: list[np.ndarray], sim) -> Any:
+    def run(self, ins: list[np.ndarray], outs: list[np.ndarray], sim, timing_only: bool = False) -> Any:
         """Execute on the arena views; returns the simulator's KernelStats at the isa level."""
         if self.level == "isa":
-            return sim.run_kernel(self.program, [*ins, *outs])
+            return sim.run_kernel(self.program, [*ins, *outs], self.name, timing_only)
         if self.level == "tile":
             self.program.run([*ins, *outs])
             return None
@@ -128,20 +126,46 @@ class _Kernel:
         return None
 
 
-def _parse_kernels(model: Model, target: targets.Target) -> list[_Kernel]:
+def _decode_kernels(model: Model, target: targets.Target) -> list[_Kernel]:
+    """The kernels of the model definition, in order; isa kernel code is decoded once per
+    body (no MLIR is parsed), the debug levels' MLIR text parsed once."""
+    part = model.kernels
+    where = model.path or model.name
+    if part.get("format") == "isa-code":
+        from ge.runtime.simulator import KernelProgram
+
+        bodies: dict[int, KernelProgram] = {}
+        kernels = []
+        for entry in model.definition["kernels"]:
+            body = part["kernels"].get(entry["name"])
+            if body is None:
+                raise ExecutionError(f"{where}: kernel @{entry['name']} is not in the KERNELS partition")
+            if body not in bodies:
+                bodies[body] = KernelProgram(part["bodies"][body], target, entry["name"])
+            kernels.append(_Kernel(entry, bodies[body], "isa", bodies[body].uses_cube))
+        return kernels
+    if part.get("format") != "mlir" or not isinstance(part.get("text"), str) or part.get("level") == "isa":
+        raise ModelFormatError(f"{where}: the KERNELS partition is neither isa kernel code nor an MLIR module of "
+                               "graph- or tile-level kernels")
     from ge.ir import parse_module
 
-    part = model.kernels
-    if part.get("format") != "mlir" or not isinstance(part.get("text"), str):
-        raise ModelFormatError(f"{model.path or model.name}: the KERNELS partition is not an MLIR module")
-    module = parse_module(part["text"], f"{model.path or model.name}:KERNELS")
+    module = parse_module(part["text"], f"{where}:KERNELS")
     symbols = {op.properties["sym_name"].data: op for op in module.ops if "sym_name" in op.properties}
     level = part.get("level", model.metadata.get("kernel_level", "graph"))
     kernels = []
     for entry in model.definition["kernels"]:
         if entry["name"] not in symbols:
-            raise ExecutionError(f"{model.path or model.name}: kernel @{entry['name']} is not in the KERNELS partition")
-        kernels.append(_Kernel(entry, symbols[entry["name"]], level, target))
+            raise ExecutionError(f"{where}: kernel @{entry['name']} is not in the KERNELS partition")
+        op = symbols[entry["name"]]
+        program: Any
+        if level == "tile":
+            from ge.dialects import tile
+            from ge.runtime.tile_interp import KernelProgram as TileKernel
+
+            program, uses_cube = TileKernel(op), any(isinstance(o, tile.MmadOp) for o in op.walk())
+        else:
+            program, uses_cube = op, False
+        kernels.append(_Kernel(entry, program, level, uses_cube))
     return kernels
 
 
@@ -309,7 +333,9 @@ class Executor:
         w_offset, w_size = self.model.definition["regions"]["weights"]
         self.arena[w_offset:w_offset + w_size] = np.frombuffer(self.model.weights, dtype=np.uint8)
         self.views = [self._view(i, t) for i, t in enumerate(self.model.definition["tensors"])]
-        self.kernels = _parse_kernels(self.model, target)
+        with no_gc():
+            self.kernels = _decode_kernels(self.model, target)
+        self.analyses: dict = {}  # the simulator's timing and checks per kernel body, kept across runs
         self.level = self.model.kernels.get("level", meta.get("kernel_level", "graph"))
         self.gears = _gears(self.model)
         self._records = self._match_events()
@@ -385,14 +411,26 @@ class Executor:
 
     # -- running -----------------------------------------------------------------------
 
-    def run(self, inputs: Mapping[str, Any], trace: bool = False) -> dict[str, np.ndarray]:
+    def run(self, inputs: Mapping[str, Any], trace: bool = False, timing_only: bool = False,
+            allow_hazards: bool = False) -> dict[str, np.ndarray]:
         """Run the model on `inputs` (by name); returns the outputs by name. `trace=True`
-        records the simulator's per-pipe spans for `last_report.timeline()`."""
+        records the simulator's per-pipe spans for `last_report.timeline()`.
+        `timing_only`: cycles and checks without the numerics (returns no outputs).
+        A problem the simulator reports (a hazard, a race between cores, ...) raises
+        `KernelProblemError` unless `allow_hazards` (then `last_report.problems` lists it)."""
         arrays = self._check_inputs(inputs)
         gear = self._gear_for(arrays)
         for io in gear.inputs:
             self.views[io["tensor"]][...] = arrays[io["name"]].reshape(self.views[io["tensor"]].shape)
-        self.last_report = _Run(self, gear, trace).execute()
+        self.last_report = _Run(self, gear, trace, timing_only).execute()
+        problems = self.last_report.problems
+        if problems and not allow_hazards:
+            hazards = sum(p.is_hazard for p in problems)
+            raise KernelProblemError(
+                f"{self.where}: the simulator reported {len(problems)} problem(s) ({hazards} hazard(s)); first: "
+                f"{problems[0]} (allow_hazards / --allow-hazards to run anyway and list them)")
+        if timing_only:
+            return {}
         return {io["name"]: self.views[io["tensor"]].reshape(io["shape"]).copy() for io in gear.outputs}
 
 
@@ -400,15 +438,16 @@ class _Run:
     """One run of a gear's tasks: the stream / event / core schedule, executing each task
     when it is scheduled (so in an order that respects every dependency)."""
 
-    def __init__(self, ex: Executor, gear: _Gear, trace: bool):
+    def __init__(self, ex: Executor, gear: _Gear, trace: bool, timing_only: bool = False):
         self.ex, self.gear = ex, gear
         self.tasks = ex.model.tasks
         self.cores = _Cores(ex.target)
         self.sim = None
+        self.timing_only = timing_only and ex.level == "isa"
         if ex.level == "isa":
             from ge.runtime.simulator import Simulator
 
-            self.sim = Simulator(ex.target, trace=trace)
+            self.sim = Simulator(ex.target, trace=trace, analyses=ex.analyses)
         source = {"isa": "simulated", "tile": "modeled"}.get(ex.level, "none")
         self.report = RunReport(ex.target.clock_hz, source, gear.batch, _core_count=self.cores.count)
         self.fired: dict[int, float] = {}
@@ -428,9 +467,6 @@ class _Run:
                 free_at[stream] = self._task(queues[stream].popleft(), free_at[stream])
         if self.sim is not None:
             self.report.problems = list(self.sim.report.problems)
-            if self.report.problems:
-                log.warning("%s: the simulator reported %d problem(s), first: %s", self.ex.where,
-                            len(self.report.problems), self.report.problems[0])
         return self.report
 
     def _advance(self, queues: dict[int, deque[int]], free_at: dict[int, float]) -> list[int]:
@@ -460,7 +496,8 @@ class _Run:
 
     def _copy(self, j: int, t: dict[str, Any], ready: float) -> float:
         src, dst = self.ex.views[t["src"]], self.ex.views[t["dst"]]
-        dst.reshape(-1).view(np.uint8)[...] = src.reshape(-1).view(np.uint8)
+        if not self.timing_only:
+            dst.reshape(-1).view(np.uint8)[...] = src.reshape(-1).view(np.uint8)
         startup = self.ex.target.startup.mte2
         end = self.cores.hbm.place(ready + startup, copy_cycles(self.ex.target, src.nbytes) - startup, 2 * src.nbytes)
         self.report.spans.append(TaskSpan(j, "copy", f"copy {src.nbytes} B", t["stream"], ready, end))
@@ -475,7 +512,7 @@ class _Run:
         mark = len(self.sim.trace.events) if self.sim is not None and self.sim.trace is not None else 0
         if self.sim is not None and self.sim.trace is not None:
             self.sim.trace.offset = start
-        stats = kernel.run(ins, outs, self.sim)
+        stats = kernel.run(ins, outs, self.sim, self.timing_only)
         run = KernelRun(j, kernel.name, t.get("name", ""), t["stream"], start, 0.0, len(chosen), kernel.block_dim,
                         kernel.bound)
         if stats is not None:

@@ -12,9 +12,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ge.runtime.reference import erf
-from ge.runtime.tile_interp import img2col as _img2col_logical
-
 
 def compute_dtype(dtype: np.dtype) -> np.dtype:
     """The type arithmetic on `dtype` storage runs in: f32 for f16, the type itself otherwise."""
@@ -38,6 +35,8 @@ def _relu(x: np.ndarray) -> np.ndarray:
 
 
 def _erf(x: np.ndarray) -> np.ndarray:
+    from ge.runtime.reference import erf  # imported when used: loading a model stays light
+
     return erf(x).astype(x.dtype)
 
 
@@ -153,7 +152,9 @@ def img2col(fm: np.ndarray, sizes: tuple[int, int], m: int, k: int, c: int, h: i
             **params) -> np.ndarray:
     """Load3D: the flat ZZ contents of the A tile (see `isa.img2col`); `fm` is the feature
     map without its N dim, `params` those of the op (kernel, strides, ...)."""
-    logical = _img2col_logical(fm[None], sizes, m, k, c, h, **params)
+    from ge.runtime.tile_interp import img2col as img2col_logical  # imported when used
+
+    logical = img2col_logical(fm[None], sizes, m, k, c, h, **params)
     return matrix_to_zz(logical, *fractal)
 
 

@@ -8,17 +8,18 @@ A body is JSON: everything an instruction needs, resolved at compile time --
 
     {"block_dim", "num_ins", "data_dependent",
      "args": [[dtype, elements, label], ...],     GM kernel arguments in order
+     "buffers": [[region, byte base, bytes, dtype, label], ...],   what operands address
      "registers": [initial value, ...],           constants; every other SSA index value a slot
      "instrs": [[op name, location], ...],        instruction id -> how messages name it
      "code": [record, ...]}                       the kernel body in program order
 
 A record is a dict with "op" (the op name) and, for an instruction, "id". Scalar records
 name registers; `scf.for` nests its body; an instruction (`isa.InstructionOp`) gets the
-generic fields -- "opnds" (buffer operands by role: [region, byte base, bytes, dtype,
-offset register or null, label]), "regs" (its other index operands by operand name:
-register or list of registers), "results" (result registers by name), "props" (its
-properties as JSON) -- plus what its ENCODERS entry adds from the target (vector rects,
-Cube fractals). The name is not in the body: identical kernels share one body
+generic fields -- "pipe", "opnds" (buffer operands by role: [buffer index, offset register
+or null]) and, when not empty, "regs" (its other index operands by operand name: register
+or list of registers), "results" (result registers by name), "props" (its properties as
+JSON) -- plus what its ENCODERS entry adds from the target (vector rects, Cube fractals),
+which may also drop the properties it replaces. The name is not in the body: identical kernels share one body
 (`partition`), and a launch names the body through its kernel entry.
 """
 
@@ -92,6 +93,7 @@ class Encoder:
         self.registers: list[int] = []
         self.instrs: list[list[str]] = []
         self.buffers: dict[SSAValue, tuple[int, int, int, str]] = {}  # value -> region, base, bytes, label
+        self.table: dict[tuple, int] = {}  # (region, base, bytes, dtype, label) -> index in "buffers"
         self.args = []
         for i, a in enumerate(kernel.body.block.args):
             t = a.type
@@ -122,7 +124,9 @@ class Encoder:
         off = op.offset_of(role)
         t = v.type
         assert isinstance(t, MemRefType)
-        return [region, base, size, numpy_dtype(t.element_type).name, None if off is None else self.reg(off), label]
+        key = (region, base, size, numpy_dtype(t.element_type).name, label)
+        index = self.table.setdefault(key, len(self.table))
+        return [index, None if off is None else self.reg(off)]
 
     def block(self, block: Block) -> list[dict]:
         out = []
@@ -188,12 +192,16 @@ class Encoder:
                 regs[name] = None if isinstance(v.type, MemRefType) else self.reg(v)
             elif v is not None:
                 regs[name] = [self.reg(x) for x in v]
-        rec["regs"] = regs
-        rec["results"] = {name: self.reg(getattr(op, name)) for name, _ in definition.results}
-        rec["props"] = {k: _json(v) for k, v in op.properties.items() if k != "operandSegmentSizes"}
+        results = {name: self.reg(getattr(op, name)) for name, _ in definition.results}
+        props = {k: _json(v) for k, v in op.properties.items() if k != "operandSegmentSizes"}
         extra = ENCODERS.get(type(op)) or next((f for c, f in ENCODERS.items() if isinstance(op, c)), None)
         if extra is not None:
-            rec.update(extra(self, op))
+            added = extra(self, op)
+            props = {k: v for k, v in props.items() if k not in added.pop("replaces", ())}
+            rec.update(added)
+        for key, value in (("regs", regs), ("results", results), ("props", props)):
+            if value:
+                rec[key] = value
         return rec
 
     def _bind(self, op: isa.BufferOp) -> None:
@@ -212,7 +220,7 @@ class Encoder:
 
 def _move(enc: Encoder, op: isa._MoveOp) -> dict:
     return {"sizes": list(op.static_sizes), "src_strides": list(op.static_src_strides),
-            "dst_strides": list(op.static_dst_strides)}
+            "dst_strides": list(op.static_dst_strides), "replaces": ("sizes", "src_strides", "dst_strides")}
 
 
 def _cube(enc: Encoder, op: isa.MmadOp | isa.Img2colOp) -> dict:
@@ -224,8 +232,10 @@ def _cube(enc: Encoder, op: isa.MmadOp | isa.Img2colOp) -> dict:
 
 
 def _vector(enc: Encoder, op: isa._VectorOp) -> dict:
+    """Repeats and each operand's rectangles (what the mask, repeat and strides address)."""
     return {"repeats": op.repeats, "rects": {r: [[rect.base, list(rect.shape), list(rect.strides)] for rect in rects]
-                                             for r, rects in op.rects(enc.target).items()}}
+                                             for r, rects in op.rects(enc.target).items()},
+            "replaces": ("repeat", "mask", "blk_stride", "rep_stride")}
 
 
 ENCODERS: dict[type, Callable[[Encoder, Any], dict]] = {
@@ -238,6 +248,7 @@ def encode(kernel: isa.KernelOp, target: targets.Target) -> dict[str, Any]:
     enc = Encoder(kernel, target)
     code = enc.block(kernel.body.block)
     return {"block_dim": kernel.block_dim.value.data, "num_ins": kernel.num_ins.value.data,
+            "buffers": [list(key) for key in enc.table],
             "data_dependent": any(getattr(type(op), "DATA_DEPENDENT", False) for op in kernel.walk()),
             "args": enc.args, "registers": enc.registers, "instrs": enc.instrs, "code": code}
 

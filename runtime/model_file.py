@@ -17,9 +17,12 @@ byte is caught. Partitions (kinds numbered as GE's where GE has one):
   (name, kind, block_dim, argument types).
 - WEIGHTS (1), raw bytes: the weights region of the arena, each weight at its offset.
 - TASK_INFO (2), JSON: the tasks in issue order (launch, copy, record, wait), tensors by id.
-- KERNELS (3, GE's TBE_KERNELS), JSON: the kernels' code, `{"format": "mlir", "level":
-  "graph" | "tile" | "isa", "text": ...}`: one module holding only the kernel symbols (the
-  weights are in WEIGHTS); the executor parses it once at load.
+- KERNELS (3, GE's TBE_KERNELS), JSON: the kernels' code. At the isa level, kernel code
+  (`ge.runtime.kernel_code`): `{"format": "isa-code", "version", "level": "isa", "target",
+  "bodies": [...], "kernels": {symbol: body index}}` -- each distinct kernel body once, as
+  the simulator's decoded program, so nothing on the load path parses MLIR. The debug
+  levels (graph, tile) keep `{"format": "mlir", "level", "text"}`: one module holding only
+  the kernel symbols (the weights are in WEIGHTS), parsed once at load.
 - METADATA (8, GE's MODEL_INOUT_INFO), JSON: inputs and outputs (names, shapes, dtypes),
   target, precision mode, dynamic-batch gears, memory and stream summary.
 
@@ -41,11 +44,14 @@ raises a `ge.errors.ModelFormatError` subclass whose message names the file and 
 from __future__ import annotations
 
 import bisect
+import gc
 import hashlib
 import io
 import itertools
 import json
 import struct
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from enum import IntEnum
 from pathlib import Path
@@ -57,7 +63,7 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from ge.errors import ModelFormatError
 
 MAGIC = b"GEOMODEL"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: kernel code in KERNELS (1: MLIR text)
 HEADER_SIZE = 256
 PARTITION_ALIGNMENT = 64
 _HEADER = struct.Struct("<8sIIQII32s32s16s")
@@ -269,9 +275,15 @@ def _parts(module: ModuleOp, prefix: str = "") -> _Parts:
 
 
 def _kernels_partition(level: str, kernel_ops: list[Operation], target: str) -> dict[str, Any]:
-    """The KERNELS partition: the kernel symbols in one module that names the target."""
+    """The KERNELS partition: kernel code (isa), else the kernel symbols in one module that
+    names the target."""
     from ge.ir import print_module
 
+    if level == "isa":
+        from ge import targets
+        from ge.runtime import kernel_code
+
+        return kernel_code.partition(kernel_ops, targets.load_target(target))
     module = ModuleOp(kernel_ops)
     module.attributes["ge.target"] = StringAttr(target)
     return {"format": "mlir", "level": level, "text": print_module(module)}
@@ -487,6 +499,24 @@ def load_model(path: str | Path) -> Model:
 
 def read_model(data: bytes, name: str = "<bytes>") -> Model:
     """Decode model file bytes; `name` is how errors name the file."""
+    with no_gc():  # the kernel code is many small objects, none of them cyclic garbage
+        return _read_model(data, name)
+
+
+@contextmanager
+def no_gc() -> Iterator[None]:
+    """Run without the cyclic garbage collector: decoding builds many small containers,
+    and each collection would walk all of them again (it was 4/5 of the load time)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _read_model(data: bytes, name: str) -> Model:
     view = memoryview(data)
     parts = _partitions(view, name)
 

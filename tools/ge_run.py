@@ -7,6 +7,11 @@ A thin command-line wrapper over `ge.load_model` (ge/compiler.py) and the execut
     ge-run model.om --inputs in.npz --output out.npz  # inputs by name (.npz) or in order (.npy files)
     ge-run model.om --compare model.onnx              # onnxruntime on the same inputs: errors, argmax
     ge-run model.om --profile timeline.json           # Chrome / Perfetto timeline (streams, cores, pipes)
+    ge-run model.om --timing-only                     # cycles and checks only, no numerics (performance studies)
+
+A problem the simulator reports in the kernels (a hazard between pipes, a race between the
+cores of a launch, a read of never-written memory, ...) is an error: one `ge-run: error:`
+line naming the first, exit status 1; `--allow-hazards` runs on and lists them.
 
 A corrupted or truncated model file, or inputs that do not fit the model, print one
 `ge-run: error: ...` line and exit with 1.
@@ -40,6 +45,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--compare", metavar="MODEL.onnx", help="run onnxruntime on the same inputs and compare")
     p.add_argument("--profile", metavar="timeline.json", help="write a Chrome / Perfetto timeline")
     p.add_argument("--top", type=int, default=20, help="kernels shown in the table (the slowest first)")
+    p.add_argument("--timing-only", action="store_true",
+                   help="simulate the cycles and check the kernels without computing the outputs")
+    p.add_argument("--allow-hazards", action="store_true",
+                   help="report the simulator's problems (hazards, races) as warnings instead of failing")
     p.add_argument("--log", choices=LOG_LEVELS, default="warning", help="what to log on stderr")
     return p
 
@@ -194,14 +203,17 @@ def run(args: argparse.Namespace) -> int:
     loaded = time.perf_counter()
     log.info("%s: %d kernels at the %s level loaded in %.3f s", args.model, len(model.model.definition["kernels"]),
              model.model.metadata.get("kernel_level"), loaded - start)
-    outputs = model.run(inputs, trace=args.profile is not None)
+    outputs = model.run(inputs, trace=args.profile is not None, timing_only=args.timing_only,
+                        allow_hazards=args.allow_hazards)
     done = time.perf_counter()
     report = executor.last_report
     print(report.table(args.top))
     gear = f", gear batch={report.batch}" if report.batch is not None else ""
     print(f"loaded in {loaded - start:.2f} s, ran in {done - loaded:.2f} s{gear}")
     if report.problems:
-        print(f"warning: the simulator reported {len(report.problems)} problem(s); first: {report.problems[0]}")
+        print(f"warning: the simulator reported {len(report.problems)} problem(s):")
+        for problem in report.problems[:args.top]:
+            print(f"  {problem}")
     if args.output:
         np.savez(args.output, **outputs)
         print(f"wrote {args.output}: {', '.join(f'{k} {list(v.shape)}' for k, v in outputs.items())}")
@@ -215,7 +227,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    p = parser()
+    args = p.parse_args(argv)
+    if args.timing_only and (args.output or args.compare):
+        p.error("--timing-only computes no outputs: it cannot be combined with --output or --compare")
     return run_reporting_errors("ge-run", lambda: run(args), args.model, None)
 
 
