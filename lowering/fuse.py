@@ -145,8 +145,9 @@ class Fuser:
 
     def _absorb_trans_data(self, ops: list[Operation]) -> None:
         """TbeTransDataFusionPass: a conversion whose input has no other user joins the
-        kernel that produces it (converted on copy-out); else one whose result has a single
-        user joins that kernel (converted on copy-in)."""
+        kernel that produces it (converted on copy-out); else (or when that group would
+        not build) one whose result has a single user joins that kernel (converted on
+        copy-in)."""
         rule = "TbeTransDataFusionPass"
         pending = [op for op in ops if fr.is_trans_data(op) and op not in self.assigned]
         if not self.enabled[rule]:
@@ -157,17 +158,22 @@ class Fuser:
             source = op.operands[0]
             producer = self.producer(source)
             users = self.users(op.results[0])
-            host = None
+            hosts = []
             if producer in self.group_of and len(self.users(source)) == 1:
-                host, how = self.group_of[producer], "copy-out of"
-            elif len(users) == 1 and users[0] in self.group_of:
-                host, how = self.group_of[users[0]], "copy-in of"
-            if host is None or self.can_join(op, set(host.ops)) is not None:
-                self.log.append(f"{rule}: {op_label(op)} stays a kernel of its own")
-                continue
-            if (reason := self.legality([*host.ops, op])) is not None and self.legality(host.ops) is None:
-                self.log.append(f"{rule}: {op_label(op)} stays a kernel of its own: the {how} group would not build: "
-                                f"{reason}")
+                hosts.append((self.group_of[producer], "copy-out of"))
+            if len(users) == 1 and users[0] in self.group_of:
+                hosts.append((self.group_of[users[0]], "copy-in of"))
+            host, reasons = None, []
+            for cand, how in hosts:
+                if self.can_join(op, set(cand.ops)) is not None:
+                    continue
+                reason = self.legality([*cand.ops, op])
+                if reason is None or self.legality(cand.ops) is not None:
+                    host = cand
+                    break
+                reasons.append(f"the {how} group would not build: {reason}")
+            if host is None:
+                self.log.append(f"{rule}: {op_label(op)} stays a kernel of its own" + "".join(f"; {r}" for r in reasons))
                 continue
             host.ops.append(op)
             host.ops.sort(key=self.order.__getitem__)

@@ -78,7 +78,7 @@ class CubeProblem:
     n: int
     k: int
     a_fmt: str  # conv: "nc1hwc0" | "nchw"; matmul: "nd" | "nd_t" | "nz"
-    b_fmt: str  # conv: "fz"; matmul: "nd" | "nd_t" | "nz" | "nz_t"
+    b_fmt: str  # conv: "fz" | "nchw" (run-time weights converted on copy-in); matmul: "nd" | "nd_t" | "nz" | "nz_t"
     out_fmt: str  # "nc1hwc0" | "nchw" | "nd" | "nz"
     c0: int = 16
     # conv geometry
@@ -95,6 +95,7 @@ class CubeProblem:
     weight_type: TensorType | None = None
     macs: int = 0
     a_src: SSAValue | None = None  # the GM value A is read from (before a fused TransData)
+    b_src: SSAValue | None = None  # the plain weights B is read from (before a fused TransData)
     out_value: SSAValue | None = None  # a stored output (after a fused TransData)
     epilogue_ops: list[Operation] = field(default_factory=list)  # compute ops after the anchor
 
@@ -248,6 +249,12 @@ def cube_problem(block: Block, weight_value: Callable[[SSAValue], np.ndarray | N
             if lt.layout_of(x.type) is not None:
                 raise Unsupported("a conv input converted between two storage formats")
         prob = _conv_problem(anchor, block, weight_value(anchor.weight), x, outs[0])
+        w = anchor.weight
+        if isinstance(w.owner, lt.TransDataOp) and w.owner in ops:
+            # weights known only at run time: the copy-in builds the FRACTAL_Z chunks
+            prob.b_src, prob.b_fmt = w.owner.input, "nchw"
+            if lt.layout_of(prob.b_src.type) is not None or prob.conv["ext"] > 1:
+                raise Unsupported("conv weights converted at run time from a storage format or for extended groups")
     elif isinstance(anchor, g.MatMulOp | g.GemmOp):
         if len(epilogue) != len(ops) - 1:
             raise Unsupported("layout conversions fused into a matmul kernel")
@@ -795,6 +802,10 @@ class _CubeEmitter:
 
     def b_view(self) -> SSAValue:
         p, b = self.p, self.b
+        if p.kind == "conv" and p.b_fmt == "nchw":
+            plain = self.gm[p.b_src]
+            co, cg, kh, kw = plain.type.get_shape()
+            return b.view(plain, (co, cg, kh * kw), "w_gm")
         w = self.gm[p.anchor.operands[1]]
         s = w.type.get_shape()
         if p.kind == "conv":
@@ -877,6 +888,16 @@ class _CubeEmitter:
     def load_b(self, b_gm, b_l1, bi, gi, n0, kc) -> None:
         p, b, pl = self.p, self.b, self.plan
         shape = self.b_l1_shape()
+        if p.kind == "conv" and p.b_fmt == "nchw":
+            # FRACTAL_Z rows (c1, kh, kw) x filters x C0 from plain [Co, Cg, kh * kw], one C1
+            # block at a time; channels past Cg and filters past Co read as 0
+            khw = p.conv["kh"] * p.conv["kw"]
+            ncb = pl.kl1 // (khw * p.c0)
+            first = b.add_(b.mul(gi, p.conv["mg_e"]), n0)
+            for j in range(ncb):
+                c = b.mul(b.add_(b.mul(kc, ncb), j), p.c0)
+                b.copy(b_gm, [first, c, 0], b_l1, [j * khw, 0, 0], (shape[1], p.c0, khw), perm=(2, 0, 1), pad=0.0)
+            return
         if p.kind == "conv":
             offs = [b.mul(kc, pl.kl1 // p.c0), b.add_(b.mul(gi, p.conv["mg_e"]), n0), 0]
             b.copy(b_gm, offs, b_l1, None, shape, pad=0.0)

@@ -119,14 +119,16 @@ def test_group_tiles_names_why_a_group_does_not_build():
     assert group_tiles([soft]) is None
 
 
-def test_fuse_leaves_the_conversion_out_and_logs_why():
+def test_fuse_moves_the_conversion_to_a_group_that_builds():
     _, fn = layout_function(load_regression(10))
     log: list[str] = []
     fuser = fuse.Fuser(fn.body.block, fuse.enabled_rules(None), log)
     fuser.run()
     kernels = [[fuse.op_label(o) for o in g.ops] for g in fuser.groups]
+    # not the copy-out of the LogSoftmax (that group would not build): the copy-in of the pool
     assert ["logsoftmax1"] in kernels
-    assert any("logsoftmax1_nc1hwc0 stays a kernel of its own" in line and "would not build" in line for line in log)
+    assert ["logsoftmax1_nc1hwc0", "globalaveragepool2", "globalaveragepool2_nchw"] in kernels
+    assert any(line.startswith("TbeTransDataFusionPass: logsoftmax1_nc1hwc0 done by the copy-in") for line in log)
 
 
 def test_fusion_still_forms_buildable_groups():
@@ -234,3 +236,42 @@ def test_gemm_trans_a_of_a_fractal_nz_operand(n, k, m, n_out, precision):
     status, detail, err = check(model, {"x": rng.standard_normal((n, k)).astype(np.float32)}, precision)
     assert status == "pass", detail
     assert err <= (1e-5 if precision == "f32" else 3e-3)
+
+
+@pytest.mark.parametrize(("x_shape", "w_shape", "group", "stride", "precision"), [
+    ([1, 13, 7, 6], [5, 13, 3, 3], 1, 2, "f32"),
+    ([2, 16, 5, 5], [32, 8, 3, 3], 2, 1, "f32"),
+    ([1, 3, 8, 8], [20, 3, 1, 1], 1, 1, "f16"),
+])
+def test_conv_with_weights_given_at_run_time(x_shape, w_shape, group, stride, precision):
+    """A Conv whose weight is a graph input (the ONNX conformance cases) needs its
+    NCHW -> FRACTAL_Z conversion at run time: the KeyError in tile_cube, then 'TransData
+    from FRACTAL_Z'; the conversion now joins the conv's copy-in (one C1 block per copy)."""
+    rng = np.random.default_rng(2)
+    node = helper.make_node("Conv", ["x", "w"], ["y"], name="conv", pads=[1, 1, 1, 1], strides=[stride] * 2,
+                            group=group)
+    g = helper.make_graph([node], "conv", [helper.make_tensor_value_info("x", 1, x_shape),
+                                           helper.make_tensor_value_info("w", 1, w_shape)],
+                          [helper.make_tensor_value_info("y", 1, None)])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    model = onnx.shape_inference.infer_shapes(model)
+    feeds = {"x": rng.standard_normal(x_shape).astype(np.float32),
+             "w": (rng.standard_normal(w_shape) / np.sqrt(np.prod(w_shape[1:]))).astype(np.float32)}
+    status, detail, err = check(model, feeds, precision)
+    assert status == "pass", detail
+    assert err <= (1e-5 if precision == "f32" else 3e-3)
+    compiled = ge.compile(model, ge.CompileOptions(precision_mode="must_keep_origin_dtype"))
+    assert compiled.report["kernels"] <= 3  # the weight conversion is no kernel of its own
+
+
+def test_conv_with_run_time_weights_and_extended_groups_is_refused():
+    """Groups too narrow for a C0 block are packed into wider GEMMs by rearranging the
+    weights at compile time, which run-time weights do not allow: a GeError says so."""
+    node = helper.make_node("Conv", ["x", "w"], ["y"], name="conv", group=2)
+    g = helper.make_graph([node], "conv", [helper.make_tensor_value_info("x", 1, [1, 6, 5, 5]),
+                                           helper.make_tensor_value_info("w", 1, [4, 3, 3, 3])],
+                          [helper.make_tensor_value_info("y", 1, [1, 4, 3, 3])])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    reason = npu_refusal(model)
+    assert reason is not None and "conv" in reason and "compile time" in reason
+    assert not is_compatible(model, device="NPU")
