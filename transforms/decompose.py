@@ -27,12 +27,14 @@ Decompositions (each checked against the reference interpreter in test/python/te
   celu(x) = max(x, 0) + min(alpha * (exp(x / alpha) - 1), 0);
   thresholded_relu(x) = where(x > alpha, x, 0); prelu(x, s) = relu(x) + s * min(x, 0);
 - sign(x) = cast(x > 0) - cast(x < 0) (NaN kept for floats);
-- mod: integers fmod r = x - trunc_div(x, y) * y, Python mod r + y where r != 0 and the signs of
-  r and y differ; floats fmod x - trunc(x / y) * y, Python mod x - floor(x / y) * y;
+- mod: fmod r = x - trunc(x / y) * y (integers: the truncating integer div; floats: a zero
+  keeps x's sign, fmod(x, +-inf) = x), Python's mod from it: r + y where r != 0 and the signs
+  of r and y differ (floats: a zero takes y's sign), as numpy's np.mod;
 - pow(x, c), constant c: an integer |c| <= 64 by repeated squaring (negative: its
-  reciprocal), 0 -> ones; otherwise and for a tensor exponent
+  reciprocal; integer bases: positive c only), 0 -> ones; otherwise and for a tensor exponent
   exp(y * ln|x|) with C's sign rules: a negative sign bit (-0 and -inf too) and an odd integer
-  y -> negative, a finite x < 0 and a fractional y -> NaN, y == 0 -> 1;
+  y -> negative, a finite x < 0 and a fractional y -> NaN, y == 0 -> 1; integer bases compute
+  that in f32 (exact results up to 2^24), rounded when y is whole, truncated to the integer;
 - sin / cos: k = round(x / pi) (cos: round(x / pi - 1/2) + 1/2), r = x - k pi in three
   Cody-Waite steps (pi = P1 + P2 + P3, P1 and P2 short enough that k * P is exact for
   |k| < 2^12), sin(r) = r + r^3 P(r^2) with a degree-4 P (|error| < 2e-11 on [-pi/2, pi/2]),
@@ -41,7 +43,8 @@ Decompositions (each checked against the reference interpreter in test/python/te
 - reduce_sum_square = reduce_sum(x * x), reduce_l2 = sqrt(that) (f16 in f32);
 - argmax / argmin: m = reduce_max (min) keeping dims, e = (x == m), idx = where(e, iota, n),
   reduce_min(idx) (reduce_max of where(e, iota, -1) for select_last_index), cast to i64;
-- layer_norm with axis 0: a reshape to [1, ...] and layer_norm over axis 1.
+- layer_norm with axis 0: a reshape to [1, ...] and layer_norm over axis 1;
+- a reduction over an empty axis: the constant the reference interpreter gives (its identity).
 """
 
 from __future__ import annotations
@@ -169,22 +172,33 @@ def _trunc(b: _Builder, q: SSAValue) -> SSAValue:
     return b.where(b(graph.LessOp, q, b.scalar(q, 0.0)), b(graph.CeilOp, q), b(graph.FloorOp, q))
 
 
-def _mod(b: _Builder, op: Operation) -> SSAValue:
-    x, y = op.operands
-    fmod = has_flag(op.properties, "fmod")
-    if dtypes.is_float(elem_of(x)):
-        elem = elem_of(x)
-        xw, yw = b.cast(x, _work_elem(x)), b.cast(y, _work_elem(x))
-        q = b.div(xw, yw)
-        t = _trunc(b, q) if fmod else b(graph.FloorOp, q)
-        return b.cast(b.sub(xw, b.mul(t, yw)), elem)
-    r = b.sub(x, b.mul(b.div(x, y), y))  # integer div truncates toward zero (ONNX)
-    if fmod:
-        return r
+def _python_mod_fix(b: _Builder, r: SSAValue, y: SSAValue) -> SSAValue:
+    """fmod -> Python's mod: add y where r != 0 and the signs of r and y differ."""
     zero = b.scalar(r, 0)
     differ = b(graph.XorOp, b(graph.LessOp, r, zero), b(graph.LessOp, y, zero))
     fix = b(graph.AndOp, b(graph.NotOp, b(graph.EqualOp, r, zero)), differ)
-    return b.add(r, b.where(fix, y, zero))
+    return b.where(fix, b.add(r, y), r)
+
+
+def _mod(b: _Builder, op: Operation) -> SSAValue:
+    x, y = op.operands
+    fmod = has_flag(op.properties, "fmod")
+    if not dtypes.is_float(elem_of(x)):
+        r = b.sub(x, b.mul(b.div(x, y), y))  # integer div truncates toward zero (ONNX)
+        return r if fmod else _python_mod_fix(b, r, y)
+    elem = elem_of(x)
+    xw, yw = b.cast(x, _work_elem(x)), b.cast(y, _work_elem(x))
+    inf = b.scalar(xw, math.inf)
+    r = b.sub(xw, b.mul(_trunc(b, b.div(xw, yw)), yw))
+    r = b.where(b(graph.EqualOp, r, b.scalar(r, 0.0)), b.mul(xw, b.scalar(xw, 0.0)), r)  # a zero has x's sign
+    finite_x = b(graph.LessOp, b(graph.AbsOp, xw), inf)
+    r = b.where(b(graph.AndOp, b(graph.EqualOp, b(graph.AbsOp, yw), inf), finite_x), xw, r)  # fmod(x, inf) = x
+    if not fmod:
+        r = _python_mod_fix(b, r, yw)
+        zero = b.scalar(r, 0.0)
+        signed_zero = b.where(b(graph.LessOp, yw, zero), b.scalar(r, -0.0), zero)
+        r = b.where(b(graph.EqualOp, r, zero), signed_zero, r)  # a zero has y's sign
+    return b.cast(r, elem)
 
 
 def _splat(v: SSAValue) -> float | None:
@@ -210,26 +224,35 @@ def _integer_power(b: _Builder, x: SSAValue, n: int) -> SSAValue:
 def _pow(b: _Builder, op: Operation) -> SSAValue | None:
     x, y = op.operands
     elem = elem_of(x)
-    if not dtypes.is_float(elem):
-        return None  # integer bases: no vector lowering (the lowering names the node)
     c = _splat(y)
-    if c is not None and c in PRIMITIVE_POWERS:
+    if c is not None and c in PRIMITIVE_POWERS and dtypes.is_float(elem):
         return None
     out_shape = shape_of(op.results[0])
-    if c is not None:
-        if c == 0:
-            return b.const(np.ones(out_shape), elem)
-        if c == int(c) and abs(c) <= MAX_INTEGER_POWER:
-            p = _integer_power(b, x, abs(int(c)))
-            return b(graph.ReciprocalOp, p) if c < 0 else _broadcast_to(b, p, out_shape)
-    xw = b.cast(x, _work_elem(x))
-    yw = b.cast(y, _work_elem(x))
+    if c is not None and c == 0:
+        return b.const(np.ones(out_shape), elem)
+    if c is not None and c == int(c) and abs(c) <= MAX_INTEGER_POWER and (c > 0 or dtypes.is_float(elem)):
+        p = _broadcast_to(b, _integer_power(b, x, abs(int(c))), out_shape)
+        return b(graph.ReciprocalOp, p) if c < 0 else p
+    if dtypes.is_float(elem):
+        return b.cast(_pow_f32(b, b.cast(x, _work_elem(x)), b.cast(y, _work_elem(x)), c is not None), elem)
+    # an integer base: in f32 (exact up to 2^24), rounded when the exponent is whole, then
+    # truncated toward zero as onnxruntime's std::pow result is
+    yw = b.cast(y, f32)
+    r = _pow_f32(b, b.cast(x, f32), yw, c is not None)
+    rounded = b(graph.RoundOp, r)
+    if dtypes.is_float(elem_of(y)) and (c is None or c != int(c)):
+        rounded = b.where(b(graph.EqualOp, b(graph.FloorOp, yw), yw), rounded, r)
+    return b.cast(rounded, elem)
+
+
+def _pow_f32(b: _Builder, xw: SSAValue, yw: SSAValue, constant: bool) -> SSAValue:
+    """exp(y ln|x|) with C's sign rules (see the module docstring)."""
     mag = b(graph.ExpOp, b.mul(yw, b(graph.LogOp, b(graph.AbsOp, xw))))
     # a finite negative base and a fractional exponent: NaN (C's pow: -0 and -inf are not)
     finite_neg = b(graph.AndOp, b(graph.LessOp, xw, b.scalar(xw, 0.0)),
                    b(graph.GreaterOp, xw, b.scalar(xw, -math.inf)))
-    if c is not None:  # a constant non-integer exponent
-        return b.cast(b.where(finite_neg, b.scalar(xw, math.nan), mag), elem)
+    if constant:  # a constant non-integer exponent
+        return b.where(finite_neg, b.scalar(xw, math.nan), mag)
     # the sign bit: x + 1/x has the sign of x, also for -0 (-0 + -inf) and -inf (-inf + -0)
     neg = b(graph.LessOp, b.add(xw, b(graph.ReciprocalOp, xw)), b.scalar(xw, 0.0))
     whole = b(graph.EqualOp, b(graph.FloorOp, yw), yw)
@@ -237,8 +260,7 @@ def _pow(b: _Builder, op: Operation) -> SSAValue | None:
     odd = b(graph.AndOp, whole, b(graph.NotOp, b(graph.EqualOp, b(graph.FloorOp, half), half)))
     r = b.where(b(graph.AndOp, neg, odd), b(graph.NegOp, mag), mag)
     r = b.where(b(graph.AndOp, finite_neg, b(graph.NotOp, whole)), b.scalar(xw, math.nan), r)
-    r = b.where(b(graph.EqualOp, yw, b.scalar(yw, 0.0)), b.scalar(xw, 1.0), r)
-    return b.cast(r, elem)
+    return b.where(b(graph.EqualOp, yw, b.scalar(yw, 0.0)), b.scalar(xw, 1.0), r)
 
 
 def _broadcast_to(b: _Builder, v: SSAValue, shape: tuple[int, ...]) -> SSAValue:
@@ -339,6 +361,16 @@ def _reshape(b: _Builder, v: SSAValue, shape: tuple[int, ...]) -> SSAValue:
     return new.results[0]
 
 
+def _empty_reduction(b: _Builder, op: Operation) -> SSAValue:
+    """A reduction over no elements is a constant (its identity, or what the reference
+    interpreter makes of it: sqrt(0), 0 / 0 for a mean)."""
+    from ge.runtime.reference import evaluate
+
+    x = op.operands[0]
+    (value,) = evaluate(op, [np.zeros(shape_of(x), dtypes.numpy_dtype(elem_of(x)))])
+    return b.const(value, elem_of(op.results[0]))
+
+
 DECOMPOSITIONS: dict[type[Operation], Callable[[_Builder, Operation], SSAValue | None]] = {
     graph.EluOp: _elu, graph.SeluOp: _selu, graph.CeluOp: _celu, graph.ThresholdedReluOp: _thresholded_relu,
     graph.PReluOp: _prelu, graph.SignOp: _sign, graph.ModOp: _mod,
@@ -353,6 +385,8 @@ class DecomposeOp(RewritePattern):
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
         rule = DECOMPOSITIONS.get(type(op))
+        if graph.has_trait(op, graph.Reduction) and 0 in shape_of(op.operands[0]):
+            rule = _empty_reduction
         if rule is None:
             return
         b = _Builder(op)

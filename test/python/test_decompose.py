@@ -133,14 +133,52 @@ def test_integer_mod(fmod):
 
 @pytest.mark.parametrize("fmod", [False, True])
 def test_float_mod(fmod):
-    x = np.array([-4.3, 7.2, 5.0, 4.3, -7.2, 8.0, 6.0, -6.0, 0.0, 1e3], np.float32)
-    y = np.array([2.1, -3.4, 8.0, -2.1, 3.4, 5.0, 3.0, 3.0, 2.0, 7.0], np.float32)
+    """Incl. ONNX's float edge cases: zeros keep the sign C fmod / Python give them,
+    infinite divisors, infinite or NaN operands, a zero divisor."""
+    x = np.array([-4.3, 7.2, 5.0, 4.3, -7.2, 8.0, 6.0, -6.0, 0.0, 1e3, 0.0, -0.0, 0.0, -0.0, -3.0, 3.0, -1.0, 1.0,
+                  np.inf, -np.inf, 1.0, 1.0, np.nan, 1.0, -4.0, 4.0], np.float32)
+    y = np.array([2.1, -3.4, 8.0, -2.1, 3.4, 5.0, 3.0, 3.0, 2.0, 7.0, -2.0, 2.0, 2.0, -2.0, np.inf, np.inf, -np.inf,
+                  -np.inf, 2.0, 2.0, 0.0, -0.0, 2.0, np.nan, 2.0, -2.0], np.float32)
+    n = x.size
     flag = " {fmod}" if fmod else ""
-    text = f"""func.func @main(%x: tensor<10xf32>, %y: tensor<10xf32>) -> tensor<10xf32> {{
-      %r = graph.mod %x, %y{flag} : (tensor<10xf32>, tensor<10xf32>) -> tensor<10xf32>
-      func.return %r : tensor<10xf32>
+    text = f"""func.func @main(%x: tensor<{n}xf32>, %y: tensor<{n}xf32>) -> tensor<{n}xf32> {{
+      %r = graph.mod %x, %y{flag} : (tensor<{n}xf32>, tensor<{n}xf32>) -> tensor<{n}xf32>
+      func.return %r : tensor<{n}xf32>
     }}"""
-    _decomposed_matches(text, [x, y], rtol=1e-5, atol=1e-5, changed=graph.ModOp)
+    got = _decomposed_matches(text, [x, y], rtol=1e-5, atol=1e-5, changed=graph.ModOp)[0]
+    want = np.fmod(x, y) if fmod else np.mod(x, y)
+    exact = np.abs(x) < 1  # zeros and the infinite-divisor cases: exact, with the sign
+    np.testing.assert_array_equal(np.signbit(got[exact]), np.signbit(want[exact]))
+
+
+@pytest.mark.parametrize("exp_elem", ["i32", "f32"])
+def test_pow_of_integer_bases(exp_elem):
+    """onnxruntime's integer pow: exact whole results, fractional ones truncated."""
+    x = np.array([1, 2, 3, -2, -3, 0, 7, 10, 2, 9, -8, 5], np.int32)
+    y = np.array([4, 5, 6, 3, 2, 3, 0, 6, -1, 2, 1, 9], np.int32)
+    ys = y.astype(np.float32) if exp_elem == "f32" else y
+    if exp_elem == "f32":
+        ys[-3:] = [0.5, 1.0 / 3, 1.5]
+    text = f"""func.func @main(%x: tensor<12xi32>, %y: tensor<12x{exp_elem}>) -> tensor<12xi32> {{
+      %r = graph.pow %x, %y : (tensor<12xi32>, tensor<12x{exp_elem}>) -> tensor<12xi32>
+      func.return %r : tensor<12xi32>
+    }}"""
+    got = _decomposed_matches(text, [x, ys], changed=graph.PowOp)[0]
+    assert got[1] == 32 and got[7] == 10**6 and got[3] == -8
+
+
+@pytest.mark.parametrize("op", ["reduce_prod", "reduce_sum", "reduce_max", "reduce_min", "reduce_l2",
+                                "reduce_sum_square", "reduce_mean"])
+def test_reductions_over_an_empty_axis_are_constants(op):
+    text = f"""func.func @main(%x: tensor<2x0x3xf32>) -> tensor<2x3xf32> {{
+      %r = graph.{op} %x {{axes = array<i64: 1>}} : (tensor<2x0x3xf32>) -> tensor<2x3xf32>
+      func.return %r : tensor<2x3xf32>
+    }}"""
+    module = parse_module(text)
+    want = run(module, [np.zeros((2, 0, 3), np.float32)])[0]
+    run_passes(module, "decompose")
+    assert [o.name for o in module.walk() if o.name.startswith("graph.")] == ["graph.constant"]
+    np.testing.assert_array_equal(run(module, [np.zeros((2, 0, 3), np.float32)])[0], want)
 
 
 POW_BASE = np.array([-2.0, -1.5, -1.0, -0.5, 0.0, -0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 10.0, -np.inf, np.inf, np.nan],
@@ -254,7 +292,7 @@ def test_every_decomposition_is_tested_here():
     tested = {graph.EluOp, graph.SeluOp, graph.CeluOp, graph.ThresholdedReluOp, graph.SignOp, graph.PReluOp,
               graph.ModOp, graph.PowOp, graph.SinOp, graph.CosOp, graph.ReduceL2Op, graph.ReduceSumSquareOp,
               graph.ArgMaxOp, graph.ArgMinOp, graph.LayerNormOp}
-    assert set(DECOMPOSITIONS) == tested
+    assert set(DECOMPOSITIONS) == tested  # (+ reductions over empty axes, tested above)
 
 
 # --------------------------------------------------------------------------------------

@@ -114,8 +114,8 @@ func.func @sign(%x: tensor<4xf32>) -> tensor<4xf32> {
 // CHECK:         %[[DIFF:.*]] = graph.xor
 // CHECK:         %[[NZ:.*]] = graph.not
 // CHECK:         %[[FIX:.*]] = graph.and %[[NZ]], %[[DIFF]]
-// CHECK:         %[[ADD:.*]] = graph.where %[[FIX]], %y,
-// CHECK:         %[[R:.*]] = graph.add %[[REM]], %[[ADD]]
+// CHECK-NEXT:    %[[ADD:.*]] = graph.add %[[REM]], %y
+// CHECK-NEXT:    %[[R:.*]] = graph.where %[[FIX]], %[[ADD]], %[[REM]]
 // CHECK-NEXT:    func.return %[[R]]
 func.func @mod_int(%x: tensor<6xi32>, %y: tensor<6xi32>) -> tensor<6xi32> {
   %r = graph.mod %x, %y : (tensor<6xi32>, tensor<6xi32>) -> tensor<6xi32>
@@ -124,9 +124,11 @@ func.func @mod_int(%x: tensor<6xi32>, %y: tensor<6xi32>) -> tensor<6xi32> {
 
 // -----
 
-// Float fmod: x - trunc(x / y) * y with trunc = where(q < 0, ceil(q), floor(q)).
+// Float fmod: x - trunc(x / y) * y with trunc = where(q < 0, ceil(q), floor(q)); a zero
+// keeps x's sign, fmod(x, +-inf) = x for a finite x.
 
 // CHECK-LABEL: func.func @fmod(
+// CHECK:         %[[INF:.*]] = graph.constant dense<0x7f800000> : tensor<1xf32>
 // CHECK:         %[[Q:.*]] = graph.div %x, %y
 // CHECK:         %[[NEG:.*]] = graph.less %[[Q]],
 // CHECK:         %[[C:.*]] = graph.ceil %[[Q]]
@@ -134,7 +136,11 @@ func.func @mod_int(%x: tensor<6xi32>, %y: tensor<6xi32>) -> tensor<6xi32> {
 // CHECK:         %[[T:.*]] = graph.where %[[NEG]], %[[C]], %[[F]]
 // CHECK:         %[[TY:.*]] = graph.mul %[[T]], %y
 // CHECK:         %[[R:.*]] = graph.sub %x, %[[TY]]
-// CHECK-NEXT:    func.return %[[R]]
+// CHECK:         %[[Z:.*]] = graph.where %{{.*}}, %{{.*}}, %[[R]]
+// CHECK:         %[[AY:.*]] = graph.abs %y
+// CHECK:         %[[YINF:.*]] = graph.equal %[[AY]], %[[INF]]
+// CHECK:         %[[W:.*]] = graph.where %{{.*}}, %x, %[[Z]]
+// CHECK-NEXT:    func.return %[[W]]
 func.func @fmod(%x: tensor<6xf32>, %y: tensor<6xf32>) -> tensor<6xf32> {
   %r = graph.mod %x, %y {fmod} : (tensor<6xf32>, tensor<6xf32>) -> tensor<6xf32>
   func.return %r : tensor<6xf32>
@@ -283,6 +289,35 @@ func.func @argmin(%x: tensor<4x2xf32>) -> tensor<1x2xi64> {
 func.func @layer_norm_axis0(%x: tensor<3x4xf32>, %w: tensor<3x4xf32>) -> tensor<3x4xf32> {
   %y = graph.layer_norm %x, %w {axis = 0 : i64, epsilon = 1.0e-05 : f32} : (tensor<3x4xf32>, tensor<3x4xf32>) -> tensor<3x4xf32>
   func.return %y : tensor<3x4xf32>
+}
+
+// -----
+
+// Pow of an integer base by a tensor: in f32, rounded where the exponent is whole, then
+// cast (truncated) back.
+
+// CHECK-LABEL: func.func @pow_int(%x: tensor<3xi32>, %y: tensor<3xf32>) -> tensor<3xi32> {
+// CHECK-NEXT:    %[[XW:.*]] = graph.cast %x : tensor<3xi32> to tensor<3xf32>
+// CHECK:         graph.exp
+// CHECK:         %[[R:.*]] = graph.round
+// CHECK:         %[[W:.*]] = graph.where %{{.*}}, %[[R]],
+// CHECK-NEXT:    %[[O:.*]] = graph.cast %[[W]] : tensor<3xf32> to tensor<3xi32>
+// CHECK-NEXT:    func.return %[[O]]
+func.func @pow_int(%x: tensor<3xi32>, %y: tensor<3xf32>) -> tensor<3xi32> {
+  %r = graph.pow %x, %y : (tensor<3xi32>, tensor<3xf32>) -> tensor<3xi32>
+  func.return %r : tensor<3xi32>
+}
+
+// -----
+
+// A reduction over an empty axis is a constant (the product's identity 1).
+
+// CHECK-LABEL: func.func @empty_prod(%x: tensor<2x0x3xf32>) -> tensor<2x1x3xf32> {
+// CHECK-NEXT:    %[[C:.*]] = graph.constant dense<1.000000e+00> : tensor<2x1x3xf32>
+// CHECK-NEXT:    func.return %[[C]]
+func.func @empty_prod(%x: tensor<2x0x3xf32>) -> tensor<2x1x3xf32> {
+  %r = graph.reduce_prod %x {axes = array<i64: 1>, keepdims} : (tensor<2x0x3xf32>) -> tensor<2x1x3xf32>
+  func.return %r : tensor<2x1x3xf32>
 }
 
 // -----
