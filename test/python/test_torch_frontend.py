@@ -21,7 +21,7 @@ from torch import nn  # noqa: E402
 
 import ge  # noqa: E402
 from ge.dialects import graph  # noqa: E402
-from ge.ir import print_module  # noqa: E402
+from ge.ir import parse_module, print_module  # noqa: E402
 from ge.runtime.reference import run  # noqa: E402
 from ge.torch_backend import GeGraph, ge_backend  # noqa: E402
 
@@ -258,6 +258,9 @@ def test_names_locations_and_weights():
     assert "dense_resource<stem.0.weight>" in text and "dense_resource<layers.1.down.0.weight>" in text
     assert sum(isinstance(op, graph.BatchNormOp) for op in module.walk()) == 9
     assert sum(isinstance(op, graph.GemmOp) for op in module.walk()) == 1
+    # the text (weights in its resource section) parses back to the same function
+    x = _inputs((1, 3, 32, 32))[0].numpy()
+    np.testing.assert_array_equal(run(parse_module(text), {"image": x})[0], run(module, {"image": x})[0])
 
 
 class Product(nn.Module):
