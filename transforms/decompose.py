@@ -55,7 +55,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp, UnitAttr, f16, f32, i64
+from xdsl.dialects.builtin import ModuleOp, NoneAttr, TensorType, UnitAttr, f16, f32, i64
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern
@@ -384,6 +384,9 @@ class DecomposeOp(RewritePattern):
     """One composite op -> its primitives (see the module docstring)."""
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
+        if any(isinstance(v.type, TensorType) and not isinstance(v.type.encoding, NoneAttr)
+               for v in (*op.operands, *op.results)):
+            return  # a graph-level pass: ops with storage formats (after assign-layouts) stay
         rule = DECOMPOSITIONS.get(type(op))
         if graph.has_trait(op, graph.Reduction) and 0 in shape_of(op.operands[0]):
             rule = _empty_reduction
