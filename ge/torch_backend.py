@@ -138,17 +138,18 @@ def _fullgraph() -> bool:
 
 
 def import_dynamo_graph(gm, example_inputs: Sequence):
-    """Dynamo's GraphModule -> (graph module, input positions that stay inputs).
+    """Dynamo's GraphModule, at the given concrete inputs -> (graph module, input positions
+    that stay inputs).
 
     Dynamo passes parameters and buffers as inputs (marked static); they become weights.
+    Sizes (ints; a dynamic-shape graph's SymInts made concrete) become constants.
     """
     torch = _torch()
     from ge.frontend.torch_fx import Placeholder, import_graph_module, to_numpy
 
     for i, x in enumerate(example_inputs):
-        if not isinstance(x, torch.Tensor):
-            raise UnsupportedModelError(f"input #{i} is {type(x).__name__} (a symbolic size?); ge compiles static "
-                                        "shapes: use torch.compile(..., dynamic=False)")
+        if not isinstance(x, torch.Tensor | int):
+            raise UnsupportedModelError(f"input #{i} is a {type(x).__name__}; ge takes tensors and sizes")
     frozen = [isinstance(x, torch.nn.Parameter) or getattr(x, "_dynamo_static_input_type", None) is not None
               for x in example_inputs]
     ep = export(gm, example_inputs)
@@ -165,8 +166,11 @@ def import_dynamo_graph(gm, example_inputs: Sequence):
             placeholders.append(Placeholder(node, spec.target, to_numpy(source)))
             continue
         i = next(user)
-        if frozen[i]:
-            placeholders.append(Placeholder(node, _weight_name(names[i]), to_numpy(example_inputs[i])))
+        x = example_inputs[i]
+        if isinstance(x, int):
+            placeholders.append(Placeholder(node, _input_name(names[i]), np.array(x, np.int64)))
+        elif frozen[i]:
+            placeholders.append(Placeholder(node, _weight_name(names[i]), to_numpy(x)))
         else:
             placeholders.append(Placeholder(node, _input_name(names[i])))
             kept.append(i)
@@ -219,15 +223,52 @@ class GeGraph:
         return tuple(torch.from_numpy(np.require(o, requirements=["C", "W"])) for o in outs)
 
 
+def _concrete(x):
+    """A SymInt of a dynamic-shape graph as the int it stands for in this example."""
+    hint = getattr(getattr(x, "node", None), "hint", None)
+    return int(hint) if hint is not None and not isinstance(x, int) else x
+
+
+def _shape_key(args: Sequence) -> tuple:
+    return tuple((tuple(a.shape), a.dtype) if hasattr(a, "shape") else a for a in args)
+
+
+class ShapeSpecialized:
+    """A dynamic-shape graph (Dynamo marks sizes symbolic after it sees a second shape):
+    ge compiles static shapes, so it is compiled once per concrete set of input shapes."""
+
+    def __init__(self, gm, options, executor: str, fallback: bool, args: Sequence, first: GeGraph):
+        self.gm, self.options, self.executor, self.fallback = gm, options, executor, fallback
+        self.graphs: dict[tuple, Callable] = {_shape_key(args): first}
+
+    def __call__(self, *args):
+        key = _shape_key(args)
+        if key not in self.graphs:
+            self.graphs[key] = self._build(args)
+        return self.graphs[key](*args)
+
+    def _build(self, args: Sequence) -> Callable:
+        try:
+            return GeGraph(*import_dynamo_graph(self.gm, args), self.options, self.executor)
+        except UnsupportedModelError as e:
+            if not self.fallback:
+                raise UnsupportedModelError(f"torch.compile(backend='ge'): {e}") from None
+            log.warning("ge: running this graph eagerly for these shapes: %s", e)
+            return self.gm.forward
+
+
 def ge_backend(gm, example_inputs, options: dict[str, Any] | None = None) -> Callable:
     """The Dynamo backend registered as "ge" (entry point `torch_dynamo_backends`)."""
     compile_options, fallback, executor = _split_options(options)
+    args = [_concrete(x) for x in example_inputs]
     try:
-        module, kept = import_dynamo_graph(gm, example_inputs)
+        module, kept = import_dynamo_graph(gm, args)
         compiled = GeGraph(module, kept, compile_options, executor)
     except UnsupportedModelError as e:
         if not fallback or _fullgraph():
             raise UnsupportedModelError(f"torch.compile(backend='ge'): {e}") from None
         log.warning("ge: running this graph eagerly: %s", e)
         return gm.forward
+    if any(a is not x for a, x in zip(args, example_inputs)):  # sizes were symbolic
+        return ShapeSpecialized(gm, compile_options, executor, fallback and not _fullgraph(), args, compiled)
     return compiled

@@ -23,7 +23,7 @@ import ge  # noqa: E402
 from ge.dialects import graph  # noqa: E402
 from ge.ir import parse_module, print_module  # noqa: E402
 from ge.runtime.reference import run  # noqa: E402
-from ge.torch_backend import GeGraph, ge_backend  # noqa: E402
+from ge.torch_backend import GeGraph, ShapeSpecialized, ge_backend  # noqa: E402
 
 # torch 2.13's own pytree code warns on every export
 pytestmark = pytest.mark.filterwarnings("ignore:.*LeafSpec.*:FutureWarning")
@@ -429,6 +429,23 @@ def test_graph_break_still_right():
     assert signs == {True, False}  # both branches ran
     # the graph up to the branch, and one graph per branch taken, all compiled by ge
     assert len(calls) == 3 and all(isinstance(c, GeGraph) for c in calls)
+
+
+def test_dynamic_shapes_compile_once_per_shape():
+    """Dynamo makes the batch size symbolic at the second shape it sees; ge compiles each
+    concrete shape once and reuses it."""
+    torch._dynamo.reset()
+    model = _seeded(nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2)))
+    calls: list = []
+    compiled = torch.compile(model, backend=_counting_backend(calls, executor="reference"))
+    for batch in (3, 5, 7, 5):
+        inputs = _inputs((batch, 4), seed=batch)
+        with torch.no_grad():
+            got = compiled(*inputs)
+        _close([got.numpy()], _eager(model, inputs), 1e-5)
+    assert [type(c) for c in calls] == [GeGraph, ShapeSpecialized]
+    # one graph per batch size since the switch to symbolic sizes (the size is an input)
+    assert sorted(x for key in calls[1].graphs for x in key if isinstance(x, int)) == [5, 7]
 
 
 class Unsupported(nn.Module):
