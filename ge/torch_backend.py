@@ -10,6 +10,8 @@ inputs (Dynamo lifts them); they are frozen into weights, as an inference compil
 
 An unsupported operator makes the backend run the captured graph eagerly and log why;
 under `fullgraph=True` (or `options={"fallback": False}`) it is an error naming the ops.
+ge compiles static shapes: a graph with symbolic sizes is compiled once per concrete set
+of input shapes (`ShapeSpecialized`).
 """
 
 from __future__ import annotations
