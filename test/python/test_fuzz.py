@@ -116,8 +116,8 @@ def test_check_classifies_a_passing_model():
     assert (status, detail) == ("pass", "") and err == 0.0
 
 
-def _assert_seed(seed: int) -> None:
-    outcome, _ = run_seed(seed)
+def _assert_seed(seed: int, **kwargs) -> None:
+    outcome, _ = run_seed(seed, **kwargs)
     assert outcome.status in ("pass", "refusal"), f"seed {seed}: {outcome.status}: {outcome.detail}"
     if outcome.status == "refusal":
         assert "GeError" in outcome.detail or "Error:" in outcome.detail
@@ -132,3 +132,16 @@ def test_fuzz_seed(seed):
 @pytest.mark.parametrize("seed", SLOW_SEEDS)
 def test_fuzz_seed_slow(seed):
     _assert_seed(seed)
+
+
+@pytest.mark.parametrize("seed", range(0, 3))
+def test_fuzz_seed_conv1d(seed):
+    """1-D convolutions and pools (rank-3 feature maps, through the 2-D path with H = 1)."""
+    _assert_seed(seed, conv1d=True)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(0, 10))
+def test_fuzz_seed_f16(seed):
+    """force_fp16: within 3% of the output scale and cosine >= 0.999."""
+    _assert_seed(seed, precision="f16")
