@@ -37,8 +37,18 @@ ACTIVATION_OPS = (
     graph.SeluOp, graph.CeluOp, graph.HardSigmoidOp, graph.HardSwishOp, graph.SoftplusOp, graph.PReluOp,
     graph.ThresholdedReluOp,
 )
-CUBE_OPS = (graph.Conv2dOp, graph.MatMulOp, graph.GemmOp)
-POOL_OPS = (graph.MaxPoolOp, graph.AvgPoolOp, graph.GlobalAvgPoolOp, graph.GlobalMaxPoolOp)
+
+def ops_by_format_rule(*rules: str) -> tuple[type, ...]:
+    """The graph ops whose StorageFormats interface has one of `rules`."""
+    return tuple(cls for cls in graph.Graph.operations
+                 if (f := cls.get_trait(graph.StorageFormats)) is not None and f.rule in rules)
+
+
+# Cube ops (the Cube reads their FRACTAL weights); pools (feature-map ops that are neither
+# elementwise nor normalizations).
+CUBE_OPS = ops_by_format_rule("conv", "matmul")
+POOL_OPS = tuple(cls for cls in ops_by_format_rule("feature_map")
+                 if not graph.has_trait(cls, graph.Elementwise) and not graph.has_trait(cls, graph.Normalization))
 # Reductions and normalizations (a reduction used elementwise on its own input).
 REDUCE_OPS = ops_with(graph.Reduction, graph.Normalization)
 
