@@ -6,6 +6,9 @@ dilations and axes; no `auto_pad`; negative axes resolved), so every op states e
 it computes. Each op knows its result types from its operands and attributes
 (`infer`); the verifier checks that the printed result types agree, so hand-written IR is
 checked as strictly as imported IR. What an op computes lives in `ge.runtime.reference`.
+What an op *is* for the later levels -- elementwise (with broadcasting), a reduction (axes,
+combiner, identity), a normalization, the storage formats it implements -- is an interface
+(an xDSL trait) on its class, which fusion, layouts, tiling and the vector lowering read.
 """
 
 from __future__ import annotations
