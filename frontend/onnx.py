@@ -384,7 +384,7 @@ class Importer:
     def _check_supported(self, g: onnx.GraphProto) -> None:
         bad = []
         for n in g.node:
-            if n.domain not in ("", "ai.onnx") or n.op_type not in CONVERTERS:
+            if _converter(n) is None:
                 domain = n.domain or "ai.onnx"
                 bad.append(f"'{node_name(n)}' ({domain}::{n.op_type}, opset {self._opset_of(n.domain)})")
         if bad:
@@ -457,7 +457,7 @@ class Importer:
         )
         first_new = len(self.ops)
         try:
-            outs = CONVERTERS[node.op_type](ctx)
+            outs = _converter(node)(ctx)
         except NodeError as e:
             raise UnsupportedModelError(
                 f"{self.where}: node '{node_name(node)}' ({node.op_type}, opset {self.opset}): {e}", node=node_name(node)
@@ -502,6 +502,16 @@ class Importer:
         fault = check(node, attrs, types)
         if fault:
             raise self._node_fault(node, fault)
+
+
+def _converter(node: onnx.NodeProto) -> Converter | None:
+    """The node's converter: ge's own for the default domain, a registered custom
+    operator's (ge.plugins, README "Extending ge") for another domain."""
+    if node.domain in ("", "ai.onnx"):
+        return CONVERTERS.get(node.op_type)
+    from ge.plugins import onnx_converter
+
+    return onnx_converter(node.domain, node.op_type)
 
 
 def _declared_shape(vi: onnx.ValueInfoProto) -> str:

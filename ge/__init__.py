@@ -6,14 +6,18 @@ simulator and saves as a model file, which `ge.load_model` loads back; `ge.backe
 ONNX models like `onnxruntime.backend`; `ge.load_tf` imports a frozen TensorFlow GraphDef;
 `ge.from_torch` imports a torch module (and
 `torch.compile(model, backend="ge")` compiles with ge, see `ge.torch_backend`).
+`ge.register_pass` (with the `ge.GraphPass` base) and `ge.register_op` extend ge from
+outside the package (see `ge.plugins`).
 """
 
 from ge.compiler import CompiledModel, CompileError, CompileOptions, compile, load_model
 from ge.errors import GeError, InputError, ModelFormatError, ShapeError, UnsupportedModelError
+from ge.plugins import GraphPass, PluginError, register_op, register_pass
 
 __all__ = [
-    "CompileError", "CompileOptions", "CompiledModel", "GeError", "InputError", "ModelFormatError", "ShapeError",
-    "UnsupportedModelError", "compile", "from_torch", "load_model", "load_onnx", "load_tf",
+    "CompileError", "CompileOptions", "CompiledModel", "GeError", "GraphPass", "InputError", "ModelFormatError",
+    "PluginError", "ShapeError", "UnsupportedModelError", "compile", "from_torch", "load_model", "load_onnx", "load_tf",
+    "register_op", "register_pass",
 ]
 
 

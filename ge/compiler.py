@@ -63,6 +63,7 @@ class CompileOptions:
     dump_ir: str | None = None  # a directory: the IR after every stage, re-parsable by ge-opt
     keep_ir_text: bool = True  # store the task-level IR in the model file (for inspection)
     double_buffer: bool = True  # ge's own switch (not ATC's): to-isa{double-buffer=false} to measure what it buys
+    passes: str | Sequence[str] = ()  # custom passes (ge.register_pass / `ge.passes` entry points) to run at their stage
 
 
 Progress = Callable[[str, int, int], None]  # (stage, number of stages done, total)
@@ -168,7 +169,9 @@ def pass_stages(options: CompileOptions, target: targets.Target) -> list[tuple[s
     if options.kernel_level == "isa":
         stages += [(name, _pass(name, double_buffer=options.double_buffer) if name == "to-isa" else _pass(name))
                    for name in ISA_STAGES]
-    return stages
+    from ge.plugins import with_custom_passes
+
+    return with_custom_passes(stages, options.passes)
 
 
 def _count(module: ModuleOp, test: Callable[[Any], bool]) -> int:

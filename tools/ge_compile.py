@@ -66,6 +66,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--dump-ir", metavar="DIR", help="write the IR after every stage to DIR (re-parsable by ge-opt)")
     p.add_argument("--report", metavar="REPORT.json", help="write the compile report (times, counts, memory)")
     p.add_argument("--no-ir-text", action="store_true", help="leave the task-level IR out of the model file")
+    p.add_argument("--passes", default="", metavar="NAME[,NAME]",
+                   help="custom passes to run, each at its registered stage (ge.register_pass or a package's "
+                   "`ge.passes` entry point; README \"Extending ge\")")
     return p
 
 
@@ -92,7 +95,7 @@ def _options(args: argparse.Namespace):
         soc_version=args.soc_version, precision_mode=args.precision_mode, input_shape=args.input_shape,
         dynamic_batch_size=args.dynamic_batch_size, fusion_switch_file=args.fusion_switch_file,
         disable_reuse_memory=args.disable_reuse_memory, enable_single_stream=args.enable_single_stream,
-        kernel_level=args.kernel_level, dump_ir=args.dump_ir, keep_ir_text=not args.no_ir_text,
+        kernel_level=args.kernel_level, dump_ir=args.dump_ir, keep_ir_text=not args.no_ir_text, passes=args.passes,
     )
 
 

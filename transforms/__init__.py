@@ -16,7 +16,15 @@ def _lazy(module: str, cls: str, package: str = "ge.transforms") -> Callable[[],
 
 
 def get_all_ge_passes() -> dict[str, Callable[[], type[ModulePass]]]:
-    """Lazy factories for ge's passes, keyed by their kebab-case names."""
+    """Lazy factories for ge's passes and the registered custom passes (plugins: entry
+    point group `ge.passes` or `ge.register_pass`, README "Extending ge"), by kebab-case name."""
+    from ge import plugins
+
+    return {**builtin_passes(), **{name: plugins.pass_factory(name) for name in plugins.registered_passes()}}
+
+
+def builtin_passes() -> dict[str, Callable[[], type[ModulePass]]]:
+    """Lazy factories for ge's own passes, keyed by their kebab-case names."""
     return {
         # lowering: graph/layout -> fusion (README "Fusion")
         "fuse": _lazy("fuse", "FusePass", "ge.lowering"),
