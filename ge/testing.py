@@ -363,6 +363,11 @@ class _RandomGraph:
         k = int(self.rng.integers(1, len(s)))
         axes = sorted(int(a) for a in self.rng.choice(len(s), size=k, replace=False))
         op = self.pick(_REDUCTIONS)
+        prev = next((n for n in self.nodes if n.output[0] == x), None)
+        if op in ("ReduceSum", "ReduceMean") and prev is not None and prev.op_type == "Softmax":
+            axis = helper.get_attribute_value(prev.attribute[0]) % len(s)
+            if axis in axes:  # (the sum of a softmax over its axis is 1: a constant)
+                op = "ReduceMax"
         shape = tuple(1 if i in axes else d for i, d in enumerate(s))
         if op == "ReduceSum":
             return self.node(op, [x, self.const(np.array(axes, np.int64), "axes")], shape, keepdims=1)
