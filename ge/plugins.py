@@ -12,8 +12,10 @@ this module is ge's counterpart (README "Extending ge").
   point group `ge.ops` that calls it) declares its ONNX signature, shape inference, numpy
   reference semantics and a kernel as a *decomposition into graph ops* (built with a
   `GraphBuilder`). The ONNX importer expands a `domain::op_type` node into that
-  decomposition, so the op travels through optimize, fuse, tile and isa like any other; the
-  importer checks the decomposition's result types against the declared shape inference.
+  decomposition, so the op travels through optimize, fuse, tile and isa like any other. On
+  first use (per input types) the importer checks the decomposition's result types against
+  the declared shape inference and its values against the reference (random inputs, the
+  graph reference interpreter): a broken plugin is an error naming it, not a wrong answer.
 """
 
 from __future__ import annotations
@@ -315,6 +317,7 @@ class OpEntry:
     decompose: Callable[..., Any]
     attributes: dict[str, Any] = field(default_factory=dict)
     plugin: str = "?"
+    _checked: set = field(default_factory=set, compare=False, repr=False)
 
     @property
     def label(self) -> str:
@@ -368,6 +371,64 @@ class OpEntry:
             if elem is not None and v.type.element_type != elem:
                 raise PluginError(f"{self.label}: output '{name}' is {v.type.element_type}, the inputs {elem}")
         return outs
+
+
+    def check(self, types: Sequence[TensorType], attrs: dict[str, Any]) -> None:
+        """The decomposition against the numpy reference on seeded random inputs of these
+        types (graph reference interpreter; within 1e-3 of the reference's scale for f32,
+        1e-2 for f16); a disagreement is a PluginError. Non-float inputs: not checked here."""
+        from xdsl.dialects import func
+        from xdsl.dialects.builtin import FunctionType
+
+        from ge.dialects import dtypes
+        from ge.runtime.reference import run_function
+
+        if not all(dtypes.is_float(t.element_type) for t in types):
+            return
+        rng = np.random.default_rng(0)
+        arrays = [rng.standard_normal(t.get_shape()).astype(dtypes.numpy_dtype(t.element_type)) for t in types]
+        fn = func.FuncOp("check", FunctionType.from_lists(list(types), []))
+        block = fn.body.block
+
+        def emit(cls, operands, props):
+            op = cls.make(operands, props)
+            block.add_op(op)
+            return op
+
+        def constant(arr):
+            from ge.dialects import graph
+            from ge.dialects.blobs import dense_attr
+
+            op = graph.ConstantOp(dense_attr(arr, graph.tensor(dtypes.element_type(arr.dtype), arr.shape)))
+            block.add_op(op)
+            return op.output
+
+        outs = self.build(GraphBuilder(emit, constant), list(block.args), attrs)
+        block.add_op(func.ReturnOp(*outs))
+        got = run_function(fn, arrays)
+        try:
+            want = self.run_reference(*arrays, **attrs)
+        except Exception as e:
+            raise PluginError(f"{self.label}: reference raised {type(e).__name__}: {e}") from e
+        tol = 1e-2 if any(a.dtype == np.float16 for a in arrays) else 1e-3
+        for name, g, w in zip(self.outputs, got, want):
+            g64, w64 = np.asarray(g, np.float64), np.asarray(w, np.float64)
+            if g64.shape != w64.shape:
+                raise PluginError(f"{self.label}: output '{name}': the reference gives shape {list(w64.shape)}, "
+                                  f"the decomposition {list(g64.shape)}")
+            scale = max(float(np.nanmax(np.abs(w64), initial=0.0)), 1e-30)
+            diff = np.abs(g64 - w64)
+            if not np.array_equal(np.isnan(g64), np.isnan(w64)) or np.nanmax(diff, initial=0.0) > tol * scale:
+                raise PluginError(f"{self.label}: output '{name}': the decomposition disagrees with the reference "
+                                  f"on random inputs of shapes {[list(t.get_shape()) for t in types]}: max "
+                                  f"|difference| {np.nanmax(diff, initial=0.0):.3g}, reference scale {scale:.3g}")
+
+    def checked(self, types: Sequence[TensorType], attrs: dict[str, Any]) -> None:
+        """`check` once per input types and attributes (the importer's first use)."""
+        key = (tuple(types), tuple(sorted((k, repr(v)) for k, v in self.attrs(attrs).items())))
+        if key not in self._checked:
+            self.check(types, attrs)
+            self._checked.add(key)
 
 
 _OPS: dict[tuple[str, str], OpEntry] = {}
@@ -424,6 +485,7 @@ def onnx_converter(domain: str, op_type: str):
         builder = GraphBuilder(lambda cls, operands, props: ctx.emit(cls, operands, props),
                                lambda arr: ctx.constant(arr, "plugin"))
         try:
+            entry.checked([v.type for v in inputs], ctx.attrs)
             return entry.build(builder, inputs, ctx.attrs)
         except PluginError as e:
             raise NodeError(str(e)) from None

@@ -10,7 +10,7 @@ custom operator com.example::RMSNorm and the pass fuse-rmsnorm by entry points. 
   onnxruntime on the original model (f32, 1e-4 of scale);
 - an operator registered in process (com.acme::SwiGLU, matmuls + sigmoid) end to end;
 - broken plugins (missing reference, shape inference that disagrees with the decomposition,
-  a pass that raises or breaks the IR, an entry point that does not load) are one clear
+  a decomposition that disagrees with the reference, a pass that raises or breaks the IR, an entry point that does not load) are one clear
   error naming the plugin, through the API, `ge-opt` and `ge-compile`.
 """
 
@@ -261,6 +261,18 @@ def test_decompose_exception_names_the_plugin(swiglu):
     model, _, _ = swiglu_model()
     with pytest.raises(ge.UnsupportedModelError, match=r"node 'ffn'.*\(plugin acme-broken\): decompose raised "
                                                        r"AttributeError: the graph dialect has no op 'graph.no_such_op'"):
+        ge.load_onnx(model)
+
+
+def test_decomposition_that_disagrees_with_the_reference(swiglu):
+    plugins.unregister_op("com.acme", "SwiGLU")
+    ge.register_op("com.acme", "SwiGLU", inputs=["X", "Wgate", "Wup"], infer_shape=_swiglu_shape,
+                   reference=_swiglu_reference, plugin="acme-broken",
+                   decompose=lambda b, x, wg, wu: b.mul(b.sigmoid(b.matmul(x, wg)), b.matmul(x, wu)))  # no gate *
+    model, _, _ = swiglu_model()
+    with pytest.raises(ge.UnsupportedModelError, match=r"node 'ffn'.*SwiGLU \(plugin acme-broken\): output 'Y': the "
+                                                       r"decomposition disagrees with the reference on random inputs "
+                                                       r"of shapes \[\[32, 64\], \[64, 48\], \[64, 48\]\]"):
         ge.load_onnx(model)
 
 
