@@ -12,7 +12,7 @@ The primitive set (what `lowering/isa_vector.py` has instruction sequences for):
 
 - elementwise arithmetic: add, sub, mul, div, max, min, sum, mean, neg, abs, relu, clip,
   exp, log, sqrt, reciprocal, tanh, erf, sigmoid, softplus, softsign, hard_sigmoid, hard_swish,
-  gelu, leaky_relu, cast (each a short fixed instruction sequence); pow with a constant exponent of 2, 3, 1, -1 or 0.5;
+  gelu, leaky_relu, cast (each a short fixed instruction sequence);
 - rounding: floor, ceil, round (half to even) -- `vconv` to i32 in that rounding mode and
   back, values of magnitude >= 2^23 (already integers) kept;
 - comparisons equal, less, less_or_equal, greater, greater_or_equal (`vcmp` modes) giving
@@ -31,7 +31,8 @@ Decompositions (each checked against the reference interpreter in test/python/te
   keeps x's sign, fmod(x, +-inf) = x), Python's mod from it: r + y where r != 0 and the signs
   of r and y differ (floats: a zero takes y's sign), as numpy's np.mod;
 - pow(x, c), constant c: an integer |c| <= 64 by repeated squaring (negative: its
-  reciprocal; integer bases: positive c only), 0 -> ones; otherwise and for a tensor exponent
+  reciprocal; integer bases: positive c only), 0 -> ones, 0.5 -> sqrt (the exponent is a
+  kernel input by the time the vector lowering runs, so no pow reaches it); otherwise and for a tensor exponent
   exp(y * ln|x|) with C's sign rules: a negative sign bit (-0 and -inf too) and an odd integer
   y -> negative, a finite x < 0 and a fractional y -> NaN, y == 0 -> 1; integer bases compute
   that in f32 (exact results up to 2^24), rounded when y is whole, truncated to the integer;
@@ -70,7 +71,6 @@ PI_1, PI_2, PI_3 = 3.140625, 2029 / 2**21, 1.5099580252808664e-07
 # sin(r) = r + r^3 * P(r^2) on [-pi/2, pi/2]; least squares on Chebyshev nodes, |error| < 2e-11.
 SIN_POLY = (-0.16666666603870198, 0.008333330420206139, -0.0001984079648547804, 2.7522303358114213e-06,
             -2.3841987646778482e-08)
-PRIMITIVE_POWERS = (1.0, 2.0, 3.0, -1.0, 0.5)  # pow exponents the vector lowering has directly
 MAX_INTEGER_POWER = 64
 
 
@@ -225,9 +225,9 @@ def _pow(b: _Builder, op: Operation) -> SSAValue | None:
     x, y = op.operands
     elem = elem_of(x)
     c = _splat(y)
-    if c is not None and c in PRIMITIVE_POWERS and dtypes.is_float(elem):
-        return None
     out_shape = shape_of(op.results[0])
+    if c == 0.5 and dtypes.is_float(elem):
+        return _broadcast_to(b, b(graph.SqrtOp, x), out_shape)
     if c is not None and c == 0:
         return b.const(np.ones(out_shape), elem)
     if c is not None and c == int(c) and abs(c) <= MAX_INTEGER_POWER and (c > 0 or dtypes.is_float(elem)):

@@ -322,29 +322,38 @@ func.func @empty_prod(%x: tensor<2x0x3xf32>) -> tensor<2x1x3xf32> {
 
 // -----
 
-// Primitives stay as they are: comparisons, where, rounding, reduce_prod, pow by 2 and 0.5,
+// pow by 2 and by 0.5 become a multiplication and a sqrt: by the vector lowering the
+// exponent is a kernel input, not a constant it could read.
+
+// CHECK-LABEL: func.func @pow_small_exponents(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
+// CHECK-NEXT:    %[[P:.*]] = graph.mul %x, %x
+// CHECK-NEXT:    %[[Q:.*]] = graph.sqrt %[[P]]
+// CHECK-NEXT:    func.return %[[Q]]
+func.func @pow_small_exponents(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
+  %c2 = graph.constant dense<2.0> : tensor<f32>
+  %h = graph.constant dense<0.5> : tensor<f32>
+  %p = graph.pow %x, %c2 : (tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xf32>
+  %q = graph.pow %p, %h : (tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xf32>
+  func.return %q : tensor<2x8xf32>
+}
+
+// -----
+
+// Primitives stay as they are: comparisons, where, rounding, reduce_prod,
 // LayerNorm over a non-leading axis, HardSigmoid (a fixed instruction sequence).
 
 // CHECK-LABEL: func.func @primitives(%x: tensor<2x8xf32>, %y: tensor<2x8xf32>, %s: tensor<8xf32>) -> (tensor<2x8xf32>, tensor<2xf32>, tensor<2x8xf32>) {
-// CHECK-NEXT:    %[[C2:.*]] = graph.constant dense<2.000000e+00> : tensor<f32>
-// CHECK-NEXT:    %[[H:.*]] = graph.constant dense<5.000000e-01> : tensor<f32>
-// CHECK-NEXT:    %[[P:.*]] = graph.pow %x, %[[C2]]
-// CHECK-NEXT:    %[[Q:.*]] = graph.pow %[[P]], %[[H]]
 // CHECK-NEXT:    %[[L:.*]] = graph.less %x, %y
 // CHECK-NEXT:    %[[F:.*]] = graph.floor %x
-// CHECK-NEXT:    %[[W:.*]] = graph.where %[[L]], %[[F]], %[[Q]]
+// CHECK-NEXT:    %[[W:.*]] = graph.where %[[L]], %[[F]], %y
 // CHECK-NEXT:    %[[HS:.*]] = graph.hard_sigmoid %[[W]]
 // CHECK-NEXT:    %[[N:.*]] = graph.layer_norm %[[HS]], %s {axis = 1 : i64
 // CHECK-NEXT:    %[[R:.*]] = graph.reduce_prod %[[N]] {axes = array<i64: 1>}
 // CHECK-NEXT:    func.return %[[N]], %[[R]], %[[W]]
 func.func @primitives(%x: tensor<2x8xf32>, %y: tensor<2x8xf32>, %s: tensor<8xf32>) -> (tensor<2x8xf32>, tensor<2xf32>, tensor<2x8xf32>) {
-  %c2 = graph.constant dense<2.0> : tensor<f32>
-  %h = graph.constant dense<0.5> : tensor<f32>
-  %p = graph.pow %x, %c2 : (tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xf32>
-  %q = graph.pow %p, %h : (tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xf32>
   %l = graph.less %x, %y : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xi1>
   %f = graph.floor %x : tensor<2x8xf32>
-  %w = graph.where %l, %f, %q : (tensor<2x8xi1>, tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  %w = graph.where %l, %f, %y : (tensor<2x8xi1>, tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
   %hs = graph.hard_sigmoid %w {alpha = 2.000000e-01 : f32, beta = 5.000000e-01 : f32} : tensor<2x8xf32>
   %n = graph.layer_norm %hs, %s {axis = 1 : i64, epsilon = 1.0e-05 : f32} : (tensor<2x8xf32>, tensor<8xf32>) -> tensor<2x8xf32>
   %r = graph.reduce_prod %n {axes = array<i64: 1>} : (tensor<2x8xf32>) -> tensor<2xf32>
