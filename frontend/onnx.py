@@ -384,7 +384,7 @@ class Importer:
     def _check_supported(self, g: onnx.GraphProto) -> None:
         bad = []
         for n in g.node:
-            if _converter(n) is None:
+            if converter_for(n) is None:
                 domain = n.domain or "ai.onnx"
                 bad.append(f"'{node_name(n)}' ({domain}::{n.op_type}, opset {self._opset_of(n.domain)})")
         if bad:
@@ -457,7 +457,7 @@ class Importer:
         )
         first_new = len(self.ops)
         try:
-            outs = _converter(node)(ctx)
+            outs = converter_for(node)(ctx)
         except NodeError as e:
             raise UnsupportedModelError(
                 f"{self.where}: node '{node_name(node)}' ({node.op_type}, opset {self.opset}): {e}", node=node_name(node)
@@ -504,10 +504,11 @@ class Importer:
             raise self._node_fault(node, fault)
 
 
-def _converter(node: onnx.NodeProto) -> Converter | None:
+def converter_for(node: onnx.NodeProto) -> Converter | None:
     """The node's converter: ge's own for the default domain, a registered custom
     operator's (ge.plugins, README "Extending ge") for another domain."""
     if node.domain in ("", "ai.onnx"):
+        _load_converters()
         return CONVERTERS.get(node.op_type)
     from ge.plugins import onnx_converter
 

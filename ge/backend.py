@@ -149,10 +149,9 @@ class GeBackend(Backend):
         `kwargs` are `ge.CompileOptions` fields."""
         if device.upper().startswith("NPU"):
             return npu_refusal(model, **kwargs) is None
-        from ge.frontend.onnx import supported_ops
+        from ge.frontend.onnx import converter_for
 
-        ops = set(supported_ops())
-        return all(n.domain in ("", "ai.onnx") and n.op_type in ops for n in model.graph.node)
+        return all(converter_for(n) is not None for n in model.graph.node)  # custom ops too (ge.plugins)
 
     @classmethod
     def prepare(cls, model: onnx.ModelProto | str | bytes, device: str = "CPU", **kwargs) -> GeBackendRep:

@@ -146,11 +146,10 @@ class _Check:
         return bool(names)
 
     def run(self):
-        from ge.frontend.onnx import import_model, supported_ops
+        from ge.frontend.onnx import converter_for, import_model
 
-        ops = set(supported_ops())
         for n, node in zip(self.nodes.values(), self.proto.graph.node):
-            if node.domain not in ("", "ai.onnx") or node.op_type not in ops:
+            if converter_for(node) is None:  # ge's own operators and registered custom ones (ge.plugins)
                 n.refuse("import", f"operator {node.domain or 'ai.onnx'}::{node.op_type} is not supported by ge")
         while True:  # each refused node is cut out (its outputs become inputs) and the rest imported again
             refused = {n.node for n in self.nodes.values() if n.status == UNSUPPORTED}

@@ -131,6 +131,21 @@ def test_custom_op_runs_on_the_simulator(example, precision, tol):
     assert np.abs(y - expected).max() <= tol * scale_of(expected)
 
 
+def test_support_check_and_backend_accept_the_custom_op(example, tmp_path):
+    from ge.backend import GeBackend
+    from ge.precheck import check_support
+
+    model, _ = rmsnorm_model()
+    path = tmp_path / "rmsnorm.onnx"
+    onnx.save(model, path)
+    report = check_support(str(path), ge.CompileOptions(precision_mode=F32))
+    assert report.supported, report.table()
+    assert GeBackend.is_compatible(model)
+    model.graph.node[0].domain = "com.unknown"
+    assert not GeBackend.is_compatible(model)
+    assert not check_support(model, ge.CompileOptions(precision_mode=F32)).supported
+
+
 def test_ge_opt_help_lists_the_example_pass(example):
     out = subprocess.run([sys.executable, "-m", "ge.tools.ge_opt", "--help"], capture_output=True, text=True,
                          timeout=120)
