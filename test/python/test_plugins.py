@@ -16,6 +16,7 @@ custom operator com.example::RMSNorm and the pass fuse-rmsnorm by entry points. 
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.metadata
 import subprocess
 import sys
@@ -182,6 +183,46 @@ def test_fuse_rmsnorm_in_compile_matches_onnxruntime(example):
     # the compile ran the pass at its stage (a stage of its own in the timings)
     assert "fuse-rmsnorm" in fused.report["compile_seconds"]
     assert "fuse-rmsnorm" not in plain.report["compile_seconds"]
+
+
+def test_ge_compile_runs_the_pass_at_its_stage(example, tmp_path):
+    path, dump = tmp_path / "pattern.onnx", tmp_path / "ir"
+    onnx.save(pattern_model(), path)
+    result = subprocess.run([sys.executable, "-m", "ge.tools.ge_compile", str(path), "-o", str(tmp_path / "p.om"),
+                             "--kernel-level", "tile", "--passes", "fuse-rmsnorm", "--dump-ir", str(dump)],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    files = sorted(p.name for p in dump.iterdir())
+    assert files[:3] == ["00_import.mlir", "01_fuse-rmsnorm.mlir", "02_graph-optimize.mlir"]
+    assert "graph.div" in (dump / "00_import.mlir").read_text()
+    rewritten = (dump / "01_fuse-rmsnorm.mlir").read_text()
+    assert "graph.div" not in rewritten and rewritten.count("graph.reciprocal") == 1
+
+
+@dataclass(frozen=True)
+class _Noop(ge.GraphPass):
+    def run(self, module):
+        pass
+
+
+def test_custom_passes_are_placed_after_their_stage():
+    from ge.compiler import pass_stages, resolve_target
+
+    made = {name: type(name, (_Noop,), {"name": name, "stage": stage}) for name, stage in
+            (("test-a", "after-import"), ("test-b", "after-fuse"), ("test-c", "after-import"), ("test-d", "after-tile"))}
+    for cls in made.values():
+        ge.register_pass(cls, plugin="test")
+    try:
+        options = ge.CompileOptions(passes="test-c,test-b,test-a,test-d", kernel_level="tile")
+        labels = [label for label, _ in pass_stages(options, resolve_target(options.soc_version))]
+        assert labels == ["test-c", "test-a", "graph-optimize", "decompose", "assign-layouts", "eliminate-trans-data",
+                          "fuse", "test-b", "bufferize", "tile", "test-d"]
+        isa = [label for label, _ in pass_stages(dataclasses.replace(options, kernel_level="isa", passes=["test-d"]),
+                                                 resolve_target(options.soc_version))]
+        assert isa[isa.index("tile") + 1] == "test-d" and isa[-1] == "insert-sync"
+    finally:
+        for name in made:
+            plugins.unregister_pass(name)
 
 
 # --------------------------------------------------------------------------------------
