@@ -66,12 +66,13 @@ def rmsnorm_model(shape=SHAPE, eps=1e-5):
     return model, gamma
 
 
-def pattern_model(shape=SHAPE, eps=1e-5):
-    """RMSNorm with standard ops, as PyTorch exports `x * torch.rsqrt(x*x.mean(-1) + eps) * w`
-    (the square as Mul(x, x)), followed by a Relu so the rewritten value has a user."""
+def pattern_model(shape=SHAPE, eps=1e-5, square="Mul"):
+    """RMSNorm with standard ops, as PyTorch exports `x * torch.rsqrt(x.pow(2).mean(-1) + eps) * w`
+    (the square as Mul(x, x) or Pow(x, 2)), followed by a Relu so the rewritten value has a user."""
     gamma = np.random.default_rng(0).uniform(0.5, 1.5, shape[-1]).astype(np.float32)
     nodes = [
-        helper.make_node("Mul", ["x", "x"], ["sq"], name="square"),
+        helper.make_node("Mul", ["x", "x"], ["sq"], name="square") if square == "Mul"
+        else helper.make_node("Pow", ["x", "two"], ["sq"], name="square"),
         helper.make_node("ReduceMean", ["sq", "axes"], ["ms"], name="mean", keepdims=1),
         helper.make_node("Add", ["ms", "eps"], ["mse"], name="add_eps"),
         helper.make_node("Sqrt", ["mse"], ["rms"], name="sqrt"),
@@ -83,6 +84,8 @@ def pattern_model(shape=SHAPE, eps=1e-5):
     inits = [numpy_helper.from_array(gamma, "gamma"), numpy_helper.from_array(np.array([-1], np.int64), "axes"),
              numpy_helper.from_array(np.array(eps, np.float32), "eps"),
              numpy_helper.from_array(np.array(1.0, np.float32), "one")]
+    if square == "Pow":
+        inits.append(numpy_helper.from_array(np.array(2.0, np.float32), "two"))
     g = helper.make_graph(nodes, "rmsnorm_pattern", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)], inits)
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)])
@@ -183,6 +186,18 @@ def test_fuse_rmsnorm_in_compile_matches_onnxruntime(example):
     # the compile ran the pass at its stage (a stage of its own in the timings)
     assert "fuse-rmsnorm" in fused.report["compile_seconds"]
     assert "fuse-rmsnorm" not in plain.report["compile_seconds"]
+
+
+def test_fuse_rmsnorm_compiles_the_pow_spelling_to_one_kernel(example):
+    """Pow(x, 2) as the square: after the rewrite, one fused kernel that matches onnxruntime
+    (without the pass this spelling did not compile at the time of writing: README)."""
+    model = pattern_model(square="Pow")
+    x = x_input()
+    expected = ort.InferenceSession(model.SerializeToString()).run(None, {"x": x})[0]
+    fused = ge.compile(model, ge.CompileOptions(precision_mode=F32, passes=["fuse-rmsnorm"]))
+    assert fused.report["kernels"] == 1
+    y = fused.run({"x": x})["y"]
+    assert np.abs(y - expected).max() <= 1e-4 * scale_of(expected)
 
 
 def test_ge_compile_runs_the_pass_at_its_stage(example, tmp_path):
