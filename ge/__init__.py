@@ -12,13 +12,24 @@ outside the package (see `ge.plugins`).
 
 from ge.compiler import CompiledModel, CompileError, CompileOptions, compile, load_model
 from ge.errors import GeError, InputError, ModelFormatError, ShapeError, UnsupportedModelError
-from ge.plugins import GraphPass, PluginError, register_op, register_pass
 
 __all__ = [
     "CompileError", "CompileOptions", "CompiledModel", "GeError", "GraphPass", "InputError", "ModelFormatError",
     "PluginError", "ShapeError", "UnsupportedModelError", "compile", "from_torch", "load_model", "load_onnx", "load_tf",
     "register_op", "register_pass",
 ]
+
+_PLUGIN_API = ("GraphPass", "PluginError", "register_op", "register_pass")
+
+
+def __getattr__(name):
+    """`ge.GraphPass`, `ge.register_pass`, ... from ge.plugins, imported on first use (it
+    loads xDSL's pass machinery, which `import ge` alone does not need)."""
+    if name in _PLUGIN_API:
+        from ge import plugins
+
+        return getattr(plugins, name)
+    raise AttributeError(f"module 'ge' has no attribute '{name}'")
 
 
 def load_onnx(model, input_shape=None):
