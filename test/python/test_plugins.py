@@ -135,7 +135,7 @@ def test_custom_op_runs_on_the_simulator(example, precision, tol):
     assert np.abs(y - expected).max() <= tol * scale_of(expected)
 
 
-def test_support_check_and_backend_accept_the_custom_op(example, tmp_path):
+def test_support_check_and_backend_run_the_custom_op(example, tmp_path):
     from ge.backend import GeBackend
     from ge.precheck import check_support
 
@@ -145,6 +145,10 @@ def test_support_check_and_backend_accept_the_custom_op(example, tmp_path):
     report = check_support(str(path), ge.CompileOptions(precision_mode=F32))
     assert report.supported, report.table()
     assert GeBackend.is_compatible(model)
+    x = x_input()
+    expected = example.reference(x, rmsnorm_model()[1], epsilon=1e-5)
+    y = GeBackend.prepare(model).run([x])[0]  # the graph reference interpreter on the decomposition
+    assert np.abs(y - expected).max() <= 1e-5 * scale_of(expected)
     model.graph.node[0].domain = "com.unknown"
     assert not GeBackend.is_compatible(model)
     assert not check_support(model, ge.CompileOptions(precision_mode=F32)).supported
