@@ -421,6 +421,31 @@ def test_broken_pass_through_the_tools(broken_passes, tmp_path, capsys):
     assert "unknown custom pass 'no-such-pass'" in capsys.readouterr().err
 
 
+def test_plain_module_pass_is_guarded_too(tmp_path, capsys):
+    from xdsl.passes import ModulePass
+
+    from ge.tools import ge_opt
+
+    @dataclass(frozen=True)
+    class Plain(ModulePass):
+        name = "test-plain"
+
+        def apply(self, ctx, op):
+            raise ValueError("plain failure")
+
+    ge.register_pass(Plain, stage="after-decompose", plugin="plain-pkg")
+    try:
+        path = tmp_path / "relu.onnx"
+        onnx.save(_relu_model(), path)
+        assert ge_opt.main([str(path), "-p", "test-plain"]) == 1
+        assert capsys.readouterr().err.strip() == ("ge-opt: error: pass 'test-plain' (plugin plain-pkg) at stage "
+                                                   "after-decompose: ValueError: plain failure")
+        with pytest.raises(ge.PluginError, match=r"^pass 'test-plain' \(plugin plain-pkg\) at stage after-decompose"):
+            ge.compile(_relu_model(), ge.CompileOptions(passes=["test-plain"], kernel_level="tile"))
+    finally:
+        plugins.unregister_pass("test-plain")
+
+
 def test_bad_pass_registrations():
     @dataclass(frozen=True)
     class NoName(ge.GraphPass):
