@@ -132,17 +132,21 @@ def _decode_kernels(model: Model, target: targets.Target) -> list[_Kernel]:
     part = model.kernels
     where = model.path or model.name
     if part.get("format") == "isa-code":
+        from ge.runtime import kernel_code
         from ge.runtime.simulator import KernelProgram
 
-        bodies: dict[int, KernelProgram] = {}
+        if part.get("version") != kernel_code.VERSION:
+            raise ModelFormatError(f"{where}: kernel code version {part.get('version')} is not supported (this ge "
+                                   f"reads version {kernel_code.VERSION}): compile the model again")
         kernels = []
         for entry in model.definition["kernels"]:
-            body = part["kernels"].get(entry["name"])
-            if body is None:
+            ref = part["kernels"].get(entry["name"])
+            if ref is None:
                 raise ExecutionError(f"{where}: kernel @{entry['name']} is not in the KERNELS partition")
-            if body not in bodies:
-                bodies[body] = KernelProgram(part["bodies"][body], target, entry["name"])
-            kernels.append(_Kernel(entry, bodies[body], "isa", bodies[body].uses_cube))
+            program = KernelProgram(kernel_code.label(part["bodies"][ref["body"]], ref["names"]), target,
+                                    entry["name"])
+            program.analysis_key = ("body", ref["body"])  # kernels with the same code share timing and checks
+            kernels.append(_Kernel(entry, program, "isa", program.uses_cube))
         return kernels
     if part.get("format") != "mlir" or not isinstance(part.get("text"), str) or part.get("level") == "isa":
         raise ModelFormatError(f"{where}: the KERNELS partition is neither isa kernel code nor an MLIR module of "

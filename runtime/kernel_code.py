@@ -19,8 +19,9 @@ generic fields -- "pipe", "opnds" (buffer operands by role: [buffer index, offse
 or null]) and, when not empty, "regs" (its other index operands by operand name: register
 or list of registers), "results" (result registers by name), "props" (its properties as
 JSON) -- plus what its ENCODERS entry adds from the target (vector rects, Cube fractals),
-which may also drop the properties it replaces. The name is not in the body: identical kernels share one body
-(`partition`), and a launch names the body through its kernel entry.
+which may also drop the properties it replaces. In the model file (`partition`) a body is
+stored without its names (labels, locations: `strip`): kernels with the same code share one
+body, and each kernel symbol keeps its body's index and its own names.
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ from ge.errors import GeError
 from ge.runtime.index_arith import INT_BINARY
 
 FORMAT = "isa-code"
-VERSION = 1
+VERSION = 2  # 2: bodies without names
 LOCAL_IDS = {s: i for i, s in enumerate(isa.LOCAL_SPACES)}
 GM_BASE = len(isa.LOCAL_SPACES)  # region id of kernel argument 0
 INT_BINARY_NAMES = {cls.name: fn for cls, fn in INT_BINARY.items()}
@@ -257,18 +258,35 @@ def body_key(body: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
+def strip(body: dict[str, Any]) -> tuple[dict[str, Any], dict[str, list[str]]]:
+    """A body without what only names things (argument and buffer labels, locations): the
+    code kernels of the same shape share whatever their tensors and ONNX nodes are called."""
+    code = dict(body, args=[a[:2] for a in body["args"]], buffers=[b[:4] for b in body["buffers"]],
+                instrs=[name for name, _ in body["instrs"]])
+    names = {"args": [a[2] for a in body["args"]], "buffers": [b[4] for b in body["buffers"]],
+             "locs": [loc for _, loc in body["instrs"]]}
+    return code, names
+
+
+def label(code: dict[str, Any], names: dict[str, list[str]]) -> dict[str, Any]:
+    """The body `strip` took apart."""
+    return dict(code, args=[[*a, n] for a, n in zip(code["args"], names["args"])],
+                buffers=[[*b, n] for b, n in zip(code["buffers"], names["buffers"])],
+                instrs=[[i, loc] for i, loc in zip(code["instrs"], names["locs"])])
+
+
 def partition(kernels: Sequence[isa.KernelOp], target: targets.Target) -> dict[str, Any]:
-    """The KERNELS partition of an isa-level model: each distinct body once, and per kernel
-    symbol the index of its body."""
+    """The KERNELS partition of an isa-level model: each distinct code once ("bodies"), and
+    per kernel symbol its body's index and its own names (`strip`)."""
     bodies: list[dict] = []
     index: dict[str, int] = {}
-    names: dict[str, int] = {}
+    refs: dict[str, dict] = {}
     for k in kernels:
-        body = encode(k, target)
-        key = body_key(body)
+        code, names = strip(encode(k, target))
+        key = body_key(code)
         if key not in index:
             index[key] = len(bodies)
-            bodies.append(body)
-        names[k.sym_name.data] = index[key]
+            bodies.append(code)
+        refs[k.sym_name.data] = {"body": index[key], "names": names}
     return {"format": FORMAT, "version": VERSION, "level": "isa", "target": target.name, "bodies": bodies,
-            "kernels": names}
+            "kernels": refs}

@@ -346,6 +346,7 @@ class KernelProgram:
         self.instrs: list[list[str]] = code["instrs"]
         self.names = [n.removeprefix("isa.") for n, _ in self.instrs]
         self.uses_cube = False
+        self.analysis_key: object = self  # what shares this program's timing and checks (Simulator.analyses)
         self.mem_pipes: set[int] = set()  # pipes that access memory
         self.written_regions: set[int] = set()  # regions some instruction writes
         self.slots: dict[tuple[int, int, int], int] = {}  # buffer (region, base, bytes) -> access log
@@ -900,7 +901,7 @@ class Analysis:
 class Simulator:
     """Runs decoded kernels on a target; `trace=True` records a timeline. `analyses`
     (shared between simulators to reuse them across runs) holds the timing and problems of
-    each (body, block_dim) already checked."""
+    each (`KernelProgram.analysis_key`, block_dim) already checked."""
 
     def __init__(self, target: targets.Target | str | None = None, trace: bool = False,
                  analyses: dict | None = None):
@@ -930,12 +931,10 @@ class Simulator:
         name = name or prog.name
         if len(buffers) != len(prog.args):
             raise InputError(f"kernel @{name} takes {len(prog.args)} buffers, got {len(buffers)}")
-        key = (id(prog), prog.block_dim)
+        key = (prog.analysis_key, prog.block_dim)
         known = None if prog.data_dependent or self.trace is not None else self.analyses.get(key)
-        if known is not None and known[0] is not prog:
-            known = None
         if known is not None and timing_only:
-            return self._reuse(known[1], key, name)
+            return self._reuse(known, key, name)
         regions = [*self.core.regions]
         outs = []
         for i, ((dtype, count), buf) in enumerate(zip(prog.args, buffers)):
@@ -973,7 +972,7 @@ class Simulator:
                 if i >= prog.num_ins:
                     buf.reshape(-1)[...] = data.view(buf.dtype)
         if known is not None:
-            return self._reuse(known[1], key, name)
+            return self._reuse(known, key, name)
         cycles = st.cost.launch_cycles([p.end for p in core_pipes])
         busy = {_pipe(p): sum(c.busy[p] for c in core_pipes) for p in range(NPIPES)}
         counts = {_pipe(p): sum(c.instructions[p] for c in core_pipes) for p in range(NPIPES)}
@@ -982,7 +981,7 @@ class Simulator:
         if self.trace is not None:
             self.trace.offset += cycles
         if not prog.data_dependent:
-            self.analyses[key] = (prog, Analysis(stats, list(problems.values())))
+            self.analyses[key] = Analysis(stats, list(problems.values()))
             self._reported.add(key)
         self.report.kernels.append(stats)
         self.report.problems.extend(problems.values())

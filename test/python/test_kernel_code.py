@@ -1,10 +1,11 @@
 """Kernel code (runtime/kernel_code.py): isa kernels stored pre-decoded in the model file.
 
 Loading and running an isa-level model parses no MLIR (the parser is patched to fail);
-identical kernel bodies are stored once; the simulator runs kernel code read back from
-JSON exactly as it runs the kernel from IR; the timing and checks of each body are computed
-once and reused by later launches and runs (same cycles, same outputs); `timing_only`
-gives the same cycles without outputs.
+kernels with the same code share one stored body (each keeps its own names) and one
+timing-and-checks analysis; the simulator runs kernel code read back from JSON exactly as
+it runs the kernel from IR; the timing and checks of each body are computed once and
+reused by later launches and runs (same cycles, same outputs); `timing_only` gives the
+same cycles without outputs. Tolerance of the MatMul + Relu twins against numpy: 1e-5.
 """
 
 from __future__ import annotations
@@ -12,7 +13,9 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import onnx
 import pytest
+from onnx import helper, numpy_helper
 from xdsl.dialects.builtin import StringAttr
 
 import ge
@@ -61,11 +64,50 @@ def test_identical_bodies_are_stored_once(saved):
     kernels = [op for op in module.walk() if isinstance(op, isa.KernelOp)]
     twin = kernels[0].clone()
     twin.properties["sym_name"] = StringAttr("twin")
-    part = kernel_code.partition([*kernels, twin], load_target("ascend910"))
+    target = load_target("ascend910")
+    part = kernel_code.partition([*kernels, twin], target)
     assert len(part["kernels"]) == len(kernels) + 1
-    assert part["kernels"]["twin"] == part["kernels"][kernels[0].sym_name.data]
-    assert len(part["bodies"]) == len({kernel_code.body_key(kernel_code.encode(k, load_target("ascend910")))
-                                      for k in kernels})
+    first = part["kernels"][kernels[0].sym_name.data]
+    assert part["kernels"]["twin"] == first
+    codes = {kernel_code.body_key(kernel_code.strip(kernel_code.encode(k, target))[0]) for k in kernels}
+    assert len(part["bodies"]) == len(codes)
+    # a body holds no names: the kernel's own labels and locations come back with it
+    assert kernel_code.label(part["bodies"][first["body"]], first["names"]) == kernel_code.encode(kernels[0], target)
+    assert all(len(a) == 2 for b in part["bodies"] for a in b["args"])
+
+
+def twins() -> onnx.ModelProto:
+    """Two MatMul + Relu branches of the same shapes: two kernels with the same code."""
+    rng = np.random.default_rng(0)
+    inits = [numpy_helper.from_array((rng.standard_normal((64, 64)) / 8).astype(np.float32), f"w{i}") for i in range(2)]
+    nodes = [helper.make_node("MatMul", ["x", "w0"], ["a"], name="a"), helper.make_node("Relu", ["a"], ["y0"], name="y0"),
+             helper.make_node("MatMul", ["x", "w1"], ["b"], name="b"), helper.make_node("Relu", ["b"], ["y1"], name="y1")]
+
+    def t(name: str):
+        return helper.make_tensor_value_info(name, onnx.TensorProto.FLOAT, [32, 64])
+
+    graph = helper.make_graph(nodes, "twins", [t("x")], [t("y0"), t("y1")], initializer=inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_kernels_with_the_same_code_share_body_and_checks(tmp_path):
+    model = twins()
+    with blob_scope():
+        compiled = ge.compile(model, ge.CompileOptions(precision_mode=F32))
+    part = compiled.model.kernels
+    refs = part["kernels"]
+    assert len(refs) == 2 and len(part["bodies"]) == 1 and {r["body"] for r in refs.values()} == {0}
+    assert refs["k0_a"]["names"] != refs["k1_b"]["names"]  # each keeps its own labels and locations
+    compiled.save(tmp_path / "twins.om")
+    loaded = ge.load_model(tmp_path / "twins.om")
+    x = {"x": np.random.default_rng(3).standard_normal((32, 64)).astype(np.float32)}
+    got = loaded.run(x)
+    assert len(loaded.executor.analyses) == 1  # the second launch reused the first one's timing and checks
+    kernels = loaded.last_run.kernels
+    assert [k.kernel for k in kernels] == ["k0_a", "k1_b"] and kernels[0].cycles == kernels[1].cycles
+    w = {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}
+    for out, weight in (("y0", "w0"), ("y1", "w1")):
+        np.testing.assert_allclose(got[out], np.maximum(x["x"] @ w[weight], 0), rtol=1e-5, atol=1e-5)
 
 
 def test_code_from_json_runs_like_the_kernel(saved):
@@ -95,7 +137,7 @@ def test_timing_and_checks_once_per_body(saved):
     x = {"x": np.random.default_rng(2).standard_normal((32, 64)).astype(np.float32)}
     first = model.run(x)
     ex = model.executor
-    bodies = {id(k.program) for k in ex.kernels}
+    bodies = {k.program.analysis_key for k in ex.kernels}
     assert len(ex.analyses) == len(bodies)
     cycles = ex.last_report.total_cycles
     kernels = [(k.kernel, k.cycles) for k in ex.last_report.kernels]

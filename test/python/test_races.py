@@ -101,8 +101,8 @@ def _racy_model_file(tmp_path) -> str:
     model = compiled.model
     part = model.kernels
     edited = 0
-    for body_id in part["kernels"].values():
-        body = part["bodies"][body_id]
+    for ref in part["kernels"].values():
+        body = part["bodies"][ref["body"]]
         if body["block_dim"] < 2 or edited:
             continue
 
