@@ -193,8 +193,7 @@ def test_fuse_rmsnorm_in_compile_matches_onnxruntime(example):
 
 
 def test_fuse_rmsnorm_compiles_the_pow_spelling_to_one_kernel(example):
-    """Pow(x, 2) as the square: after the rewrite, one fused kernel that matches onnxruntime
-    (without the pass this spelling did not compile at the time of writing: README)."""
+    """Pow(x, 2) as the square: after the rewrite, one fused kernel that matches onnxruntime."""
     model = pattern_model(square="Pow")
     x = x_input()
     expected = ort.InferenceSession(model.SerializeToString()).run(None, {"x": x})[0]
