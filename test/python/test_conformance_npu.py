@@ -17,13 +17,22 @@ from ge.errors import GeError
 CASES = [(n, op, c) for n, op, c in node_cases() if excluded_reason(n) is None]
 FAST_OPS = {"Relu", "Sigmoid", "Tanh", "Add", "Mul", "Softmax", "MaxPool", "GlobalAveragePool", "Transpose",
             "Reshape", "Gemm", "BatchNormalization"}
-FAST = [(n, c) for n, op, c in CASES if op in FAST_OPS]
+# Cases the NPU path refuses today, with the part of the message that says why.
+REFUSED_ON_NPU = {"test_maxpool_2d_uint8": "float tiles only"}
+FAST = [(n, c) for n, op, c in CASES if op in FAST_OPS and n not in REFUSED_ON_NPU]
 SLOW = [(n, c) for n, op, c in CASES if op not in FAST_OPS]
 
 
 @pytest.mark.parametrize(("name", "case"), FAST, ids=[n for n, _ in FAST])
 def test_npu_case_fast(name, case):
     run_case_npu(case)
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED_ON_NPU))
+def test_npu_refusal_names_what_is_missing(name):
+    case = next(c for n, _, c in CASES if n == name)
+    with pytest.raises(GeError, match=REFUSED_ON_NPU[name]):
+        run_case_npu(case)
 
 
 @pytest.mark.slow
