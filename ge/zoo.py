@@ -226,11 +226,13 @@ def gpt_decoder(batch: int = 2, seq: int = 16, hidden: int = 64, heads: int = 4,
 
 
 def gpt_inputs(batch: int = 2, seq: int = 16, vocab: int = 500, seed: int = 1) -> dict[str, np.ndarray]:
-    """Token ids and a left-padding mask (the first positions of the later rows are padding)."""
+    """Token ids and a right-padding mask (the last positions of the later rows are padding).
+    Not left padding: with a causal mask a left-padded query sees only padded keys, a row of
+    -1e4 + score whose softmax is noise in any precision (f16 spaces values near 1e4 by 8)."""
     rng = np.random.default_rng(seed)
     mask = np.ones((batch, seq), np.int64)
     for r in range(1, batch):
-        mask[r, : r * 2] = 0
+        mask[r, seq - r * 2:] = 0
     return {"input_ids": rng.integers(0, vocab, (batch, seq), dtype=np.int64), "attention_mask": mask}
 
 
