@@ -10,6 +10,9 @@ reductions and the Cube accumulate in f32.
 
 from __future__ import annotations
 
+import math
+from collections import OrderedDict
+
 import numpy as np
 
 
@@ -151,11 +154,40 @@ def mmad(a: np.ndarray, b: np.ndarray, c: np.ndarray | None, mkn: tuple[int, int
 def img2col(fm: np.ndarray, sizes: tuple[int, int], m: int, k: int, c: int, h: int, fractal: tuple[int, int],
             **params) -> np.ndarray:
     """Load3D: the flat ZZ contents of the A tile (see `isa.img2col`); `fm` is the feature
-    map without its N dim, `params` those of the op (kernel, strides, ...)."""
+    map without its N dim, `params` those of the op (kernel, strides, ...). Which element
+    lands where depends only on the shapes and positions, so it is computed once per
+    (shapes, m, k, c, h) -- a conv's tiles repeat on every block and run -- and then the
+    tile is one gather."""
+    key = (fm.shape, tuple(sizes), m, k, c, h, tuple(fractal),
+           tuple((n, tuple(v) if isinstance(v, list | tuple) else v) for n, v in params.items()))
+    index = _IMG2COL_INDEX.get(key)
+    if index is None:
+        index = _IMG2COL_INDEX[key] = _img2col_index(fm.shape, sizes, m, k, c, h, fractal, params)
+        if len(_IMG2COL_INDEX) > _IMG2COL_CACHED:
+            _IMG2COL_INDEX.popitem(last=False)
+    else:
+        _IMG2COL_INDEX.move_to_end(key)
+    flat, zero = index
+    out = fm.reshape(-1)[flat]
+    if zero is not None:
+        out[zero] = 0
+    return out
+
+
+_IMG2COL_INDEX: OrderedDict = OrderedDict()  # the most recent tiles' gather indices
+_IMG2COL_CACHED = 256
+
+
+def _img2col_index(shape: tuple[int, ...], sizes, m, k, c, h, fractal, params) -> tuple[np.ndarray, np.ndarray | None]:
+    """(the flat feature-map element of each A-tile element, where the tile gets 0 instead):
+    the logical img2col (the tile level's semantics) applied to element numbers."""
     from ge.runtime.tile_interp import img2col as img2col_logical  # imported when used
 
-    logical = img2col_logical(fm[None], sizes, m, k, c, h, **params)
-    return matrix_to_zz(logical, *fractal)
+    count = math.prod(shape)
+    ids = np.arange(1, count + 1, dtype=np.int32 if count < 2**31 - 1 else np.int64).reshape(shape)
+    pos = matrix_to_zz(img2col_logical(ids[None], sizes, m, k, c, h, **params), *fractal)
+    zero = pos == 0
+    return np.maximum(pos - 1, 0), (zero if zero.any() else None)
 
 
 def fixpipe(x: np.ndarray, dtype: np.dtype, relu: bool) -> np.ndarray:
