@@ -198,7 +198,7 @@ def main(argv: list[str] | None = None) -> None:
     table = rows(target)
     print(f"calibration on {target.name} ({target.clock_hz / 1e9:g} GHz):\n")
     print(markdown(["benchmark", "simulated", "published", "unit", "sim / published", "published figure from"],
-                   ([r["benchmark"], f"{r['simulated']:,.3g}", f"{r['published']:,.4g}", r["unit"],
+                   ([r["benchmark"], f"{r['simulated']:,.4g}", f"{r['published']:,.4g}", r["unit"],
                      f"{r['ratio']:.2f}", r["source"]] for r in table)))
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps({"target": target.name, "rows": table}, indent=1))

@@ -114,30 +114,26 @@ def test_unknown_target_names_the_known_ones():
         load_target("../ascend910")
 
 
-def test_broken_file(tmp_path, monkeypatch):
+BROKEN = [  # (file name, text replaced in ascend910.toml, by, expected message)
+    ("nol1", "l1 = 1048576", "", r"nol1\.toml: missing 'memory\.l1'"),
+    ("neg", "ub = 262144", "ub = -1", r"'memory\.ub' must be a non-negative number"),
+    ("arch", 'architecture = "coupled"', 'architecture = "fused"', "'architecture' must be one of coupled, separated"),
+    ("ids", "event_ids = 4", "event_ids = 16", r"'isa\.event_ids' must be an integer in 1\.\.8, got 16"),
+    ("fix", "fixpipe = false", "fixpipe = 0", r"'isa\.fixpipe' must be true or false"),
+    ("vec", "vadd = 2 ", "vadd = 0 ", r"'vector_cost\.vadd' must be a positive number"),
+    ("vdef", "vdiv = { f16 = 8, f32 = 4, default = 8 }", "vdiv = { f16 = 8 }",
+     r"'vector_cost\.vdiv' needs a 'default' entry"),
+]
+
+
+@pytest.mark.parametrize(("name", "old", "new", "message"), BROKEN)
+def test_broken_file(tmp_path, monkeypatch, name, old, new, message):
     text = (Path(targets.__file__).parent / "ascend910.toml").read_text()
+    assert old in text
     monkeypatch.setattr(targets, "_DIR", tmp_path)
-    (tmp_path / "nol1.toml").write_text(text.replace("l1 = 1048576", ""))
-    with pytest.raises(TargetError, match=r"nol1\.toml: missing 'memory\.l1'"):
-        load_target("nol1")
-    (tmp_path / "neg.toml").write_text(text.replace("ub = 262144", "ub = -1"))
-    with pytest.raises(TargetError, match=r"'memory\.ub' must be a non-negative number"):
-        load_target("neg")
-    (tmp_path / "arch.toml").write_text(text.replace('architecture = "coupled"', 'architecture = "fused"'))
-    with pytest.raises(TargetError, match="'architecture' must be one of coupled, separated"):
-        load_target("arch")
-    (tmp_path / "ids.toml").write_text(text.replace("event_ids = 4", "event_ids = 16"))
-    with pytest.raises(TargetError, match=r"'isa\.event_ids' must be an integer in 1\.\.8, got 16"):
-        load_target("ids")
-    (tmp_path / "fix.toml").write_text(text.replace("fixpipe = false", "fixpipe = 0"))
-    with pytest.raises(TargetError, match=r"'isa\.fixpipe' must be true or false"):
-        load_target("fix")
-    (tmp_path / "vec.toml").write_text(text.replace("vadd = 2 ", "vadd = 0 "))
-    with pytest.raises(TargetError, match=r"'vector_cost\.vadd' must be a positive number"):
-        load_target("vec")
-    (tmp_path / "vdef.toml").write_text(text.replace("vdiv = { f16 = 8, f32 = 4, default = 8 }", "vdiv = { f16 = 8 }"))
-    with pytest.raises(TargetError, match=r"'vector_cost\.vdiv' needs a 'default' entry"):
-        load_target("vdef")
+    (tmp_path / f"{name}.toml").write_text(text.replace(old, new))
+    with pytest.raises(TargetError, match=message):
+        load_target(name)
 
 
 def test_module_attribute():
