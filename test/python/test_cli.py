@@ -24,7 +24,7 @@ from ge.tools.ge_compile import _Progress
 
 ISA = "isa"
 LEVELS = ["tile", ISA]
-STAGES = ["import", "graph-optimize", "assign-layouts", "eliminate-trans-data", "fuse", "bufferize", "tile",
+STAGES = ["import", "graph-optimize", "decompose", "assign-layouts", "eliminate-trans-data", "fuse", "bufferize", "tile",
           "build-model"]
 
 
@@ -99,7 +99,7 @@ def test_dumped_ir_reparses(built):
     assert files == [f"{i:02d}_{s}.mlir" for i, s in enumerate(STAGES)]
     for path in dump.iterdir():
         parse_module(path.read_text(), str(path))
-    for name in ("06_tile.mlir", "07_build-model.mlir"):  # and through ge-opt itself
+    for name in ("07_tile.mlir", "08_build-model.mlir"):  # and through ge-opt itself
         result = tool("ge_opt", dump / name)
         assert ("tile.kernel @" if "tile" in name else "task.model @") in result.stdout
 
