@@ -8,7 +8,9 @@ seed lands in one class:
 
 - pass: the outputs match (f32: max error <= 1e-3 x the output's scale, max |ref|, plus
   1e-5; f16: <= 3e-2 x scale and cosine >= 0.999);
-- wrong: the compile succeeded and the answer does not match -- the worst outcome;
+- wrong: the compile succeeded and the answer does not match, or the run failed (a hazard
+  or race the simulator reports means the compiled kernels cannot be trusted) -- the worst
+  outcome;
 - traceback: an exception that is not a `GeError` (an internal error);
 - refusal: a `GeError` (the message says what is not supported; the summary groups them
   by message with numbers and names stripped, so one missing feature is one line).
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import re
 import sys
 import time
@@ -100,10 +103,17 @@ def check(model: onnx.ModelProto, inputs: dict[str, np.ndarray], precision: str 
     try:
         options = ge.CompileOptions(precision_mode=PRECISIONS[precision], kernel_level="isa", keep_ir_text=False)
         compiled = ge.compile(model, options)
-        outs = compiled.run(inputs)
     except ge.GeError as e:
         return "refusal", f"{type(e).__name__}: {e}", 0.0
     except Exception as e:  # an internal error is exactly what we hunt
+        frame = traceback.extract_tb(e.__traceback__)[-1]
+        where = f"{Path(frame.filename).name}:{frame.lineno}"
+        return "traceback", f"{type(e).__name__} at {where}: {e}".splitlines()[0], 0.0
+    try:
+        outs = compiled.run(inputs)
+    except ge.GeError as e:  # a compiled model that fails to run (e.g. KernelProblemError) is a bug
+        return "wrong", f"run failed: {type(e).__name__}: {e}".splitlines()[0], math.inf
+    except Exception as e:
         frame = traceback.extract_tb(e.__traceback__)[-1]
         where = f"{Path(frame.filename).name}:{frame.lineno}"
         return "traceback", f"{type(e).__name__} at {where}: {e}".splitlines()[0], 0.0
