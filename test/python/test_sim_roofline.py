@@ -127,7 +127,7 @@ def test_two_streams_together_stay_within_the_hbm_rate(monkeypatch):
     alone = 5000.0
     moved = 0.8 * rate * (alone - t.overhead.launch)
 
-    def fake_run(self, ins, outs, sim):  # a memory-bound launch on one core, every time
+    def fake_run(self, ins, outs, sim, *options):  # a memory-bound launch on one core, every time
         return KernelStats(self.name, alone, {}, {}, 1, 1, [alone - t.overhead.launch], moved)
 
     with blob_scope():
