@@ -634,6 +634,7 @@ def lower_kernel(kernel: t.KernelOp, target: targets.Target, double_buffer: bool
     k.home = rotation_loops(kernel) if double_buffer else {}
     k.lower_block(kernel.body.block)
     new = b.kernel
+    new.location = kernel.location  # the ONNX nodes fused into the kernel (the model file records them)
     for name, attr in kernel.attributes.items():
         new.attributes[name] = attr
     kind = getattr(kernel, "kind", None)

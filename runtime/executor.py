@@ -344,6 +344,8 @@ class Executor:
         self.gears = _gears(self.model)
         self._records = self._match_events()
         self.last_report: RunReport | None = None
+        # called as on_launch(task index, task, output views) after each launch ran (ge.dump)
+        self.on_launch: Any = None
 
     def _view(self, i: int, t: dict[str, Any]) -> np.ndarray:
         dtype = _np_dtype(t["dtype"], f"{self.where}: tensor #{i}")
@@ -517,6 +519,8 @@ class _Run:
         if self.sim is not None and self.sim.trace is not None:
             self.sim.trace.offset = start
         stats = kernel.run(ins, outs, self.sim, self.timing_only)
+        if self.ex.on_launch is not None and not self.timing_only:
+            self.ex.on_launch(j, t, outs)
         run = KernelRun(j, kernel.name, t.get("name", ""), t["stream"], start, 0.0, len(chosen), kernel.block_dim,
                         kernel.bound)
         if stats is not None:

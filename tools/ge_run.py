@@ -8,6 +8,8 @@ A thin command-line wrapper over `ge.load_model` (ge/compiler.py) and the execut
     ge-run model.om --compare model.onnx              # onnxruntime on the same inputs: errors, argmax
     ge-run model.om --profile timeline.json           # Chrome / Perfetto timeline (streams, cores, pipes)
     ge-run model.om --timing-only                     # cycles and checks only, no numerics (performance studies)
+    ge-run model.om --by-node                         # cycles per ONNX node (ge.node_profile)
+    ge-run model.om --dump DIR [--dump-nodes a,b]     # every kernel output as DIR/<tensor>.npy (ge.dump)
 
 A problem the simulator reports in the kernels (a hazard between pipes, a race between the
 cores of a launch, a read of never-written memory, ...) is an error: one `ge-run: error:`
@@ -49,6 +51,11 @@ def parser() -> argparse.ArgumentParser:
                    help="simulate the cycles and check the kernels without computing the outputs")
     p.add_argument("--allow-hazards", action="store_true",
                    help="report the simulator's problems (hazards, races) as warnings instead of failing")
+    p.add_argument("--by-node", action="store_true",
+                   help="a table per ONNX node (a fused kernel's cycles split equally among its nodes)")
+    p.add_argument("--dump", metavar="DIR", help="save every kernel output tensor as DIR/<tensor name>.npy")
+    p.add_argument("--dump-nodes", metavar="NAMES",
+                   help="with --dump: only the outputs of kernels fusing these ONNX nodes / these tensors (comma-separated)")
     p.add_argument("--log", choices=LOG_LEVELS, default="warning", help="what to log on stderr")
     return p
 
@@ -203,11 +210,26 @@ def run(args: argparse.Namespace) -> int:
     loaded = time.perf_counter()
     log.info("%s: %d kernels at the %s level loaded in %.3f s", args.model, len(model.model.definition["kernels"]),
              model.model.metadata.get("kernel_level"), loaded - start)
+    dumper = None
+    if args.dump:
+        from ge.dump import Dumper
+
+        origin = _origin_shapes(args.compare) if args.compare else {}
+        dumper = Dumper(model.model, args.dump, args.dump_nodes.split(",") if args.dump_nodes else None, origin)
+        dumper.attach(executor)
     outputs = model.run(inputs, trace=args.profile is not None, timing_only=args.timing_only,
                         allow_hazards=args.allow_hazards)
     done = time.perf_counter()
     report = executor.last_report
     print(report.table(args.top))
+    if args.by_node:
+        from ge import node_profile
+
+        types = _op_types(args.compare) if args.compare else None
+        print(node_profile.table(node_profile.by_node(report, model.model.definition, types), args.top))
+        node_profile.name_spans_by_node(report, model.model.definition)
+    if dumper is not None:
+        print(dumper.finish())
     gear = f", gear batch={report.batch}" if report.batch is not None else ""
     print(f"loaded in {loaded - start:.2f} s, ran in {done - loaded:.2f} s{gear}")
     if report.problems:
@@ -226,11 +248,27 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _op_types(onnx_path: str) -> dict[str, str]:
+    import onnx
+
+    return {n.name: n.op_type for n in onnx.load(onnx_path, load_external_data=False).graph.node}
+
+
+def _origin_shapes(onnx_path: str) -> dict[str, list[int]]:
+    from ge.dump import onnx_shapes
+
+    return onnx_shapes(onnx_path)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     p = parser()
     args = p.parse_args(argv)
     if args.timing_only and (args.output or args.compare):
         p.error("--timing-only computes no outputs: it cannot be combined with --output or --compare")
+    if args.timing_only and args.dump:
+        p.error("--timing-only computes no outputs: it cannot be combined with --dump")
+    if args.dump_nodes and not args.dump:
+        p.error("--dump-nodes filters --dump: give --dump DIR")
     return run_reporting_errors("ge-run", lambda: run(args), args.model, None)
 
 
