@@ -3,7 +3,7 @@
 A `Region` is one tracked byte range -- a local memory of a core or one GM kernel argument.
 What the checks (`ge.runtime.simulator`) remember:
 
-- per buffer, an access log (`Entry`: span, pattern, pipe, index, write, instruction) of
+- per buffer, an access log (`Entry` tuples: span, pattern, pipe, index, write, instruction) of
   the accesses some pipe may not yet know have finished, kept by the simulator's
   `RunState`. An access is checked against the entries of the buffers sharing a byte with
   its own (known when the kernel is decoded) that its pipe does not know finished:
@@ -32,13 +32,14 @@ class Pattern:
     elements, whether it is one contiguous run, and byte strides."""
 
     __slots__ = ("_offsets", "byte_shape", "byte_strides", "byte_view_strides", "contiguous", "count", "hi", "k",
-                 "lo", "shape", "strides")
+                 "lo", "once_shape", "once_strides", "shape", "span", "strides")
 
     def __init__(self, shape: tuple[int, ...], strides: tuple[int, ...], k: int):
         self.shape, self.strides, self.k = shape, strides, k
         self.lo = sum(min(0, (n - 1) * st) for n, st in zip(shape, strides))
         self.hi = sum(max(0, (n - 1) * st) for n, st in zip(shape, strides)) + 1
         self.count = math.prod(shape)
+        self.span = (self.lo * k, self.hi * k)  # in bytes
         step, row_major = 1, True
         for n, st in reversed(list(zip(shape, strides))):
             if n > 1:
@@ -48,6 +49,9 @@ class Pattern:
         self.byte_strides = tuple(st * k for st in strides)
         self.byte_shape = (*shape, k)  # a per-byte array seen through the pattern
         self.byte_view_strides = (*self.byte_strides, 1)
+        dims = [(n, b) for n, b in zip(shape, self.byte_strides) if n > 1 and b != 0]  # broadcast dims dropped
+        self.once_shape = (*(n for n, _ in dims), k)
+        self.once_strides = (*(b for _, b in dims), 1)
         self._offsets: np.ndarray | None = None
 
     def offsets(self) -> np.ndarray:
@@ -62,6 +66,13 @@ class Pattern:
     def view(self, typed: np.ndarray, first: int) -> np.ndarray:
         """The elements of a contiguous 1-D `typed` array at the pattern from element `first`."""
         return np.ndarray(self.shape, typed.dtype, typed, first * self.k, self.byte_strides)
+
+    def bytes_once(self, array: np.ndarray, start: int) -> np.ndarray:
+        """Like `bytes_of` on a byte (uint8 / bool) array, without the stride-0 dims (each
+        byte once)."""
+        if self.contiguous:
+            return array[start:start + self.count * self.k]
+        return np.ndarray(self.once_shape, array.dtype, array, start, self.once_strides)
 
     def bytes_of(self, array: np.ndarray, start: int) -> np.ndarray:
         """The view of a contiguous per-byte `array` at the pattern's bytes from byte `start`."""
@@ -99,15 +110,10 @@ def overlap(a: Pattern, b: Pattern, distance: int) -> bool:
     return hit
 
 
-class Entry:
-    """One logged access: bytes [lo, hi) spanned, `pat` from byte `start`, instruction
-    number `index` of `pipe` (program instruction `instr`)."""
-
-    __slots__ = ("hi", "index", "instr", "lo", "pat", "pipe", "start", "write")
-
-    def __init__(self, lo: int, hi: int, start: int, pat: Pattern, pipe: int, index: int, write: bool, instr: int):
-        self.lo, self.hi, self.start, self.pat = lo, hi, start, pat
-        self.pipe, self.index, self.write, self.instr = pipe, index, write, instr
+# One logged access, a plain tuple (made once per access: a class costs an __init__ call):
+# bytes [lo, hi) spanned, `pat` from byte `start`, instruction number `index` of `pipe`,
+# whether it writes, program instruction `instr`.
+Entry = tuple  # (lo, hi, start, pat, pipe, index, write, instr)
 
 
 class _NoView:

@@ -41,6 +41,7 @@ holds its pipe until the pipe's earlier instructions have finished.
 from __future__ import annotations
 
 import bisect
+import functools
 import json
 import math
 from dataclasses import dataclass, field
@@ -92,21 +93,33 @@ def burst_bytes(rect: Rect, block: int) -> int:
 
 def touched_blocks(first_byte: int, rect: Rect, block: int) -> np.ndarray:
     """The distinct `block`-byte blocks (indices) a rectangle starting at `first_byte` touches."""
+    rel, _ = _relative_blocks(first_byte % block, rect, block)
+    return rel + first_byte // block
+
+
+@functools.lru_cache(maxsize=8192)
+def _relative_blocks(phase: int, rect: Rect, block: int) -> tuple[np.ndarray, bool]:
+    """The blocks a rectangle starting `phase` bytes into block 0 touches (sorted, distinct)
+    and whether they are one run: the same for every start with that phase, so computed
+    once (a loop's moves repeat their rectangles at many addresses)."""
     shape, strides, size = rect
     dims = [(n, s * size) for n, s in zip(shape, strides) if n > 1 and s != 0]
     run = size
     while dims and dims[-1][1] == run:
         n, _ = dims.pop()
         run *= n
-    starts = np.array([first_byte], dtype=np.int64)
+    starts = np.array([phase], dtype=np.int64)
     for n, st in dims:
         starts = (starts[:, None] + np.arange(n, dtype=np.int64) * st).reshape(-1)
     lo, hi = starts // block, (starts + run - 1) // block
     if len(starts) == 1:
-        return np.arange(lo[0], hi[0] + 1)
-    width = int((hi - lo).max()) + 1
-    idx = lo[:, None] + np.arange(width)
-    return np.unique(idx[idx <= hi[:, None]])
+        out = np.arange(lo[0], hi[0] + 1)
+    else:
+        width = int((hi - lo).max()) + 1
+        idx = lo[:, None] + np.arange(width)
+        out = np.unique(idx[idx <= hi[:, None]])
+    out.flags.writeable = False
+    return out, bool(len(out)) and int(out[-1]) - int(out[0]) + 1 == len(out)
 
 
 class L2:
@@ -120,24 +133,36 @@ class L2:
 
     def access(self, region: int, first_byte: int, rect: Rect) -> tuple[int, int]:
         """Read a rectangle: (blocks that miss, blocks in all)."""
-        idx = touched_blocks(first_byte, rect, self.block)
-        if self.capacity_blocks == 0 or not len(idx):
-            return len(idx), len(idx)
+        rel, run = _relative_blocks(first_byte % self.block, rect, self.block)
+        count = len(rel)
+        if self.capacity_blocks == 0 or not count:
+            return count, count
+        base = first_byte // self.block
         seen = self.read.get(region)
-        top = int(idx.max()) + 1
+        top = int(rel[-1]) + base + 1
         if seen is None or len(seen) < top:
             grown = np.zeros(max(top, 2 * len(seen) if seen is not None else top), dtype=bool)
             if seen is not None:
                 grown[:len(seen)] = seen
             seen = self.read[region] = grown
-        misses = len(idx) - int(np.count_nonzero(seen[idx]))
+        lo = int(rel[0]) + base
+        run = run and lo >= 0
+        if run:  # one run of blocks: a slice, no index array
+            window = seen[lo:lo + count]
+        else:
+            idx = rel + base
+            window = None
+        misses = count - int(np.count_nonzero(window if run else seen[idx]))
         if self.resident + misses > self.capacity_blocks:  # does not fit: flush, everything misses
             for arr in self.read.values():
                 arr[:] = False
-            self.resident, misses = 0, len(idx)
-        seen[idx] = True
+            self.resident, misses = 0, count
+        if run:
+            window[...] = True
+        else:
+            seen[idx] = True
         self.resident += misses
-        return misses, len(idx)
+        return misses, count
 
 
 class CostModel:

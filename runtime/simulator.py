@@ -50,7 +50,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
-from numpy.lib.stride_tricks import as_strided
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import SSAValue
@@ -228,27 +227,33 @@ class RunState:
         if not self.check:
             return view
         start = first * k
-        blo, bhi = (opnd.first + lo) * k, (opnd.first + hi) * k
+        blo, bhi = pat.span
+        blo += start
+        bhi += start
+        slot = opnd.slot
         gm = opnd.region >= GM_BASE
         if gm:
             self.count_gm(region, start, k, pat, write)
-        if not write and region.written is not None and not self.full[opnd.slot] and not self._full(region, opnd):
+        if not write and region.written is not None and not self.full[slot] and not self._full(region, opnd):
             seen = pat.bytes_of(region.written, start)
             if not seen.all():
                 at = start + int(Region._byte_offsets(pat, np.nonzero(~seen.reshape(-1))[0][:1])[0])
                 self.report("uninitialized", instr, f"reads {opnd.name} at byte {at:#x}, which nothing has written")
         vq = self.vc[p]
         logs = self.logs
-        for e in (e for s in self.program.aliases[opnd.slot] for e in logs[s]):
-            if e.index < vq[e.pipe] or not (write or e.write) or e.hi <= blo or bhi <= e.lo or not (
-                    (pat.contiguous and e.pat.contiguous) or overlap(e.pat, pat, start - e.start)):
-                continue
-            if e.write:
-                self.report("WAW" if write else "RAW", instr, f"{'writes' if write else 'reads'} {opnd.name} while "
-                            f"{self.program.describe(e.instr)} may still be writing it: no flag orders them", e.instr)
-            else:
-                self.report("WAR", instr, f"writes {opnd.name} while {self.program.describe(e.instr)} may still be "
-                            "reading it: no flag orders them", e.instr)
+        contiguous = pat.contiguous
+        for s in self.program.aliases[slot]:
+            for e_lo, e_hi, e_start, e_pat, e_pipe, e_index, e_write, e_instr in logs[s]:
+                if e_hi <= blo or bhi <= e_lo or not (write or e_write) or e_index < vq[e_pipe] or not (
+                        (contiguous and e_pat.contiguous) or overlap(e_pat, pat, start - e_start)):
+                    continue
+                if e_write:
+                    self.report("WAW" if write else "RAW", instr, f"{'writes' if write else 'reads'} {opnd.name} "
+                                f"while {self.program.describe(e_instr)} may still be writing it: no flag orders them",
+                                e_instr)
+                else:
+                    self.report("WAR", instr, f"writes {opnd.name} while {self.program.describe(e_instr)} may still "
+                                "be reading it: no flag orders them", e_instr)
         if gm and self.races and opnd.region in self.program.written_regions:
             found = region.race(self.block, start, pat, write)
             if found is not None:
@@ -257,7 +262,7 @@ class RunState:
                 self.report("race", instr, f"{'writes' if write else 'reads'} bytes {byte_ranges(where)} of "
                             f"{opnd.name}, which {by} of the launch {'accessed' if write else 'wrote'}: the blocks "
                             "run on different cores and nothing orders them")
-        pending.append((region, opnd.slot, Entry(blo, bhi, start, pat, p, 0, write, instr)))
+        pending.append((region, slot, blo, bhi, start, pat, write, instr))
         return view
 
     def count_gm(self, region: Region, first_byte: int, k: int, pat: Pattern, write: bool) -> None:
@@ -269,8 +274,7 @@ class RunState:
         self.work[GM_READ] += nbytes
         if region.read_mask is None:
             region.read_mask = np.zeros(region.data.size, dtype=bool)
-        dims = [(n, b) for n, b in zip(pat.shape, pat.byte_strides) if n > 1 and b != 0]  # each byte once
-        view = as_strided(region.read_mask[first_byte:], (*(n for n, _ in dims), k), (*(b for _, b in dims), 1))
+        view = pat.bytes_once(region.read_mask, first_byte)
         self.work[GM_READ_NEW] += view.size - int(np.count_nonzero(view))
         view[...] = True
 
@@ -287,29 +291,26 @@ class RunState:
         (what a per-byte last-writer / last-reader shadow would forget); past `limits`
         entries, those every memory pipe knows finished go."""
         logs = self.logs
-        for region, slot, e in pending:
-            e.index = i
+        for region, slot, lo, hi, start, pat, write, instr in pending:
             log = logs[slot]
-            if e.write:
+            if write:
                 if region.written is not None:
-                    e.pat.bytes_of(region.written, e.start)[...] = True
-                    if e.hi > region.dirty:
-                        region.dirty = e.hi
-                if e.pat.contiguous:
-                    lo, hi = e.lo, e.hi
-                    log[:] = [x for x in log if not (lo <= x.lo and x.hi <= hi)]
+                    pat.bytes_once(region.written, start)[...] = True
+                    if hi > region.dirty:
+                        region.dirty = hi
+                if pat.contiguous:
+                    log[:] = [x for x in log if not (lo <= x[0] and x[1] <= hi)]
                 else:
-                    log[:] = [x for x in log if not (x.start == e.start and x.pat is e.pat)]
+                    log[:] = [x for x in log if not (x[2] == start and x[3] is pat)]
             elif len(log) > 4:
-                lo, hi = e.lo, e.hi
-                if e.pat.contiguous:
-                    log[:] = [x for x in log if x.write or x.pipe != p or not (lo <= x.lo and x.hi <= hi)]
+                if pat.contiguous:
+                    log[:] = [x for x in log if x[6] or x[4] != p or not (lo <= x[0] and x[1] <= hi)]
                 else:
-                    log[:] = [x for x in log if x.write or x.pipe != p or not (x.start == e.start and x.pat is e.pat)]
-            log.append(e)
+                    log[:] = [x for x in log if x[6] or x[4] != p or not (x[2] == start and x[3] is pat)]
+            log.append((lo, hi, start, pat, p, i, write, instr))
             if len(log) > self.limits[slot]:
                 finished = self.finished()
-                log[:] = [x for x in log if x.index >= finished[x.pipe]]
+                log[:] = [x for x in log if x[5] >= finished[x[4]]]
                 self.limits[slot] = max(LOG_LIMIT, 2 * len(log))
 
     def finished(self) -> list[int]:
