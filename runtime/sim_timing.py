@@ -77,8 +77,10 @@ def raw_bytes(rect: Rect) -> int:
     return math.prod(shape) * size
 
 
+@functools.lru_cache(maxsize=8192)
 def burst_bytes(rect: Rect, block: int) -> int:
-    """Bytes a GM DMA moves for a rectangle: contiguous runs rounded up to whole blocks."""
+    """Bytes a GM DMA moves for a rectangle: contiguous runs rounded up to whole blocks
+    (cached: a loop's moves repeat their rectangles)."""
     shape, strides, size = rect
     if not shape or 0 in shape:
         return 0
@@ -180,6 +182,13 @@ class CostModel:
         self.l2 = L2(target.memory.l2, self.block)
         self.hbm_bytes = 0.0
         self.l2_bytes = 0.0
+        self._rates: dict[str, float] = {}  # dma field -> bytes per cycle
+
+    def _dma_rate(self, path: str) -> float:
+        rate = self._rates.get(path)
+        if rate is None:
+            rate = self._rates[path] = self._rate(getattr(self.target.dma, path))
+        return rate
 
     def pipes(self) -> PipeState:
         """A core's pipes with this chip's scalar issue and loop costs."""
@@ -207,19 +216,19 @@ class CostModel:
             hbm_path, l2_path = GM_READS[name]
             moved = 0 if src is None else max(burst_bytes(src, self.block), raw_bytes(dst))
             if src is None or read_at is None:
-                return float(t.startup.mte2), moved / self._rate(getattr(t.dma, hbm_path)), 0.0
+                return float(t.startup.mte2), moved / self._dma_rate(hbm_path), 0.0
             misses, blocks = self.l2.access(read_at[0], read_at[1], src)
             hit = moved * (blocks - misses) / blocks if blocks else 0.0
             hbm = misses * self.block
             self.hbm_bytes += hbm
             self.l2_bytes += hit
-            busy = (moved - hit) / self._rate(getattr(t.dma, hbm_path))
+            busy = (moved - hit) / self._dma_rate(hbm_path)
             if hit:
-                busy += hit / min(self._rate(getattr(t.dma, l2_path)), self.l2_share)
+                busy += hit / min(self._dma_rate(l2_path), self.l2_share)
             return float(t.startup.mte2), busy, hbm / self.hbm_share
         if name == "isa.copy_ub_to_gm":
             moved, port = self._write(dst)
-            return float(t.startup.mte3), moved / self._rate(t.dma.ub_to_gm), port
+            return float(t.startup.mte3), moved / self._dma_rate("ub_to_gm"), port
         if name == "isa.fixpipe":
             return self._fixpipe(src, dst, dst_gm)
         rate_field, startup = ONCHIP_PATHS[name]
@@ -320,19 +329,24 @@ class PipeState:
     def issue(self, p: int, startup: float, busy: float, port: float = 0.0) -> tuple[float, float]:
         """Schedule an instruction on pipe p (`port`: cycles it needs the core's HBM port
         for); returns its (start, end)."""
-        start = max(self.next_issue[p], self.hold[p], self.issued)
+        next_issue = self.next_issue
+        start = next_issue[p]  # max(next_issue[p], hold[p], issued), without the call
+        if self.hold[p] > start:
+            start = self.hold[p]
+        if self.issued > start:
+            start = self.issued
         self.issued += self.issue_cost
         if port:  # the data moves from `start` on (the start-up is latency after it)
             busy = max(busy, self.port.reserve(start, port) - start)
             if len(self.port.ends) > 64:
                 self.port.forget_before(min(max(a, b, self.issued) for a, b in zip(self.next_issue, self.hold)))
         end = start + startup + busy
-        self.next_issue[p] = start + busy if OVERLAPPED[p] else end
+        next_issue[p] = start + busy if OVERLAPPED[p] else end
         if end > self.last_end[p]:
             self.last_end[p] = end
         cov = self.covered[p]
         if end > cov:
-            self.busy[p] += end - max(start, cov)
+            self.busy[p] += end - (start if start > cov else cov)
             self.covered[p] = end
         self.instructions[p] += 1
         return start, end

@@ -453,13 +453,18 @@ class KernelProgram:
             if bound is not None and len(trips) > bound and st.check:
                 st.report("max-trips", instr, f"runs {len(trips)} iterations, more than its {isa.MAX_TRIPS_ATTR} = {bound} "
                           "(insert-sync relied on it)")
-            check = st.check
-            for v in trips:
-                regs[iv] = v
-                if check:
-                    st.pipes.iteration()
-                for s in body:
-                    s(st)
+            if st.check:
+                pipes, cost = st.pipes, st.pipes.loop_cost
+                for v in trips:
+                    regs[iv] = v
+                    pipes.issued += cost  # one loop iteration on the scalar unit (PipeState.iteration)
+                    for s in body:
+                        s(st)
+            else:
+                for v in trips:
+                    regs[iv] = v
+                    for s in body:
+                        s(st)
 
         return loop
 
@@ -495,7 +500,10 @@ class KernelProgram:
                 return
             clock = list(st.vc[ps])
             clock[ps] = st.counters[ps]
-            st.flags.setdefault(key, deque()).append((st.pipes.fire_time(ps), clock, instr))
+            queue = st.flags.get(key)
+            if queue is None:
+                queue = st.flags[key] = deque()
+            queue.append((st.pipes.fire_time(ps), clock, instr))
 
         return set_flag
 
@@ -512,7 +520,7 @@ class KernelProgram:
                           "set_flag sets: the core would hang here")
                 return
             fire, clock, _ = queue.popleft()
-            st.vc[pd] = [max(a, b) for a, b in zip(st.vc[pd], clock)]
+            st.vc[pd] = list(map(max, st.vc[pd], clock))
             t = st.pipes.wait(pd, fire)
             if queue and queue[0][0] < t:
                 st.report("lost-signal", queue[0][2], f"sets event {event} of {src} -> {dst} at cycle "
