@@ -200,3 +200,110 @@ def test_two_branch_dump_fractal_nz(tmp_path):
     a1 = np.load(tmp_path / "d" / "a1.npy").astype(np.float32)
     ref = ort_values(two_branch_model(), ["a1"], {"x": x})["a1"]
     assert np.abs(a1 - ref).max() / np.abs(ref).max() < 1e-2
+
+
+# --------------------------------------------------------------------------------------
+# ge-compare
+# --------------------------------------------------------------------------------------
+
+
+def scaled_model(scale: float) -> onnx.ModelProto:
+    """conv0 + relu0 -> scale_up (x scale, its own kernel: a Cube kernel reads its output)
+    -> conv1 -> scale_down (/ scale). With scale 1e5 the f16 `big` overflows (inf): the
+    planted precision problem; with 1e3 it stays in range."""
+    rng = np.random.default_rng(0)
+    w0 = numpy_helper.from_array(rng.standard_normal((16, 16, 1, 1)).astype(np.float32), "w0")
+    w1 = numpy_helper.from_array((rng.standard_normal((16, 16, 1, 1)) / 4).astype(np.float32), "w1")
+    s = numpy_helper.from_array(np.array(scale, np.float32), "s")
+    return _model([
+        helper.make_node("Conv", ["x", "w0"], ["c0"], name="conv0"),
+        helper.make_node("Relu", ["c0"], ["r0"], name="relu0"),
+        helper.make_node("Mul", ["r0", "s"], ["big"], name="scale_up"),
+        helper.make_node("Conv", ["big", "w1"], ["c1"], name="conv1"),
+        helper.make_node("Div", ["c1", "s"], ["y"], name="scale_down"),
+    ], (1, 16, 8, 8), [w0, w1, s], name="scaled")
+
+
+@pytest.fixture(scope="module")
+def scaled(tmp_path_factory):
+    d = tmp_path_factory.mktemp("compare")
+    x = np.random.default_rng(4).standard_normal((1, 16, 8, 8)).astype(np.float32)
+    np.savez(d / "in.npz", x=x)
+    paths = {}
+    for label, scale, mode in (("overflow", 1e5, "force_fp16"), ("clean", 1e3, "force_fp16"),
+                               ("clean32", 1e3, "must_keep_origin_dtype")):
+        src, om = d / f"{label}.onnx", d / f"{label}.om"
+        onnx.save(scaled_model(scale), src)
+        ge.compile(str(src), ge.CompileOptions(precision_mode=mode)).save(om)
+        paths[label] = (src, om)
+    return d, paths
+
+
+def _rows(csv_path) -> list[dict[str, str]]:
+    import csv
+
+    with open(csv_path) as f:
+        return list(csv.DictReader(f))
+
+
+def test_ge_compare_finds_the_planted_f16_overflow(scaled):
+    d, paths = scaled
+    src, om = paths["overflow"]
+    out = ok(tool("ge_compare", src, om, "--inputs", d / "in.npz", "--csv", d / "ov.csv")).stdout
+    assert "first divergent node: scale_up (Mul), tensor 'big'" in out
+    rows = _rows(d / "ov.csv")
+    assert [r["node"] for r in rows] == ["relu0", "scale_up", "scale_down"]  # topological order
+    assert [r["divergent"] for r in rows] == ["0", "1", "1"]
+    assert float(rows[0]["cosine"]) > 0.999 and float(rows[0]["max_rel"]) < 1e-2
+    assert rows[1]["cosine"] == "nan" and rows[1]["kernel"] == "k2_scale_up"
+
+
+def test_ge_compare_clean_models_do_not_diverge(scaled):
+    d, paths = scaled
+    for label in ("clean", "clean32"):
+        src, om = paths[label]
+        out = ok(tool("ge_compare", src, om, "--inputs", d / "in.npz", "--csv", d / f"{label}.csv")).stdout
+        assert "no divergence: 3 tensor(s) compared within tolerance" in out, out
+        rows = _rows(d / f"{label}.csv")
+        assert [r["tensor"] for r in rows] == ["r0", "big", "y"]
+        if label == "clean32":  # f32 storage under must_keep_origin_dtype: the f32 tolerance applied
+            assert all(r["dtype"] == "float32" for r in rows)
+            assert all(float(r["cosine"]) >= 0.9999 and float(r["max_rel"]) <= 1e-4 for r in rows)
+        else:
+            assert rows[0]["dtype"] == "float16" and all(float(r["max_rel"]) <= 1e-2 for r in rows)
+
+
+def test_ge_compare_metrics_and_tolerances():
+    from ge import compare
+
+    ref = np.array([1.0, -2.0, 0.0, 4.0])
+    cos, err, rel = compare.metrics(ref + np.array([0.0, 0.0, 0.04, 0.0]), ref)
+    assert err == pytest.approx(0.04) and rel == pytest.approx(0.01)
+    assert cos == pytest.approx(float(ref @ (ref + [0, 0, 0.04, 0]) / np.linalg.norm(ref) /
+                                      np.linalg.norm(ref + [0, 0, 0.04, 0])))
+    assert np.isnan(compare.metrics(np.array([np.inf, 1.0]), np.array([1.0, 1.0]))[0])
+    assert not compare.divergent("float16", 0.995, 0.009) and compare.divergent("float16", 0.98, 0.0)
+    assert compare.divergent("float32", 0.99999, 2e-4) and not compare.divergent("float32", 0.99999, 5e-5)
+    assert compare.precision("float32", "force_fp16") == "float16"
+    assert compare.precision("float32", "must_keep_origin_dtype") == "float32"
+
+
+def test_ge_compare_bad_input(scaled, conv_pool):
+    d, paths = scaled
+    src, om = paths["clean"]
+    np.savez(d / "wrong_name.npz", z=np.zeros((1, 16, 8, 8), np.float32))
+    np.savez(d / "wrong_shape.npz", x=np.zeros((1, 16, 4, 4), np.float32))
+    (d / "junk.onnx").write_text("not a model")
+    cases = [
+        ((d / "missing.onnx", om), "missing.onnx"),
+        ((src, d / "missing.om"), "missing.om"),
+        ((conv_pool[1], om, "--inputs", d / "in.npz"), "does not take the inputs of"),
+        ((src, om, "--inputs", d / "wrong_name.npz"), "missing 'x'; unexpected 'z'"),
+        ((src, om, "--inputs", d / "wrong_shape.npz"), "input 'x' must have shape [1,16,8,8], got [1, 16, 4, 4]"),
+        ((src, om, "--inputs", src), "not a numpy .npy file"),
+        ((d / "junk.onnx", om), "onnxruntime cannot load it"),
+    ]
+    for args, expected in cases:
+        line = error_line(tool("ge_compare", *args), "ge-compare")
+        assert expected in line, line
+        assert "--compare" not in line
