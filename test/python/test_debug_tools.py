@@ -5,8 +5,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import numpy as np
 import onnx
@@ -21,43 +19,51 @@ from ge.dialects import layout as lt
 from ge.dump import to_origin
 from ge.runtime import layouts
 from ge.testing import two_branch_model
+from ge.tools.ge_compare import main as ge_compare_main
+from ge.tools.ge_run import main as ge_run_main
 
 
-def tool(name: str, *args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", f"ge.tools.{name}", *map(str, args)], capture_output=True, text=True,
-                          timeout=300)
+def cli(capsys, main, *args) -> tuple[int, str, str]:
+    """A tool's main() in process: exit status, stdout, stderr."""
+    capsys.readouterr()
+    rc = main([str(a) for a in args])
+    out, err = capsys.readouterr()
+    return rc, out, err
 
 
-def ok(result: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
-    assert result.returncode == 0, result.stdout + result.stderr
-    return result
+def ge_run(capsys, *args) -> str:
+    rc, out, err = cli(capsys, ge_run_main, *args)
+    assert rc == 0, out + err
+    return out
 
 
-def error_line(result: subprocess.CompletedProcess, tool_name: str) -> str:
-    assert result.returncode == 1, result.stdout + result.stderr
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith(f"{tool_name}: error: "), result.stderr
+def one_error(capsys, main, tool_name: str, *args) -> str:
+    """The single `<tool>: error:` line of a refused command (exit status 1)."""
+    rc, out, err = cli(capsys, main, *args)
+    lines = err.strip().splitlines()
+    assert rc == 1 and len(lines) == 1 and lines[0].startswith(f"{tool_name}: error: "), out + err
     return lines[0]
 
 
-def _model(nodes, x_shape, inits=(), name="g") -> onnx.ModelProto:
-    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x_shape))
-    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
-    return helper.make_model(helper.make_graph(nodes, name, [x], [y], list(inits)),
-                             opset_imports=[helper.make_opsetid("", 17)])
-
-
-def conv_pool_model() -> onnx.ModelProto:
-    """conv1 + relu1 (one Cube kernel) -> pool1 -> sig1; C = 16 in NC1HWC0."""
+def scaled_model(scale: float, pool: bool = False) -> onnx.ModelProto:
+    """conv0 + relu0 (one Cube kernel) [-> pool0] -> scale_up (x scale, its own kernel: a
+    Cube kernel reads its output) -> conv1 -> scale_down (/ scale). With scale 1e5 the f16
+    `big` overflows (inf): the planted precision problem; with 1e3 it stays in range."""
     rng = np.random.default_rng(0)
-    w = numpy_helper.from_array(rng.standard_normal((16, 3, 3, 3)).astype(np.float32), "w")
-    b = numpy_helper.from_array(rng.standard_normal(16).astype(np.float32), "b")
-    return _model([
-        helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv1", pads=[1, 1, 1, 1]),
-        helper.make_node("Relu", ["c"], ["r"], name="relu1"),
-        helper.make_node("MaxPool", ["r"], ["p"], name="pool1", kernel_shape=[2, 2], strides=[2, 2]),
-        helper.make_node("Sigmoid", ["p"], ["y"], name="sig1"),
-    ], (1, 3, 16, 16), [w, b], name="conv_pool")
+    w0 = numpy_helper.from_array(rng.standard_normal((16, 16, 1, 1)).astype(np.float32), "w0")
+    w1 = numpy_helper.from_array((rng.standard_normal((16, 16, 1, 1)) / 4).astype(np.float32), "w1")
+    s = numpy_helper.from_array(np.array(scale, np.float32), "s")
+    nodes = [helper.make_node("Conv", ["x", "w0"], ["c0"], name="conv0"),
+             helper.make_node("Relu", ["c0"], ["r0"], name="relu0")]
+    if pool:
+        nodes.append(helper.make_node("MaxPool", ["r0"], ["p0"], name="pool0", kernel_shape=[2, 2], strides=[2, 2]))
+    nodes += [helper.make_node("Mul", ["p0" if pool else "r0", "s"], ["big"], name="scale_up"),
+              helper.make_node("Conv", ["big", "w1"], ["c1"], name="conv1"),
+              helper.make_node("Div", ["c1", "s"], ["y"], name="scale_down")]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16, 8, 8])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    return helper.make_model(helper.make_graph(nodes, "scaled", [x], [y], [w0, w1, s]),
+                             opset_imports=[helper.make_opsetid("", 17)])
 
 
 def ort_values(model: onnx.ModelProto, names: list[str], feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -71,12 +77,13 @@ def ort_values(model: onnx.ModelProto, names: list[str], feeds: dict[str, np.nda
 
 
 @pytest.fixture(scope="module")
-def conv_pool(tmp_path_factory):
+def pooled(tmp_path_factory):
+    """scaled_model(1e3, pool=True), compiled with the defaults (force_fp16, isa kernels)."""
     d = tmp_path_factory.mktemp("debug")
-    src, om, inputs = d / "cp.onnx", d / "cp.om", d / "in.npz"
-    onnx.save(conv_pool_model(), src)
+    src, om, inputs = d / "pooled.onnx", d / "pooled.om", d / "in.npz"
+    onnx.save(scaled_model(1e3, pool=True), src)
     ge.compile(str(src)).save(om)
-    x = np.random.default_rng(1).standard_normal((1, 3, 16, 16)).astype(np.float32)
+    x = np.random.default_rng(1).standard_normal((1, 16, 8, 8)).astype(np.float32)
     np.savez(inputs, x=x)
     return d, src, om, inputs, x
 
@@ -86,42 +93,42 @@ def conv_pool(tmp_path_factory):
 # --------------------------------------------------------------------------------------
 
 
-def test_by_node_splits_each_kernel_equally_among_its_nodes(conv_pool):
-    _, _, om, _, x = conv_pool
+def test_by_node_splits_each_kernel_equally_among_its_nodes(pooled):
+    _, _, om, _, x = pooled
     model = ge.load_model(om)
     model.run({"x": x})
     report = model.executor.last_report
     definition = model.model.definition
     kernels = {k["name"]: k for k in definition["kernels"]}
-    assert kernels["k1_conv1"]["nodes"] == ["conv1", "relu1"]  # the isa level keeps the fused nodes
-    rows = node_profile.by_node(report, definition, {"conv1": "Conv"})
+    assert kernels["k1_conv0"]["nodes"] == ["conv0", "relu0"]  # the isa level keeps the fused nodes
+    rows = node_profile.by_node(report, definition, {"conv0": "Conv"})
     by_name = {r.node: r for r in rows}
-    conv_kernel = next(k for k in report.kernels if k.kernel == "k1_conv1")
-    assert by_name["conv1"].cycles == pytest.approx(conv_kernel.cycles / 2)
-    assert by_name["relu1"].cycles == pytest.approx(conv_kernel.cycles / 2)
-    assert by_name["conv1"].op_type == "Conv" and by_name["relu1"].op_type == "-"
+    conv_kernel = next(k for k in report.kernels if k.kernel == "k1_conv0")
+    assert by_name["conv0"].cycles == pytest.approx(conv_kernel.cycles / 2)
+    assert by_name["relu0"].cycles == pytest.approx(conv_kernel.cycles / 2)
+    assert by_name["conv0"].op_type == "Conv" and by_name["relu0"].op_type == "-"
     assert sum(r.cycles for r in rows) == pytest.approx(sum(k.cycles for k in report.kernels))
     assert [r.cycles for r in rows] == sorted((r.cycles for r in rows), reverse=True)
-    onnx_nodes = {"conv1", "relu1", "pool1", "sig1"}
-    assert onnx_nodes <= set(by_name)
+    assert {"conv0", "relu0", "pool0", "scale_up", "conv1", "scale_down"} <= set(by_name)
 
 
-def test_ge_run_by_node_table_and_timeline(conv_pool):
-    d, src, om, inputs, _ = conv_pool
+def test_ge_run_by_node_table_and_timeline(pooled, capsys):
+    d, src, om, inputs, _ = pooled
     timeline = d / "tl.json"
-    out = ok(tool("ge_run", om, "--inputs", inputs, "--by-node", "--compare", src, "--profile", timeline)).stdout
+    out = ge_run(capsys, om, "--inputs", inputs, "--by-node", "--compare", src, "--profile", timeline)
     lines = out.splitlines()
     head = next(i for i, line in enumerate(lines) if line.startswith("node "))
-    rows = [line.split() for line in lines[head + 1:] if line and not line.startswith("a fused")][:7]
-    table = {r[0]: r for r in rows if len(r) == 5}
-    assert table["conv1"][1] == "Conv" and table["conv1"][2] == "k1_conv1"
-    assert table["pool1"][1] == "MaxPool" and table["relu1"][1] == "Relu"
-    assert table["conv1"][3] == table["relu1"][3]  # equal split of one kernel
-    cycles = [float(r[3]) for r in table.values()]
+    end = next(i for i, line in enumerate(lines) if line.startswith("a fused kernel's cycles"))
+    rows = [line.split() for line in lines[head + 1:end]]
+    table = {r[0]: r for r in rows}
+    assert table["conv0"][1:3] == ["Conv", "k1_conv0"] and table["relu0"][1:3] == ["Relu", "k1_conv0"]
+    assert table["pool0"][1] == "MaxPool" and table["scale_up"][1] == "Mul"
+    assert table["conv0"][3] == table["relu0"][3]  # equal split of one kernel
+    cycles = [float(r[3]) for r in rows]
     assert cycles == sorted(cycles, reverse=True)
-    assert "split equally" in out
+    assert sum(float(r[4].rstrip("%")) for r in rows) == pytest.approx(100, abs=0.1 * len(rows))
     names = {e["name"] for e in json.loads(timeline.read_text())["traceEvents"] if e.get("cat") == "launch"}
-    assert "conv1+relu1 (k1_conv1)" in names
+    assert "conv0+relu0 (k1_conv0)" in names
 
 
 # --------------------------------------------------------------------------------------
@@ -149,52 +156,55 @@ def test_to_origin_leaves_an_unknown_layout_as_stored():
     assert found == "stored" and back.shape == (3, 7)
 
 
-def test_ge_run_dump_saves_kernel_outputs_in_origin_format(conv_pool):
-    d, src, om, inputs, x = conv_pool
+def test_ge_run_dump_saves_kernel_outputs_in_origin_format(pooled, capsys):
+    d, src, om, inputs, x = pooled
     out_dir = d / "dump"
-    out = ok(tool("ge_run", om, "--inputs", inputs, "--dump", out_dir, "--compare", src)).stdout
+    out = ge_run(capsys, om, "--inputs", inputs, "--dump", out_dir, "--compare", src)
     manifest = json.loads((out_dir / "manifest.json").read_text())["tensors"]
     assert f"dumped {len(manifest)} kernel output tensor(s)" in out
     by_name = {e["tensor"]: e for e in manifest}
-    # relu1's output r is a kernel output (conv1's c is inside the fused kernel: not dumped)
-    assert "r" in by_name and "c" not in by_name and "p" not in by_name
-    assert by_name["r"]["format"] == "NC1HWC0" and by_name["r"]["nodes"] == ["conv1", "relu1"]
-    r = np.load(out_dir / "r.npy")
-    assert r.shape == (1, 16, 16, 16) and r.dtype == np.float16
-    ref = ort_values(conv_pool_model(), ["r"], {"x": x})["r"]
-    err = np.abs(r.astype(np.float32) - ref).max() / np.abs(ref).max()
-    assert err < 1e-2, err  # f16 storage and a K = 27 f16 product: 1e-2 of the output scale
+    # relu0's output r0 is a kernel output; conv0's c0 stays inside the fused kernel: not dumped
+    assert {"r0", "big", "y"} <= set(by_name) and "c0" not in by_name
+    assert by_name["r0"]["format"] == "NC1HWC0" and by_name["r0"]["storage_shape"] == [1, 1, 8, 8, 16]
+    assert by_name["r0"]["nodes"] == ["conv0", "relu0"]
+    ref = ort_values(scaled_model(1e3, pool=True), ["r0", "big"], {"x": x})
+    for name in ("r0", "big"):
+        got = np.load(out_dir / f"{name}.npy")
+        assert got.dtype == np.float16 and got.shape == ref[name].shape
+        err = np.abs(got.astype(np.float32) - ref[name]).max() / np.abs(ref[name]).max()
+        assert err < 1e-2, (name, err)  # f16 storage and an f16 product over K = 16: 1e-2 of the scale
     y = np.load(out_dir / "y.npy")
-    np.testing.assert_allclose(y, ref_y := ort_values(conv_pool_model(), [], {"x": x})["y"], atol=2e-3)
-    assert y.shape == ref_y.shape
+    assert y.dtype == np.float32
+    np.testing.assert_allclose(y, ref["y"], atol=1e-2 * np.abs(ref["y"]).max())
 
 
-def test_ge_run_dump_nodes_filters(conv_pool):
-    d, _, om, inputs, _ = conv_pool
+def test_ge_run_dump_nodes_filters(pooled, capsys):
+    d, _, om, inputs, _ = pooled
     out_dir = d / "dump_conv"
-    ok(tool("ge_run", om, "--inputs", inputs, "--dump", out_dir, "--dump-nodes", "conv1"))
+    ge_run(capsys, om, "--inputs", inputs, "--dump", out_dir, "--dump-nodes", "relu0")
     manifest = json.loads((out_dir / "manifest.json").read_text())["tensors"]
-    assert [e["tensor"] for e in manifest] == ["r"]
-    assert sorted(p.name for p in out_dir.iterdir()) == ["manifest.json", "r.npy"]
+    assert [e["tensor"] for e in manifest] == ["r0"]
+    assert sorted(p.name for p in out_dir.iterdir()) == ["manifest.json", "r0.npy"]
     # without the ONNX model the storage shape is kept
-    assert np.load(out_dir / "r.npy").shape == (1, 1, 16, 16, 16) and manifest[0]["format"] == "stored"
+    assert np.load(out_dir / "r0.npy").shape == (1, 1, 8, 8, 16) and manifest[0]["format"] == "stored"
 
 
-def test_ge_run_dump_bad_names(conv_pool):
-    d, _, om, inputs, _ = conv_pool
-    line = error_line(tool("ge_run", om, "--inputs", inputs, "--dump", d / "x", "--dump-nodes", "nosuch"), "ge-run")
+def test_ge_run_dump_bad_names(pooled, capsys):
+    d, _, om, inputs, _ = pooled
+    line = one_error(capsys, ge_run_main, "ge-run", om, "--inputs", inputs, "--dump", d / "x", "--dump-nodes", "nosuch")
     assert "'nosuch'" in line and "--dump-nodes" in line
-    result = tool("ge_run", om, "--dump-nodes", "conv1")
-    assert result.returncode == 2 and "--dump-nodes filters --dump" in result.stderr
+    with pytest.raises(SystemExit) as e:
+        ge_run_main([str(om), "--dump-nodes", "conv0"])
+    assert e.value.code == 2 and "--dump-nodes filters --dump" in capsys.readouterr().err
 
 
-def test_two_branch_dump_fractal_nz(tmp_path):
+def test_two_branch_dump_fractal_nz(tmp_path, capsys):
     src, om = tmp_path / "tb.onnx", tmp_path / "tb.om"
     onnx.save(two_branch_model(), src)
     ge.compile(str(src)).save(om)
     x = np.random.default_rng(3).standard_normal((32, 64)).astype(np.float32)
     np.savez(tmp_path / "in.npz", x=x)
-    ok(tool("ge_run", om, "--inputs", tmp_path / "in.npz", "--dump", tmp_path / "d", "--compare", src))
+    ge_run(capsys, om, "--inputs", tmp_path / "in.npz", "--dump", tmp_path / "d", "--compare", src)
     manifest = {e["tensor"]: e for e in json.loads((tmp_path / "d" / "manifest.json").read_text())["tensors"]}
     assert manifest["a1"]["format"] == "FRACTAL_NZ" and manifest["a1"]["shape"] == [32, 64]
     a1 = np.load(tmp_path / "d" / "a1.npy").astype(np.float32)
@@ -205,23 +215,6 @@ def test_two_branch_dump_fractal_nz(tmp_path):
 # --------------------------------------------------------------------------------------
 # ge-compare
 # --------------------------------------------------------------------------------------
-
-
-def scaled_model(scale: float) -> onnx.ModelProto:
-    """conv0 + relu0 -> scale_up (x scale, its own kernel: a Cube kernel reads its output)
-    -> conv1 -> scale_down (/ scale). With scale 1e5 the f16 `big` overflows (inf): the
-    planted precision problem; with 1e3 it stays in range."""
-    rng = np.random.default_rng(0)
-    w0 = numpy_helper.from_array(rng.standard_normal((16, 16, 1, 1)).astype(np.float32), "w0")
-    w1 = numpy_helper.from_array((rng.standard_normal((16, 16, 1, 1)) / 4).astype(np.float32), "w1")
-    s = numpy_helper.from_array(np.array(scale, np.float32), "s")
-    return _model([
-        helper.make_node("Conv", ["x", "w0"], ["c0"], name="conv0"),
-        helper.make_node("Relu", ["c0"], ["r0"], name="relu0"),
-        helper.make_node("Mul", ["r0", "s"], ["big"], name="scale_up"),
-        helper.make_node("Conv", ["big", "w1"], ["c1"], name="conv1"),
-        helper.make_node("Div", ["c1", "s"], ["y"], name="scale_down"),
-    ], (1, 16, 8, 8), [w0, w1, s], name="scaled")
 
 
 @pytest.fixture(scope="module")
@@ -246,10 +239,16 @@ def _rows(csv_path) -> list[dict[str, str]]:
         return list(csv.DictReader(f))
 
 
-def test_ge_compare_finds_the_planted_f16_overflow(scaled):
+def ge_compare(capsys, *args) -> str:
+    rc, out, err = cli(capsys, ge_compare_main, *args)
+    assert rc == 0, out + err
+    return out
+
+
+def test_ge_compare_finds_the_planted_f16_overflow(scaled, capsys):
     d, paths = scaled
     src, om = paths["overflow"]
-    out = ok(tool("ge_compare", src, om, "--inputs", d / "in.npz", "--csv", d / "ov.csv")).stdout
+    out = ge_compare(capsys, src, om, "--inputs", d / "in.npz", "--csv", d / "ov.csv")
     assert "first divergent node: scale_up (Mul), tensor 'big'" in out
     rows = _rows(d / "ov.csv")
     assert [r["node"] for r in rows] == ["relu0", "scale_up", "scale_down"]  # topological order
@@ -258,11 +257,11 @@ def test_ge_compare_finds_the_planted_f16_overflow(scaled):
     assert rows[1]["cosine"] == "nan" and rows[1]["kernel"] == "k2_scale_up"
 
 
-def test_ge_compare_clean_models_do_not_diverge(scaled):
+def test_ge_compare_clean_models_do_not_diverge(scaled, capsys):
     d, paths = scaled
     for label in ("clean", "clean32"):
         src, om = paths[label]
-        out = ok(tool("ge_compare", src, om, "--inputs", d / "in.npz", "--csv", d / f"{label}.csv")).stdout
+        out = ge_compare(capsys, src, om, "--inputs", d / "in.npz", "--csv", d / f"{label}.csv")
         assert "no divergence: 3 tensor(s) compared within tolerance" in out, out
         rows = _rows(d / f"{label}.csv")
         assert [r["tensor"] for r in rows] == ["r0", "big", "y"]
@@ -277,10 +276,10 @@ def test_ge_compare_metrics_and_tolerances():
     from ge import compare
 
     ref = np.array([1.0, -2.0, 0.0, 4.0])
-    cos, err, rel = compare.metrics(ref + np.array([0.0, 0.0, 0.04, 0.0]), ref)
+    got = ref + np.array([0.0, 0.0, 0.04, 0.0])
+    cos, err, rel = compare.metrics(got, ref)
     assert err == pytest.approx(0.04) and rel == pytest.approx(0.01)
-    assert cos == pytest.approx(float(ref @ (ref + [0, 0, 0.04, 0]) / np.linalg.norm(ref) /
-                                      np.linalg.norm(ref + [0, 0, 0.04, 0])))
+    assert cos == pytest.approx(float(ref @ got / np.linalg.norm(ref) / np.linalg.norm(got)))
     assert np.isnan(compare.metrics(np.array([np.inf, 1.0]), np.array([1.0, 1.0]))[0])
     assert not compare.divergent("float16", 0.995, 0.009) and compare.divergent("float16", 0.98, 0.0)
     assert compare.divergent("float32", 0.99999, 2e-4) and not compare.divergent("float32", 0.99999, 5e-5)
@@ -288,22 +287,23 @@ def test_ge_compare_metrics_and_tolerances():
     assert compare.precision("float32", "must_keep_origin_dtype") == "float32"
 
 
-def test_ge_compare_bad_input(scaled, conv_pool):
+def test_ge_compare_bad_input(scaled, tmp_path, capsys):
     d, paths = scaled
     src, om = paths["clean"]
-    np.savez(d / "wrong_name.npz", z=np.zeros((1, 16, 8, 8), np.float32))
-    np.savez(d / "wrong_shape.npz", x=np.zeros((1, 16, 4, 4), np.float32))
-    (d / "junk.onnx").write_text("not a model")
+    np.savez(tmp_path / "wrong_name.npz", z=np.zeros((1, 16, 8, 8), np.float32))
+    np.savez(tmp_path / "wrong_shape.npz", x=np.zeros((1, 16, 4, 4), np.float32))
+    (tmp_path / "junk.onnx").write_text("not a model")
+    onnx.save(two_branch_model(), tmp_path / "other.onnx")
     cases = [
-        ((d / "missing.onnx", om), "missing.onnx"),
-        ((src, d / "missing.om"), "missing.om"),
-        ((conv_pool[1], om, "--inputs", d / "in.npz"), "does not take the inputs of"),
-        ((src, om, "--inputs", d / "wrong_name.npz"), "missing 'x'; unexpected 'z'"),
-        ((src, om, "--inputs", d / "wrong_shape.npz"), "input 'x' must have shape [1,16,8,8], got [1, 16, 4, 4]"),
+        ((tmp_path / "missing.onnx", om), "missing.onnx"),
+        ((src, tmp_path / "missing.om"), "missing.om"),
+        ((tmp_path / "other.onnx", om, "--inputs", d / "in.npz"), "does not take the inputs of"),
+        ((src, om, "--inputs", tmp_path / "wrong_name.npz"), "missing 'x'; unexpected 'z'"),
+        ((src, om, "--inputs", tmp_path / "wrong_shape.npz"), "input 'x' must have shape [1,16,8,8], got [1, 16, 4, 4]"),
         ((src, om, "--inputs", src), "not a numpy .npy file"),
-        ((d / "junk.onnx", om), "onnxruntime cannot load it"),
+        ((tmp_path / "junk.onnx", om), "onnxruntime cannot load it"),
     ]
     for args, expected in cases:
-        line = error_line(tool("ge_compare", *args), "ge-compare")
+        line = one_error(capsys, ge_compare_main, "ge-compare", *args)
         assert expected in line, line
         assert "--compare" not in line
