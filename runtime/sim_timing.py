@@ -116,10 +116,12 @@ def _relative_blocks(phase: int, rect: Rect, block: int) -> tuple[np.ndarray, bo
     lo, hi = starts // block, (starts + run - 1) // block
     if len(starts) == 1:
         out = np.arange(lo[0], hi[0] + 1)
-    else:
-        width = int((hi - lo).max()) + 1
-        idx = lo[:, None] + np.arange(width)
-        out = np.unique(idx[idx <= hi[:, None]])
+    else:  # the union of the runs' blocks [lo, hi], as a mask (no sort)
+        first = int(lo.min())
+        mask = np.zeros(int(hi.max()) - first + 1, dtype=bool)
+        for j in range(int((hi - lo).max()) + 1):
+            mask[(lo + (j - first))[lo + j <= hi]] = True
+        out = np.flatnonzero(mask) + first
     out.flags.writeable = False
     return out, bool(len(out)) and int(out[-1]) - int(out[0]) + 1 == len(out)
 

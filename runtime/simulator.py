@@ -113,10 +113,12 @@ class Operand:
     slot: int = 0  # the buffer's access log (KernelProgram.aliases)
     itemsize: int = 0
     first: int = 0  # the buffer's first element in the region's typed view
+    aligned: bool = True  # the buffer starts on a whole element (its accesses stay inside it)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "itemsize", self.dtype.itemsize)
         object.__setattr__(self, "first", self.base // self.dtype.itemsize)
+        object.__setattr__(self, "aligned", self.base % self.dtype.itemsize == 0)
 
 
 # --------------------------------------------------------------------------------------
@@ -152,7 +154,6 @@ class RunState:
         self.regs: list = list(program.registers)
         self.counters = [0] * NPIPES  # instructions issued per pipe
         self.vc = [[0] * NPIPES for _ in range(NPIPES)]  # vc[q][p]: p's instructions q knows finished
-        self.issued: list[list[int]] = [[] for _ in range(NPIPES)]
         self.flags: dict[tuple[int, int, int], deque] = {}
         self.pipes = PipeState()
         self.work = [0] * len(WORK)
@@ -194,7 +195,6 @@ class RunState:
         if not PIPELINED[p]:
             self.vc[p][p] = i
         self.counters[p] = i + 1
-        self.issued[p].append(instr)
         return i
 
     def timed(self, p: int, instr: int, startup: float, busy: float, port: float = 0.0) -> None:
@@ -234,7 +234,7 @@ class RunState:
         gm = opnd.region >= GM_BASE
         if gm:
             self.count_gm(region, start, k, pat, write)
-        if not write and region.written is not None and not self.full[slot] and not self._full(region, opnd):
+        if not write and not self.full[slot] and region.written is not None and not self._full(region, opnd):
             seen = pat.bytes_of(region.written, start)
             if not seen.all():
                 at = start + int(Region._byte_offsets(pat, np.nonzero(~seen.reshape(-1))[0][:1])[0])
@@ -262,7 +262,7 @@ class RunState:
                 self.report("race", instr, f"{'writes' if write else 'reads'} bytes {byte_ranges(where)} of "
                             f"{opnd.name}, which {by} of the launch {'accessed' if write else 'wrote'}: the blocks "
                             "run on different cores and nothing orders them")
-        pending.append((region, slot, blo, bhi, start, pat, write, instr))
+        pending.append((region, slot, blo, bhi, start, pat, write, instr, opnd.aligned))
         return view
 
     def count_gm(self, region: Region, first_byte: int, k: int, pat: Pattern, write: bool) -> None:
@@ -290,12 +290,13 @@ class RunState:
         of its buffer whose bytes it covers, a read the earlier reads of its pipe it covers
         (what a per-byte last-writer / last-reader shadow would forget); past `limits`
         entries, those every memory pipe knows finished go."""
-        logs = self.logs
-        for region, slot, lo, hi, start, pat, write, instr in pending:
+        logs, full = self.logs, self.full
+        for region, slot, lo, hi, start, pat, write, instr, aligned in pending:
             log = logs[slot]
             if write:
                 if region.written is not None:
-                    pat.bytes_once(region.written, start)[...] = True
+                    if not (full[slot] and aligned):  # a full buffer's bytes are all marked already
+                        pat.bytes_once(region.written, start)[...] = True
                     if hi > region.dirty:
                         region.dirty = hi
                 if pat.contiguous:
@@ -520,7 +521,8 @@ class KernelProgram:
                           "set_flag sets: the core would hang here")
                 return
             fire, clock, _ = queue.popleft()
-            st.vc[pd] = list(map(max, st.vc[pd], clock))
+            vc = st.vc
+            vc[pd] = list(map(max, vc[pd], clock))
             t = st.pipes.wait(pd, fire)
             if queue and queue[0][0] < t:
                 st.report("lost-signal", queue[0][2], f"sets event {event} of {src} -> {dst} at cycle "
@@ -535,8 +537,8 @@ class KernelProgram:
         instr, p = rec["id"], PIPE_OF[rec["pipe"]]
         src, dst = self.operand(rec, "src"), self.operand(rec, "dst")
         sizes, ss, ds = tuple(rec["sizes"]), tuple(rec["src_strides"]), tuple(rec["dst_strides"])
-        rank = len(sizes)
         window = rec.get("regs", {}).get("window") or []
+        bounds = [(window[2 * d], window[2 * d + 1], n) for d, n in enumerate(sizes)] if window else []
         props = rec.get("props", {})
         pad = props.get("pad")
         name = rec["op"]
@@ -565,9 +567,14 @@ class KernelProgram:
             pending: list = []
             if window:
                 regs = st.regs
-                lo = [max(0, regs[window[2 * d]]) for d in range(rank)]
-                hi = [min(sizes[d], regs[window[2 * d + 1]]) for d in range(rank)]
-                sub = tuple(max(0, b - a) for a, b in zip(lo, hi))
+                lo, sub = [], []
+                for a, b, n in bounds:  # the window clamped to [0, sizes)
+                    a, b = regs[a], regs[b]
+                    a = a if a > 0 else 0
+                    b = b if b < n else n
+                    lo.append(a)
+                    sub.append(b - a if b > a else 0)
+                sub = tuple(sub)
                 empty = 0 in sub
                 src_elem = so + sum(a * b for a, b in zip(lo, ss))
                 sview = None if empty else st.touch(instr, p, src, src_elem, pattern(sub, ss, ks), False, pending)
@@ -723,15 +730,18 @@ class KernelProgram:
 
         block = self.target.vector.block_bytes
 
+        specs = {r: (opnds[r], opnds[r].offset_reg, opnds[r].base, opnds[r].itemsize, pats[r]) for r in roles}
+
         def gather(st: RunState, role: str, write: bool, pending: list) -> list[np.ndarray] | None:
-            o = opnds[role]
-            off = st.offset(o)
-            if st.check and (o.base + off * o.itemsize) % block:
+            o, reg, obase, size, rects = specs[role]
+            off = 0 if reg is None else st.regs[reg]
+            if st.check and (obase + off * size) % block:
                 st.report("misaligned", instr, f"{role} {o.name} at element offset {off} does not start on a "
                           f"{block}-byte block")
             views = []
-            for base, pat in pats[role]:
-                v = st.touch(instr, p, o, off + base, pat, write, pending)
+            touch = st.touch
+            for base, pat in rects:
+                v = touch(instr, p, o, off + base, pat, write, pending)
                 if v is None:
                     return None
                 views.append(v)
