@@ -44,6 +44,7 @@ class Row:
     max_abs: float
     max_rel: float
     divergent: bool
+    note: str = ""  # why a row diverges when no metric says it (shapes that differ)
 
 
 def metrics(got: np.ndarray, ref: np.ndarray) -> tuple[float, float, float]:
@@ -116,7 +117,8 @@ def compare(model, dumped: dict[str, np.ndarray], entries: list[dict[str, Any]],
             prec = precision(e["dtype"], precision_mode)
             if got.shape != ref.shape:
                 rows.append(Row(node.name, node.op_type, name, e["kernel"], e["nodes"], e["dtype"], prec, float("nan"),
-                                float("inf"), float("inf"), True))
+                                float("inf"), float("inf"), True,
+                                f"shape {list(got.shape)}, onnxruntime {list(ref.shape)}"))
                 continue
             cos, err, rel = metrics(got, ref)
             bad = divergent(prec, cos, rel) or (not np.isfinite(got).all() and np.isfinite(ref).all())
@@ -129,7 +131,7 @@ def table(rows: list[Row]) -> str:
              f"{'max rel':>10s}  status"]
     for r in rows:
         lines.append(f"{r.node[:24]:24s} {r.op[:12]:12s} {r.tensor[:20]:20s} {r.dtype[:8]:8s} {r.cosine:9.6f} "
-                     f"{r.max_abs:10.3g} {r.max_rel:10.3g}  {'DIVERGES' if r.divergent else 'ok'}")
+                     f"{r.max_abs:10.3g} {r.max_rel:10.3g}  {'DIVERGES' if r.divergent else 'ok'} {r.note}".rstrip())
     return "\n".join(lines)
 
 
@@ -139,7 +141,7 @@ def summary(rows: list[Row]) -> str:
         return f"no divergence: {len(rows)} tensor(s) compared within tolerance"
     lo_cos, hi_rel = TOLERANCES[first.precision]
     return (f"first divergent node: {first.node} ({first.op}), tensor '{first.tensor}' of kernel {first.kernel} "
-            f"(fused: {', '.join(first.fused)}): cosine {first.cosine:.6f}, max rel {first.max_rel:.3g} "
+            f"(fused: {', '.join(first.fused)}): {first.note + ', ' if first.note else ''}cosine {first.cosine:.6f}, max rel {first.max_rel:.3g} "
             f"(tolerance at {first.precision} precision: cosine >= {lo_cos}, max rel <= {hi_rel})")
 
 

@@ -11,7 +11,8 @@ it holds (`%r = task.buffer ...`); tensors ge inserted (casts, format conversion
 names such as `x_f16_nc1hwc0`. Formats: the model file keeps storage shapes only, so a
 tensor is turned back into its origin format (NC1HWC0 / FRACTAL_NZ / FRACTAL_Z -> NCHW / ND,
 padding dropped, `ge.runtime.layouts.to_origin`) when its ONNX shape is known (given from
-the ONNX model: `ge-run --compare model.onnx`, `ge-compare`) and the storage shape is that
+the ONNX model's static shapes with `ge-run --compare model.onnx`; onnxruntime's values'
+shapes in `ge-compare`) and the storage shape is that
 format's storage of it; otherwise it is saved as stored. Values are saved in the stored
 dtype (f16 stays f16). `manifest.json` lists every file: tensor, kernel, nodes, storage
 shape, origin shape, format.
@@ -41,8 +42,8 @@ def tensor_names(model) -> list[str]:
     names = _DECL.findall(model.ir_text)
     tensors = model.definition["tensors"]
     if len(names) != len(tensors):
-        raise InputError(f"{where}: the stored IR declares {len(names)} tensors but the model has {len(tensors)} "
-                         "(a multi-gear model cannot be dumped yet)")
+        raise InputError(f"{where}: the stored IR declares {len(names)} tensors but the model has {len(tensors)}: "
+                         "the tensors cannot be named")
     return [n for n, _ in names]
 
 

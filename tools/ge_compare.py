@@ -42,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
 
     import ge
     from ge import compare
-    from ge.dump import Dumper, onnx_shapes
+    from ge.dump import Dumper
     from ge.tools.ge_run import random_inputs, read_inputs, reference_session
 
     setup_logging("ge-compare", args.log)
@@ -60,15 +60,17 @@ def run(args: argparse.Namespace) -> int:
     names = [io["name"] for io in model.inputs]
     inputs = (read_inputs(args.inputs, names) if args.inputs
               else random_inputs(model.inputs, args.seed, (model.batch_sizes or [None])[0]))
+    model.executor._check_inputs(inputs)  # names, dtypes and shapes before onnxruntime runs
+    reference = compare.reference_values(proto, inputs)
+    shapes = {name: list(np.shape(value)) for name, value in reference.items()}  # dynamic dims resolved
     with tempfile.TemporaryDirectory() as tmp:
-        dumper = Dumper(model.model, tmp, None, onnx_shapes(args.onnx, proto))
+        dumper = Dumper(model.model, tmp, None, shapes)
         dumper.attach(model.executor)
         try:
             with np.errstate(all="ignore"):  # an overflow is what the comparison is looking for
                 model.run(inputs, allow_hazards=args.allow_hazards)
         finally:
             model.executor.on_launch = None
-    reference = compare.reference_values(proto, inputs)
     rows = compare.compare(proto, dumper.arrays, dumper.entries, reference, model.model.metadata.get("precision_mode"))
     print(compare.table(rows))
     print(compare.summary(rows))

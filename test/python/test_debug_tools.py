@@ -307,3 +307,17 @@ def test_ge_compare_bad_input(scaled, tmp_path, capsys):
         line = one_error(capsys, ge_compare_main, "ge-compare", *args)
         assert expected in line, line
         assert "--compare" not in line
+
+
+def test_ge_compare_dynamic_batch_model(tmp_path, capsys):
+    """A dynamic-batch model: the gear of the given batch is dumped, its NZ tensors turned
+    back with the shapes onnxruntime gives (the ONNX model's batch is symbolic)."""
+    src, om = tmp_path / "dyn.onnx", tmp_path / "dyn.om"
+    onnx.save(two_branch_model(batch="N"), src)
+    ge.compile(str(src), ge.CompileOptions(input_shape="x:-1,64", dynamic_batch_size="1,2")).save(om)
+    np.savez(tmp_path / "in.npz", x=np.random.default_rng(5).standard_normal((2, 64)).astype(np.float32))
+    out = ge_compare(capsys, src, om, "--inputs", tmp_path / "in.npz", "--csv", tmp_path / "dyn.csv")
+    assert "no divergence: 4 tensor(s) compared within tolerance" in out, out
+    rows = _rows(tmp_path / "dyn.csv")
+    assert [(r["tensor"], r["kernel"]) for r in rows] == [("a1", "b2_k1_a0"), ("b1", "b2_k2_b0"), ("b2", "b2_k3_b2"),
+                                                          ("y", "b2_k5_y")]  # the batch-2 gear's kernels
