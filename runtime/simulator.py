@@ -299,7 +299,9 @@ class RunState:
                         pat.bytes_once(region.written, start)[...] = True
                     if hi > region.dirty:
                         region.dirty = hi
-                if pat.contiguous:
+                if not log:
+                    pass
+                elif pat.contiguous:
                     log[:] = [x for x in log if not (lo <= x[0] and x[1] <= hi)]
                 else:
                     log[:] = [x for x in log if not (x[2] == start and x[3] is pat)]
@@ -407,7 +409,8 @@ class KernelProgram:
         fn, (a, b), r = INT_BINARY_NAMES[rec["op"]], rec["args"], rec["result"]
 
         def binary(st: RunState) -> None:
-            st.regs[r] = fn(st.regs[a], st.regs[b])
+            regs = st.regs
+            regs[r] = fn(regs[a], regs[b])
 
         return binary
 
@@ -499,7 +502,7 @@ class KernelProgram:
         def set_flag(st: RunState) -> None:
             if not st.check:
                 return
-            clock = list(st.vc[ps])
+            clock = st.vc[ps][:]
             clock[ps] = st.counters[ps]
             queue = st.flags.get(key)
             if queue is None:
@@ -604,7 +607,10 @@ class KernelProgram:
                 if target is not None and sview is not None:
                     target[...] = K.fixpipe(sview, dst.dtype, relu) if fix else sview
             if check:
-                st.timed(p, instr, *timing)
+                if st.trace is None:
+                    st.pipes.issue(p, *timing)
+                else:
+                    st.timed(p, instr, *timing)
 
         return move
 
@@ -675,7 +681,10 @@ class KernelProgram:
             if st.compute and av is not None and bv is not None and cv is not None and (first or cin is not None):
                 cv[...] = K.mmad(av, bv, None if first else cin, mkn, fractal)
             if check:
-                st.timed(p, instr, *timing)
+                if st.trace is None:
+                    st.pipes.issue(p, *timing)
+                else:
+                    st.timed(p, instr, *timing)
 
         return mmad
 
