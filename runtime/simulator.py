@@ -507,7 +507,9 @@ class KernelProgram:
             queue = st.flags.get(key)
             if queue is None:
                 queue = st.flags[key] = deque()
-            queue.append((st.pipes.fire_time(ps), clock, instr))
+            pipes = st.pipes  # PipeState.fire_time, inlined
+            end, hold = pipes.last_end[ps], pipes.hold[ps]
+            queue.append((hold if hold > end else end, clock, instr))
 
         return set_flag
 
@@ -526,7 +528,13 @@ class KernelProgram:
             fire, clock, _ = queue.popleft()
             vc = st.vc
             vc[pd] = list(map(max, vc[pd], clock))
-            t = st.pipes.wait(pd, fire)
+            pipes = st.pipes  # PipeState.wait, inlined
+            t = pipes.next_issue[pd]
+            if pipes.hold[pd] > t:
+                t = pipes.hold[pd]
+            if fire > t:
+                t = fire
+            pipes.hold[pd] = t
             if queue and queue[0][0] < t:
                 st.report("lost-signal", queue[0][2], f"sets event {event} of {src} -> {dst} at cycle "
                           f"{queue[0][0]:.0f} while it is still set ({st.program.describe(instr)} clears it only at "
@@ -553,6 +561,8 @@ class KernelProgram:
         ks, kd = src.itemsize, dst.itemsize
         full_src, full_dst = pattern(sizes, ss, ks), pattern(sizes, ds, kd)
         static_cost = None
+        local_costs: dict = {}  # window sizes -> timing of a move that does not touch GM (no launch state)
+        src_reg, dst_reg = src.offset_reg, dst.offset_reg
 
         def cost(st: RunState, sub: tuple[int, ...], empty: bool, src_elem: int) -> tuple[float, float, float]:
             srect = None if empty else (sub, ss, ks)
@@ -566,7 +576,9 @@ class KernelProgram:
             nonlocal static_cost
             check = st.check
             i = st.begin(p, instr) if check else 0
-            so, do = st.offset(src), st.offset(dst)
+            regs = st.regs
+            so = 0 if src_reg is None else regs[src_reg]
+            do = 0 if dst_reg is None else regs[dst_reg]
             pending: list = []
             if window:
                 regs = st.regs
@@ -587,7 +599,14 @@ class KernelProgram:
                 else:
                     dview = target = None if empty else st.touch(
                         instr, p, dst, do + sum(a * b for a, b in zip(lo, ds)), pattern(sub, ds, kd), True, pending)
-                timing = cost(st, sub, empty, src_elem) if check else None
+                if not check:
+                    timing = None
+                elif src_gm or dst_gm:
+                    timing = cost(st, sub, empty, src_elem)
+                else:
+                    timing = local_costs.get(sub)
+                    if timing is None:
+                        timing = local_costs[sub] = cost(st, sub, empty, src_elem)
             else:
                 sview = st.touch(instr, p, src, so, full_src, False, pending)
                 dview = target = st.touch(instr, p, dst, do, full_dst, True, pending)
@@ -835,7 +854,10 @@ class KernelProgram:
                     store(out, np.asarray(result).astype(dst_dtype, copy=False))
             if check:
                 st.work[REPEATS] += repeat
-                st.timed(p, instr, *timing)
+                if st.trace is None:
+                    st.pipes.issue(p, *timing)
+                else:
+                    st.timed(p, instr, *timing)
 
         return vector
 
