@@ -158,6 +158,7 @@ class RunState:
         self.pipes = PipeState()
         self.work = [0] * len(WORK)
         self.races = program.block_dim > 1
+        self.aliases = program.aliases
         self.logs: list[list[Entry]] = [[] for _ in program.aliases]  # per buffer: accesses maybe unfinished
         self.limits = [LOG_LIMIT] * len(program.aliases)
         self.full = [False] * len(program.aliases)  # per buffer: every byte written in this block
@@ -242,9 +243,9 @@ class RunState:
         vq = self.vc[p]
         logs = self.logs
         contiguous = pat.contiguous
-        for s in self.program.aliases[slot]:
+        for s in self.aliases[slot]:
             for e_lo, e_hi, e_start, e_pat, e_pipe, e_index, e_write, e_instr in logs[s]:
-                if e_hi <= blo or bhi <= e_lo or not (write or e_write) or e_index < vq[e_pipe] or not (
+                if not (write or e_write) or e_hi <= blo or bhi <= e_lo or e_index < vq[e_pipe] or not (
                         (contiguous and e_pat.contiguous) or overlap(e_pat, pat, start - e_start)):
                     continue
                 if e_write:
