@@ -228,7 +228,6 @@ class _Pipeline:
 
         prefix = "" if batch is None else f"b{batch}_"
         module = self.timed("import", lambda: _import(self.source, shapes, self.name))
-        _check_nonempty_inputs(module, self.name)
         self.dump(module, prefix, 0, "import")
         result = _GearResult(batch, module)
         ctx = make_context()
@@ -244,20 +243,6 @@ class _Pipeline:
         self.dump(module, prefix, number + 1, "build-model")
         result.stats["build"] = reports[0]
         return result
-
-
-def _check_nonempty_inputs(module: ModuleOp, name: str) -> None:
-    """An input with a 0 dim has no elements to compute on: the NPU path tiles non-empty
-    tensors (the reference interpreter, `ge.backend` on CPU, does run empty ones)."""
-    from ge.dialects.graph import argument_names
-    from ge.runtime.reference import find_function
-
-    fn = find_function(module, "main")
-    for arg_name, arg in zip(argument_names(fn), fn.body.block.args):
-        shape = tuple(arg.type.get_shape())
-        if 0 in shape:
-            raise ShapeError(f"{name}: input '{arg_name}' has shape {list(shape)} with a 0 dim; "
-                             "the NPU path compiles non-empty inputs (give sizes >= 1 with input_shape)")
 
 
 def _import(source, shapes: dict[str, tuple[int, ...]], name: str) -> ModuleOp:

@@ -83,21 +83,6 @@ def test_a_zero_dim_in_input_shape(files, tmp_path):
         ge.compile(src, ge.CompileOptions(input_shape="x:1,16,0,16"))
 
 
-def test_a_zero_dim_given_as_a_dict_or_in_the_model(tmp_path):
-    """The dict form of input_shape (the importer keeps it, for the reference interpreter's
-    empty tensors) and a model whose own input is empty: the compile names the input."""
-    dyn = _model([helper.make_node("Relu", ["x"], ["y"], name="relu1")],
-                 [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 16])],
-                 [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 16])])
-    with pytest.raises(ShapeError, match=r"input 'x' has shape \[0, 16\] with a 0 dim"):
-        ge.compile(dyn, ge.CompileOptions(input_shape={"x": (0, 16)}))
-    empty = _model([helper.make_node("Relu", ["x"], ["y"], name="relu1")],
-                   [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 0])],
-                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 0])])
-    with pytest.raises(ShapeError, match=r"input 'x' has shape \[4, 0\] with a 0 dim"):
-        ge.compile(empty)
-
-
 def test_input_shape_naming_a_missing_input(files, tmp_path):
     _, src, _ = files
     line = error_line(tool("ge_compile", src, "-o", tmp_path / "m.om", "--input-shape", "foo:1,16,16,16"),
