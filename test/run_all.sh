@@ -9,4 +9,4 @@ ruff check .
 python -c "import importlib.metadata as m; m.distribution('ge-plugin-example')" 2>/dev/null \
   || python -m pip install -q --no-deps -e examples/ge_plugin_example
 lit -sv test
-python -m pytest -n auto "$@"
+python -m pytest -n auto --durations=25 "$@"
