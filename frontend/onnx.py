@@ -39,6 +39,7 @@ from xdsl.utils.exceptions import VerifyException
 from ge.dialects import dtypes, graph
 from ge.dialects.blobs import constant_attr
 from ge.errors import ModelFormatError, ShapeError, UnsupportedModelError
+from ge.frontend.registry import registrar
 
 MIN_OPSET = 7
 MAX_OPSET = onnx.defs.onnx_opset_version()
@@ -207,13 +208,7 @@ Converter = Callable[[NodeContext], Sequence[SSAValue | None]]
 CONVERTERS: dict[str, Converter] = {}
 
 
-def converts(*op_types: str):
-    def register(fn: Converter) -> Converter:
-        for t in op_types:
-            CONVERTERS[t] = fn
-        return fn
-
-    return register
+converts = registrar(CONVERTERS)  # @converts(name, ...) fills CONVERTERS
 
 
 def supported_ops() -> list[str]:

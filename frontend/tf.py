@@ -42,6 +42,7 @@ from ge.dialects import dtypes, graph
 from ge.dialects.blobs import constant_attr
 from ge.errors import ModelFormatError, ShapeError, UnsupportedModelError
 from ge.frontend.onnx import PROPAGATE_LIMIT, _value_name, parse_input_shape
+from ge.frontend.registry import registrar
 
 TO_NCHW = (0, 3, 1, 2)
 TO_NHWC = (0, 2, 3, 1)
@@ -236,13 +237,7 @@ SKIPPED = ("Identity", "NoOp", "StopGradient", "Snapshot", "PlaceholderWithDefau
 VARIABLE_OPS = ("VarHandleOp", "ReadVariableOp", "VariableV2", "Variable", "AssignVariableOp")
 
 
-def converts(*op_types: str):
-    def register(fn: Converter) -> Converter:
-        for t in op_types:
-            CONVERTERS[t] = fn
-        return fn
-
-    return register
+converts = registrar(CONVERTERS)  # @converts(name, ...) fills CONVERTERS
 
 
 def supported_ops() -> list[str]:

@@ -36,6 +36,7 @@ from ge.dialects import dtypes, graph
 from ge.dialects.graph import shape_of
 from ge.errors import ModelFormatError, UnsupportedModelError
 from ge.frontend.onnx import Importer, NodeError, _value_name
+from ge.frontend.registry import registrar
 
 _NUMPY_OF_TORCH = {
     torch.float32: np.float32, torch.float16: np.float16, torch.float64: np.float64,
@@ -140,15 +141,7 @@ Converter = Callable[[FxContext], Result]
 CONVERTERS: dict[str, Converter] = {}
 
 
-def converts(*targets: str):
-    """Register a converter for ATen overloads by name (`"aten.add.Tensor"`)."""
-
-    def register(fn: Converter) -> Converter:
-        for t in targets:
-            CONVERTERS[t] = fn
-        return fn
-
-    return register
+converts = registrar(CONVERTERS)  # @converts(name, ...) fills CONVERTERS
 
 
 def target_name(node: torch.fx.Node) -> str:
