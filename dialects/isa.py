@@ -8,8 +8,8 @@ reads and writes (`accesses()`); the memory planner, `insert-sync` and the simul
 work from that one description.
 
 Pipes (ascend.md §1.4, §6.1): `S` scalar, `MTE2` GM -> L1/UB, `MTE1` L1 -> L0A/L0B (and
-L1 -> UB), `M` the Cube, `V` the Vector unit, `MTE3` UB -> GM (and UB -> L1), `FIX` the
-fixpipe L0C -> GM/UB/L1.
+L1 -> UB), `M` the Cube, `V` the Vector unit (and, on a core without FixPipe, L0C -> UB:
+`copy_l0c_to_ub`), `MTE3` UB -> GM (and UB -> L1), `FIX` the fixpipe L0C -> GM/UB/L1.
 
 Buffers. `isa.buffer` places a local buffer (a memref in `#isa.space<l1|l0a|l0b|l0c|ub>`)
 at a byte offset of its memory; `slots 2` gives the ping-pong copies of a double buffer as
@@ -19,7 +19,7 @@ capacity. GM buffers are the kernel's arguments (`#isa.space<gm>`).
 
 Addresses. Every buffer operand takes an optional element offset `%buf[%off]` (an
 `index`; absent = 0). Instructions read and write element patterns relative to it:
-- moves (`copy_*`, `fixpipe`): a rectangle of `sizes` with element strides per side
+- moves (`copy_*`, `fixpipe`, `copy_l0c_to_ub`): a rectangle of `sizes` with element strides per side
   (row-major by default); an optional `window` (lo, hi per dim) moves only the elements
   inside it and, with `pad`, writes `pad` into the rest -- edge tiles and halos;
 - vector ops: `repeat` (1 .. the target's max_repeats) iterations of at most
@@ -793,34 +793,56 @@ class CopyUbToUbOp(_MoveOp):
     SPACES: ClassVar = ((MemSpace.UB,), (MemSpace.UB,))
 
 
-@irdl_op_definition
-class FixpipeOp(_MoveOp):
-    """FIX: L0C -> GM / UB / L1, converting the f32 (i32) accumulator to the destination's
-    element type on the way (round to nearest even), with an optional ReLU before it.
-    Strides give the NZ -> ND change (nz2nd)."""
+class _L0cOutOp(_MoveOp):
+    """A read-out of the Cube's accumulator: L0C -> elsewhere, converting the f32 (i32)
+    accumulator to the destination's element type on the way (round to nearest even), with
+    an optional ReLU before it. Strides give the NZ -> ND change (nz2nd)."""
 
-    name = "isa.fixpipe"
     relu = opt_prop_def(UnitAttr)
     assembly_format = (
         "$src (`[` $src_offset^ `]`)? `to` $dst (`[` $dst_offset^ `]`)? `sizes` $sizes "
         "(`src_strides` $src_strides^)? (`dst_strides` $dst_strides^)? (`window` ` ` `(` $window^ `)`)? "
         "(`pad` $pad^)? (`relu` $relu^)? attr-dict `:` type($src) `to` type($dst)"
     )
-    PIPE: ClassVar[Pipe] = Pipe.FIX
-    SPACES: ClassVar = ((MemSpace.L0C,), (MemSpace.GM, MemSpace.UB, MemSpace.L1))
     SAME_ELEMENT: ClassVar[bool] = False
 
     def verify_instruction(self) -> None:
         super().verify_instruction()
         src = _elem(self.src)
         if src not in (f32, IntegerType(32)):
-            raise VerifyException(f"fixpipe reads the f32 or i32 accumulator, got {src}")
+            raise VerifyException(f"{self.name} reads the f32 or i32 accumulator, got {src}")
         if self.pad is not None:
-            raise VerifyException("fixpipe writes only the window; it has no pad value")
+            raise VerifyException(f"{self.name} writes only the window; it has no pad value")
+
+
+@irdl_op_definition
+class FixpipeOp(_L0cOutOp):
+    """FIX: L0C -> GM / UB / L1 through the FixPipe unit of the A2 cores (910B, 310B;
+    ascend.md §6.1). `to-isa` emits it only on a target with `isa.fixpipe = true`."""
+
+    name = "isa.fixpipe"
+    PIPE: ClassVar[Pipe] = Pipe.FIX
+    SPACES: ClassVar = ((MemSpace.L0C,), (MemSpace.GM, MemSpace.UB, MemSpace.L1))
+
+
+@irdl_op_definition
+class CopyL0cToUbOp(_L0cOutOp):
+    """V: L0C -> UB on a core without FixPipe (the coupled Atlas training 910, DaVinci v1):
+    CCE's `copy_matrix_cc_to_ubuf`, whose ConvRelu mode converts f32 -> f16 and applies
+    ReLU on the way (CRMODE_F32toF16_NONE, CRMODE_NONE_RELU: Ascend C's
+    DataCopyMatrixL0C2UBImpl in leideng/CANN-8.1.RC1 .../basic_api/impl/dav_c100/
+    kernel_operator_data_copy_impl.h). It runs on the Vector pipe: Ascend C's GetQueEvt
+    (kernel_event impl, `__CCE_AICORE__ <= 200`) orders an L0C -> UB queue by M_V / V_M
+    events, and hand-written 910 kernels wrap it in set_flag(PIPE_M, PIPE_V) /
+    set_flag(PIPE_V, PIPE_M). The result then leaves UB for GM by MTE3 (`copy_ub_to_gm`)."""
+
+    name = "isa.copy_l0c_to_ub"
+    PIPE: ClassVar[Pipe] = Pipe.V
+    SPACES: ClassVar = ((MemSpace.L0C,), (MemSpace.UB,))
 
 
 MOVE_OPS = (CopyGmToL1Op, CopyGmToUbOp, CopyUbToGmOp, CopyUbToL1Op, CopyL1ToUbOp, CopyL1ToL0aOp, CopyL1ToL0bOp,
-            CopyUbToUbOp, FixpipeOp)
+            CopyUbToUbOp, FixpipeOp, CopyL0cToUbOp)
 
 
 @irdl_op_definition

@@ -8,7 +8,8 @@ becomes an `isa.launch`. Inside a kernel:
   order; L0A holds its matrix as ZZ fractals, L0B as ZN, L0C as NZ (the orders
   `isa.mmad` reads and writes).
 - `tile.copy` -> the move instruction of its data path (GM->L1 / GM->UB on MTE2, L1->L0A /
-  L1->L0B / L1->UB on MTE1, UB->GM / UB->L1 on MTE3, L0C->* on FIX, UB->UB on V). A
+  L1->L0B / L1->UB on MTE1, UB->GM / UB->L1 on MTE3, UB->UB on V; L0C->* on FIX where
+  the target has FixPipe, else only L0C->UB, by `copy_l0c_to_ub` on V: `moves_of`). A
   copy's rectangle becomes element strides on both sides: the permutation goes into the
   destination strides, a fractal buffer's dims are split into their (outer, inner) fractal
   digits. Reads past the source (conv pads, edge tiles) and writes past a GM destination
@@ -405,9 +406,10 @@ class KernelLowering:
                   pad: float | None) -> None:
         dims = simplify(sizes, ss, ds, windows)
         sizes, ss, ds, windows = dims
-        cls = MOVES.get((src_space, dst_space))
+        cls = moves_of(self.target).get((src_space, dst_space))
         if cls is None:
-            raise self.fail(op, f"no isa move from {src_space.value} to {dst_space.value}")
+            why = " (it has no FixPipe: L0C is read out into UB only)" if src_space == t.MemSpace.L0C else ""
+            raise self.fail(op, f"no isa move from {src_space.value} to {dst_space.value} on {self.target.name}{why}")
         src_buf, _ = self.buffer(op.source)
         dst_buf, _ = self.buffer(op.dest)
         flat = [self.b.value(x) for lohi in windows for x in lohi] if windows is not None else []
@@ -531,6 +533,15 @@ MOVES = {
     (t.MemSpace.L0C, t.MemSpace.GM): isa.FixpipeOp,
     (t.MemSpace.L0C, t.MemSpace.L1): isa.FixpipeOp,
 }
+# A core without FixPipe (`isa.fixpipe = false`, the coupled 910) reads L0C out only into
+# UB, on the Vector pipe; the tile level stages every Cube result in UB anyway.
+MOVES_WITHOUT_FIXPIPE = {**{k: v for k, v in MOVES.items() if v is not isa.FixpipeOp},
+                         (t.MemSpace.L0C, t.MemSpace.UB): isa.CopyL0cToUbOp}
+
+
+def moves_of(target: targets.Target) -> dict[tuple[t.MemSpace, t.MemSpace], type[isa._MoveOp]]:
+    """The move instruction of each data path on `target`."""
+    return MOVES if target.isa.fixpipe else MOVES_WITHOUT_FIXPIPE
 
 
 def simplify(sizes: list[int], ss: list[int], ds: list[int], windows: list[tuple[Index, Index]] | None):

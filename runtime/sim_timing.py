@@ -3,9 +3,10 @@ queue per pipe, the chip's shared HBM and its L2, flags, and the Chrome / Perfet
 writer. Every figure comes from `ge.targets` (targets/*.toml, each with its source).
 
 Costs:
-- an on-chip move (L1 -> L0A / L0B, img2col, L1 <-> UB, FixPipe's L0C read-out): the
-  path's start-up + the bytes it really moves / the path's bytes per cycle (`[onchip]`).
-  No burst rounding inside the core: an 8 KB transposed L1 -> L0B copy costs 8 KB.
+- an on-chip move (L1 -> L0A / L0B, img2col, L1 <-> UB, the L0C read-out by FixPipe or by
+  the Vector unit's `copy_l0c_to_ub`): the path's start-up + the bytes it really moves /
+  the path's bytes per cycle (`[onchip]`). No burst rounding inside the core: an 8 KB
+  transposed L1 -> L0B copy costs 8 KB.
 - a move to or from GM: each contiguous run rounded up to whole 32-B blocks (the DMA's
   burst, `vector.block_bytes`), at the path's per-core rate (`[dma]`, GB/s converted at this
   chip's clock). Bytes that come from or go to HBM also pass through the core's HBM port:
@@ -18,9 +19,11 @@ Costs:
   budget -- as long as the launch's blocks read so far fit the L2; when they stop
   fitting the L2 is flushed (every block misses again). Writes go to HBM (write-through,
   no allocate). A chip with `l2 = 0` always misses.
-- FixPipe (`isa.fixpipe`) on a chip without one (`isa.fixpipe = false`, the coupled 910):
-  the Vector-unit route -- L0C -> UB at `onchip.l0c_out`, then UB -> GM at the MTE3 rate --
-  with both start-ups, charged on the FIX track.
+- FixPipe (`isa.fixpipe`): its start-up + the larger of the bytes read from L0C and the
+  bytes written, at `onchip.l0c_out`; a GM destination also takes the HBM port. A chip
+  without FixPipe (the coupled 910) gets `isa.copy_l0c_to_ub` from `to-isa` instead: an
+  on-chip move on the Vector pipe (Vector start-up, `onchip.l0c_out`), and the result goes
+  on to GM by its own `copy_ub_to_gm` on MTE3.
 - `mmad`: the Cube's start-up + one cycle per m0 x k0 x n0 fractal; the Cube is pipelined,
   so a chain of mmads pays the start-up once.
 - a vector instruction: the Vector start-up + repeats x the op's cycles per repeat for its
@@ -65,6 +68,7 @@ ONCHIP_PATHS = {
     "isa.copy_l1_to_l0a": ("l1_to_l0a", "mte1"),
     "isa.copy_l1_to_l0b": ("l1_to_l0b", "mte1"),
     "isa.img2col": ("l1_to_l0a", "mte1"),
+    "isa.copy_l0c_to_ub": ("l0c_out", "vector"),  # the Vector unit reads L0C out (no FixPipe)
 }
 GM_READS = {"isa.copy_gm_to_l1": ("gm_to_l1", "l2_to_l1"), "isa.copy_gm_to_ub": ("gm_to_ub", "l2_to_ub")}
 
@@ -238,21 +242,14 @@ class CostModel:
         return float(getattr(t.startup, startup)), nbytes / getattr(t.onchip, rate_field), 0.0
 
     def _fixpipe(self, src: Rect | None, dst: Rect, dst_gm: bool) -> Timing:
-        """L0C -> GM / L1 / UB: through FixPipe, or on a chip without one through the Vector
-        unit to UB and (for a GM destination) on to GM at the MTE3 rate."""
+        """L0C -> GM / L1 / UB through FixPipe."""
         t = self.target
-        read = 0 if src is None else raw_bytes(src)
-        startup = float(t.startup.fixpipe if t.isa.fixpipe else t.startup.vector)
-        busy = read / t.onchip.l0c_out
+        busy = (0 if src is None else raw_bytes(src)) / t.onchip.l0c_out
         port = 0.0
         if dst_gm:
             moved, port = self._write(dst)
-            if t.isa.fixpipe:
-                busy = max(busy, moved / t.onchip.l0c_out)
-            else:
-                startup += t.startup.mte3
-                busy += moved / self._rate(t.dma.ub_to_gm)
-        return startup, busy, port
+            busy = max(busy, moved / t.onchip.l0c_out)
+        return float(t.startup.fixpipe), busy, port
 
     def img2col(self, nbytes: int) -> Timing:
         return self.move("isa.img2col", None, ((nbytes,), (1,), 1))

@@ -71,6 +71,7 @@ from ge.runtime.sim_timing import NPIPES, PIPE_INDEX, PIPE_ORDER, PIPELINED, Cos
 WORK = ("gm_read", "gm_read_new", "gm_write", "fractals", "repeats")
 GM_READ, GM_READ_NEW, GM_WRITE, FRACTALS, REPEATS = range(len(WORK))
 PIPE_OF = {p.value: i for p, i in PIPE_INDEX.items()}
+L0C_OUT = {isa.FixpipeOp.name, isa.CopyL0cToUbOp.name}  # the accumulator's read-outs
 LOG_LIMIT = 16  # entries of a buffer's access log before pruning the finished ones
 
 
@@ -554,7 +555,7 @@ class KernelProgram:
         props = rec.get("props", {})
         pad = props.get("pad")
         name = rec["op"]
-        fix = name == isa.FixpipeOp.name
+        fix = name in L0C_OUT  # FixPipe or the Vector unit's copy_l0c_to_ub: convert (and ReLU) on the way
         relu = fix and bool(props.get("relu"))
         src_gm, dst_gm = src.region >= GM_BASE, dst.region >= GM_BASE
         vector_unit = name == isa.CopyUbToUbOp.name

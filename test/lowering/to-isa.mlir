@@ -3,9 +3,10 @@
 // tile -> isa. Local buffers become flat isa buffers; the copies into and out of the
 // Cube's L0 buffers get the fractal orders as strides: A [64, 64] in L0A as ZZ
 // (16 x 16 fractals, row-major fractals), B [64, 32] in L0B as ZN, C [64, 32] in L0C as NZ
-// (column blocks of 16) written to a row-major GM matrix by the fixpipe.
+// (column blocks of 16) written to a row-major GM matrix by the fixpipe (the 910B has one;
+// L0C -> GM directly needs it).
 
-builtin.module attributes {ge.target = "ascend910"} {
+builtin.module attributes {ge.target = "ascend910b"} {
   tile.kernel @matmul ins(%a: memref<64x64xf16, #tile.space<gm>>, %b: memref<64x32xf16, #tile.space<gm>>) outs(%c: memref<64x32xf32, #tile.space<gm>>) block_dim 1 kind "cube_epilogue" {
     %c0 = arith.constant 0 : index
     %true = arith.constant true
@@ -45,6 +46,89 @@ builtin.module attributes {ge.target = "ascend910"} {
 // SYNC-NEXT:     isa.set_flag [M, FIX, 0]
 // SYNC-NEXT:     isa.wait_flag [M, FIX, 0]
 // SYNC-NEXT:     isa.fixpipe
+
+// -----
+
+// The Cube's epilogue route follows the target. A tile kernel reads L0C out into UB (the
+// epilogue's vector ops then work on the f32 tile), then UB -> GM. On the coupled 910 (no FixPipe) the read-out is the
+// Vector unit's copy_l0c_to_ub (CCE copy_matrix_cc_to_ubuf), ordered after the mmad by an
+// M -> V flag and before the UB -> GM copy by V -> MTE3; no isa.fixpipe anywhere.
+
+builtin.module attributes {ge.target = "ascend910"} {
+  tile.kernel @epilogue910 ins(%a: memref<32x32xf16, #tile.space<gm>>, %b: memref<32x32xf16, #tile.space<gm>>) outs(%c: memref<32x32xf32, #tile.space<gm>>) block_dim 1 kind "cube_epilogue" {
+    %c0 = arith.constant 0 : index
+    %true = arith.constant true
+    %a_l1 = tile.alloc buffers 1 : memref<32x32xf16, #tile.space<l1>>
+    %b_l1 = tile.alloc buffers 1 : memref<32x32xf16, #tile.space<l1>>
+    %a_l0 = tile.alloc buffers 1 : memref<32x32xf16, #tile.space<l0a>>
+    %b_l0 = tile.alloc buffers 1 : memref<32x32xf16, #tile.space<l0b>>
+    %c_l0 = tile.alloc buffers 1 : memref<32x32xf32, #tile.space<l0c>>
+    %c_ub = tile.alloc buffers 1 : memref<32x32xf32, #tile.space<ub>>
+    tile.copy %a[%c0, %c0] to %a_l1[%c0, %c0] sizes [32, 32] : memref<32x32xf16, #tile.space<gm>> to memref<32x32xf16, #tile.space<l1>>
+    tile.copy %b[%c0, %c0] to %b_l1[%c0, %c0] sizes [32, 32] : memref<32x32xf16, #tile.space<gm>> to memref<32x32xf16, #tile.space<l1>>
+    tile.copy %a_l1[%c0, %c0] to %a_l0[%c0, %c0] sizes [32, 32] : memref<32x32xf16, #tile.space<l1>> to memref<32x32xf16, #tile.space<l0a>>
+    tile.copy %b_l1[%c0, %c0] to %b_l0[%c0, %c0] sizes [32, 32] : memref<32x32xf16, #tile.space<l1>> to memref<32x32xf16, #tile.space<l0b>>
+    tile.mmad %a_l0, %b_l0, %c_l0 init %true : memref<32x32xf16, #tile.space<l0a>>, memref<32x32xf16, #tile.space<l0b>>, memref<32x32xf32, #tile.space<l0c>>
+    tile.copy %c_l0[%c0, %c0] to %c_ub[%c0, %c0] sizes [32, 32] : memref<32x32xf32, #tile.space<l0c>> to memref<32x32xf32, #tile.space<ub>>
+    tile.copy %c_ub[%c0, %c0] to %c[%c0, %c0] sizes [32, 32] : memref<32x32xf32, #tile.space<ub>> to memref<32x32xf32, #tile.space<gm>>
+  }
+}
+// CHECK-LABEL: isa.kernel @epilogue910
+// CHECK-NOT:     isa.fixpipe
+// CHECK:         %[[C0:.*]] = isa.buffer : memref<1024xf32, #isa.space<l0c>>
+// CHECK-NEXT:    %[[UB:.*]] = isa.buffer : memref<1024xf32, #isa.space<ub>>
+// CHECK-NOT:     isa.fixpipe
+// CHECK:         isa.mmad %[[C0]]
+// CHECK-NEXT:    isa.copy_l0c_to_ub %[[C0]] to %[[UB]] sizes [2, 32, 16] dst_strides [16, 32, 1] : memref<1024xf32, #isa.space<l0c>> to memref<1024xf32, #isa.space<ub>>
+// CHECK-NEXT:    isa.copy_ub_to_gm %[[UB]] to %c sizes [1024]
+// CHECK-NOT:     isa.fixpipe
+// SYNC-LABEL:  isa.kernel @epilogue910
+// SYNC-NOT:      FIX
+// SYNC:          isa.mmad
+// SYNC-NEXT:     isa.set_flag [M, V, 0]
+// SYNC-NEXT:     isa.wait_flag [M, V, 0]
+// SYNC-NEXT:     isa.copy_l0c_to_ub
+// SYNC-NEXT:     isa.set_flag [V, MTE3, 0]
+// SYNC-NEXT:     isa.wait_flag [V, MTE3, 0]
+// SYNC-NEXT:     isa.copy_ub_to_gm
+// SYNC-NOT:      FIX
+
+// -----
+
+// The same kernel on the 910B reads L0C out with its FixPipe (M -> FIX, FIX -> MTE3).
+
+builtin.module attributes {ge.target = "ascend910b"} {
+  tile.kernel @epilogue910b ins(%a: memref<32x32xf16, #tile.space<gm>>, %b: memref<32x32xf16, #tile.space<gm>>) outs(%c: memref<32x32xf32, #tile.space<gm>>) block_dim 1 kind "cube_epilogue" {
+    %c0 = arith.constant 0 : index
+    %true = arith.constant true
+    %a_l1 = tile.alloc buffers 1 : memref<32x32xf16, #tile.space<l1>>
+    %b_l1 = tile.alloc buffers 1 : memref<32x32xf16, #tile.space<l1>>
+    %a_l0 = tile.alloc buffers 1 : memref<32x32xf16, #tile.space<l0a>>
+    %b_l0 = tile.alloc buffers 1 : memref<32x32xf16, #tile.space<l0b>>
+    %c_l0 = tile.alloc buffers 1 : memref<32x32xf32, #tile.space<l0c>>
+    %c_ub = tile.alloc buffers 1 : memref<32x32xf32, #tile.space<ub>>
+    tile.copy %a[%c0, %c0] to %a_l1[%c0, %c0] sizes [32, 32] : memref<32x32xf16, #tile.space<gm>> to memref<32x32xf16, #tile.space<l1>>
+    tile.copy %b[%c0, %c0] to %b_l1[%c0, %c0] sizes [32, 32] : memref<32x32xf16, #tile.space<gm>> to memref<32x32xf16, #tile.space<l1>>
+    tile.copy %a_l1[%c0, %c0] to %a_l0[%c0, %c0] sizes [32, 32] : memref<32x32xf16, #tile.space<l1>> to memref<32x32xf16, #tile.space<l0a>>
+    tile.copy %b_l1[%c0, %c0] to %b_l0[%c0, %c0] sizes [32, 32] : memref<32x32xf16, #tile.space<l1>> to memref<32x32xf16, #tile.space<l0b>>
+    tile.mmad %a_l0, %b_l0, %c_l0 init %true : memref<32x32xf16, #tile.space<l0a>>, memref<32x32xf16, #tile.space<l0b>>, memref<32x32xf32, #tile.space<l0c>>
+    tile.copy %c_l0[%c0, %c0] to %c_ub[%c0, %c0] sizes [32, 32] : memref<32x32xf32, #tile.space<l0c>> to memref<32x32xf32, #tile.space<ub>>
+    tile.copy %c_ub[%c0, %c0] to %c[%c0, %c0] sizes [32, 32] : memref<32x32xf32, #tile.space<ub>> to memref<32x32xf32, #tile.space<gm>>
+  }
+}
+// CHECK-LABEL: isa.kernel @epilogue910b
+// CHECK-NOT:     isa.copy_l0c_to_ub
+// CHECK:         isa.mmad %[[C0:.*]], %{{.*}}, %{{.*}} m 32
+// CHECK-NEXT:    isa.fixpipe %[[C0]] to %[[UB:.*]] sizes [2, 32, 16] dst_strides [16, 32, 1] : memref<1024xf32, #isa.space<l0c>> to memref<1024xf32, #isa.space<ub>>
+// CHECK-NEXT:    isa.copy_ub_to_gm %[[UB]] to %c sizes [1024]
+// SYNC-LABEL:  isa.kernel @epilogue910b
+// SYNC:          isa.mmad
+// SYNC-NEXT:     isa.set_flag [M, FIX, 0]
+// SYNC-NEXT:     isa.wait_flag [M, FIX, 0]
+// SYNC-NEXT:     isa.fixpipe
+// SYNC-NEXT:     isa.set_flag [FIX, MTE3, 0]
+// SYNC-NEXT:     isa.wait_flag [FIX, MTE3, 0]
+// SYNC-NEXT:     isa.copy_ub_to_gm
 
 // -----
 
