@@ -23,6 +23,7 @@ from xdsl.dialects.builtin import (
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
     DenseResourceAttr,
+    DictionaryAttr,
     Float32Type,
     FloatAttr,
     IntegerAttr,
@@ -30,8 +31,11 @@ from xdsl.dialects.builtin import (
     StringAttr,
     TensorType,
     UnitAttr,
+    f16,
     f32,
     i1,
+    i8,
+    i32,
     i64,
 )
 from xdsl.ir import Attribute, Dialect, SSAValue
@@ -981,6 +985,162 @@ class GemmOp(GraphOp):
 
 
 # --------------------------------------------------------------------------------------
+# Quantized int8 ops (issue 21, /tmp/ge_team/INT8_SPEC.md): GE's AscendQuant / AscendDequant
+# around int8 x int8 -> int32 Cube ops. Scales are f32, zero points ("offsets") i64 in the
+# int8 range; weights are symmetric (no zero point). Semantics: ge.runtime.reference.
+# --------------------------------------------------------------------------------------
+
+
+def _check_offset(props: Props, name: str) -> None:
+    if not -128 <= (v := get_int(props, name)) <= 127:
+        raise VerifyException(f"{name} {v} is outside the int8 range [-128, 127]")
+
+
+def _require_elem(t: TensorType, allowed: Sequence[Attribute], what: str) -> None:
+    if t.element_type not in allowed:
+        raise VerifyException(f"{what} must have element type " + " or ".join(map(str, allowed)) + f", got {t}")
+
+
+@irdl_op_definition
+class QuantizeOp(GraphOp):
+    """AscendQuant: y = saturate_int8(round_half_even(x / scale) + offset), result i8."""
+
+    name = "graph.quantize"
+    input = operand_def(TensorType)
+    output = result_def(TensorType)
+    scale = prop_def(FloatAttr[Float32Type])
+    offset = prop_def(IntegerAttr[I64])
+    traits = traits_def(Pure(), Elementwise(broadcast=False))
+    assembly_format = "$input attr-dict `:` type($input) `to` type($output)"
+
+    @classmethod
+    def infer(cls, types, props, values):
+        (x,) = types
+        require_float(x, "input")
+        scale = get_float(props, "scale")
+        if not (np.isfinite(scale) and scale > 0):
+            raise VerifyException(f"scale must be a positive finite number, got {scale}")
+        _check_offset(props, "offset")
+        return [tensor(i8, shape_of(x))]
+
+
+@irdl_op_definition
+class DequantizeOp(GraphOp):
+    """AscendDequant: y = (x - offset) * scale, scale per tensor ([]) or per channel ([C] along
+    `axis`); x is an int32 accumulator (offset 0) or int8. The result type (f32 or f16) is
+    chosen by the builder, as for graph.cast: `DequantizeOp.to(...)`; `make` gives f32."""
+
+    name = "graph.dequantize"
+    input = operand_def(TensorType)
+    scale = operand_def(TensorType)
+    output = result_def(TensorType)
+    axis = prop_def(IntegerAttr[I64])
+    offset = prop_def(IntegerAttr[I64])
+    traits = traits_def(Pure(), Elementwise(broadcast=False, follows_format=False),
+                        StorageFormats(("NC1HWC0",), "feature_map"))
+    assembly_format = "operands attr-dict `:` functional-type(operands, results)"
+
+    @classmethod
+    def infer(cls, types, props, values):
+        x, s = types
+        _require_elem(x, (i32, i8), "input")
+        require_float(s, "scale")
+        _check_offset(props, "offset")
+        axis = get_int(props, "axis")
+        if shape_of(s) != ():
+            check_axis(axis, x.get_num_dims())
+            if shape_of(s) != (shape_of(x)[axis],):
+                raise VerifyException(f"scale must have shape [] or [{shape_of(x)[axis]}] (dim {axis} of the input), got {s}")
+        return [None]  # f32 or f16: the result type says (see `to`)
+
+    @classmethod
+    def make(cls, operands, props=None, values=None) -> DequantizeOp:
+        """The f32-result form (GraphOp.make's signature, for generic builders)."""
+        x, scale = operands
+        props = props or {}
+        return cls.to(x, scale, f32, get_int(props, "axis"), get_int(props, "offset"))
+
+    @classmethod
+    def to(cls, x: SSAValue, scale: SSAValue, elem: Attribute = f32, axis: int = 1, offset: int = 0) -> DequantizeOp:
+        """Dequantize `x` with `scale` along `axis` to an `elem` (f32 or f16) tensor."""
+        props: Props = {"axis": int_attr(axis), "offset": int_attr(offset)}
+        cls.infer([x.type, scale.type], props, [None, None])
+        if elem not in (f32, f16):
+            raise VerifyException(f"dequantize gives f32 or f16, not {elem}")
+        return cls.build(operands=[x, scale], result_types=[tensor(elem, shape_of(x.type))], properties=props)
+
+    def verify_(self) -> None:
+        super().verify_()
+        x, out = self.input.type, self.output.type
+        if (layout := _layout_level(self)) is not None:
+            x, out = layout.logical_type(x), layout.logical_type(out)
+        if out.element_type not in (f32, f16) or shape_of(out) != shape_of(x):
+            raise VerifyException(f"result must be an f32 or f16 tensor of the input's shape {shape_of(x)}, got {out}")
+
+
+@irdl_op_definition
+class QuantConv2dOp(GraphOp):
+    """int8 convolution with int32 accumulation (the AscendQuant -> Conv -> AscendDequant
+    core): sum((x - input_offset) * w) + bias; padded positions hold input_offset (contribute
+    0). NCHW i8 input, OIHW i8 symmetric weight, optional i32 [M] bias; result i32 NCHW.
+    Props as graph.conv2d."""
+
+    name = "graph.quant_conv2d"
+    input = operand_def(TensorType)
+    weight = operand_def(TensorType)
+    bias = opt_operand_def(TensorType)
+    output = result_def(TensorType)
+    strides = prop_def(DenseArrayBase[I64])
+    pads = prop_def(DenseArrayBase[I64])
+    dilations = prop_def(DenseArrayBase[I64])
+    group = prop_def(IntegerAttr[I64])
+    input_offset = prop_def(IntegerAttr[I64])
+    traits = traits_def(Pure(), StorageFormats(("NC1HWC0", "FRACTAL_Z"), "conv"))
+    assembly_format = "operands attr-dict `:` functional-type(operands, results)"
+
+    @classmethod
+    def infer(cls, types, props, values):
+        x, w, b = types
+        _require_elem(x, (i8,), "input")
+        _require_elem(w, (i8,), "weight")
+        if b is not None:
+            _require_elem(b, (i32,), "bias")
+        _check_offset(props, "input_offset")
+        float_types = [tensor(f32, shape_of(t)) for t in (x, w)] + [tensor(f32, shape_of(b)) if b else None]
+        (out,) = Conv2dOp.infer(float_types, props, values)
+        return [tensor(i32, shape_of(out))]
+
+
+@irdl_op_definition
+class QuantMatMulOp(GraphOp):
+    """int8 matmul with int32 accumulation: numpy.matmul((lhs - lhs_offset), rhs) + bias, rhs
+    symmetric; bias (optional, i32 [N]) is added along the last result dim (Gemm's C)."""
+
+    name = "graph.quant_matmul"
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    bias = opt_operand_def(TensorType)
+    output = result_def(TensorType)
+    lhs_offset = prop_def(IntegerAttr[I64])
+    traits = traits_def(Pure(), StorageFormats(("FRACTAL_NZ",), "matmul"))
+    assembly_format = "operands attr-dict `:` functional-type(operands, results)"
+
+    @classmethod
+    def infer(cls, types, props, values):
+        a, b, c = types
+        _require_elem(a, (i8,), "lhs")
+        _require_elem(b, (i8,), "rhs")
+        _check_offset(props, "lhs_offset")
+        (out,) = MatMulOp.infer([tensor(f32, shape_of(a)), tensor(f32, shape_of(b))], props, values)
+        n = shape_of(out)[-1] if shape_of(out) else 1
+        if c is not None:
+            _require_elem(c, (i32,), "bias")
+            if len(shape_of(b)) < 2 or shape_of(c) != (n,):
+                raise VerifyException(f"bias must have shape [{n}] (the last result dim), got {c}")
+        return [tensor(i32, shape_of(out))]
+
+
+# --------------------------------------------------------------------------------------
 # Reductions
 # --------------------------------------------------------------------------------------
 
@@ -1563,6 +1723,30 @@ class TriluOp(GraphOp):
         return [x]
 
 
+@irdl_op_definition
+class CustomOp(GraphOp):
+    """An operator a plugin brings with its own tile kernel (`ge.register_op(..., kernel=)`,
+    ge/plugins.py): opaque to ge -- no rule fuses into it, decompose leaves it, it gets plain
+    (ND) tensors and a kernel of its own, written by the plugin's builder at the tile level.
+    Its result types and its semantics are the plugin's declared shape inference and numpy
+    reference, so IR naming an unregistered operator does not verify."""
+
+    name = "graph.custom"
+    inputs = var_operand_def(TensorType)
+    outputs = var_result_def(TensorType)
+    domain = prop_def(StringAttr)
+    op_type = prop_def(StringAttr)
+    params = opt_prop_def(DictionaryAttr)
+    traits = traits_def(Pure())
+    assembly_format = "$op_type `(` $inputs `)` attr-dict `:` functional-type($inputs, $outputs)"
+
+    @classmethod
+    def infer(cls, types, props, values):
+        from ge.plugins import infer_custom
+
+        return [infer_custom(props, types[0])]
+
+
 Graph = Dialect(
     "graph",
     [
@@ -1575,11 +1759,13 @@ Graph = Dialect(
         GreaterOrEqualOp, AndOp, OrOp, XorOp, PReluOp, SumOp, MaxOp, MinOp, MeanOp, WhereOp,
         Conv2dOp, MaxPoolOp, AvgPoolOp, GlobalAvgPoolOp, GlobalMaxPoolOp, BatchNormOp, LayerNormOp,
         LrnOp, SoftmaxOp, LogSoftmaxOp, MatMulOp, GemmOp,
+        QuantizeOp, DequantizeOp, QuantConv2dOp, QuantMatMulOp,
         ReduceMeanOp, ReduceSumOp, ReduceMaxOp, ReduceMinOp, ReduceProdOp, ReduceL2Op,
         ReduceSumSquareOp, ArgMaxOp, ArgMinOp,
         ReshapeOp, FlattenOp, TransposeOp, ConcatOp, SplitOp, SliceOp, GatherOp, SqueezeOp,
         UnsqueezeOp, ExpandOp, TileOp, PadOp, ShapeOp, ConstantOfShapeOp, RangeOp,
         DepthToSpaceOp, SpaceToDepthOp, TriluOp,
+        CustomOp,
     ],
     [],
 )

@@ -548,6 +548,61 @@ def _gemm(op: Operation, a: np.ndarray, b: np.ndarray, c: np.ndarray | None = No
 
 
 # --------------------------------------------------------------------------------------
+# Quantized int8 ops (AscendQuant / AscendDequant and the int8 Cube ops). Integer sums are
+# computed exactly in f64 (|sum| < K * 255 * 128 stays far below 2**53) and wrap to int32
+# as onnxruntime's ConvInteger / MatMulInteger do.
+# --------------------------------------------------------------------------------------
+
+
+def quantize_values(x: np.ndarray, scale: float, offset: int) -> np.ndarray:
+    """saturate_int8(round_half_even(x / scale) + offset), x / scale in f32 (onnxruntime's
+    QuantizeLinear: MLAS divides in float and rounds with nearbyint)."""
+    q = np.rint(x.astype(np.float32) / np.float32(scale)) + np.float32(offset)
+    return np.clip(q, -128, 127).astype(np.int8)
+
+
+@_kernel(g.QuantizeOp)
+def _quantize(op: g.QuantizeOp, x: np.ndarray) -> np.ndarray:
+    return quantize_values(x, get_float(op.properties, "scale"), get_int(op.properties, "offset"))
+
+
+@_kernel(g.DequantizeOp)
+def _dequantize(op: g.DequantizeOp, x: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """(x - offset) * scale in f32; the integer difference is taken before the conversion
+    (onnxruntime's DequantizeLinear), then rounded once to the result type."""
+    p = op.properties
+    centered = (x.astype(np.int64) - get_int(p, "offset")).astype(np.float32)
+    s = scale.astype(np.float32)
+    if s.ndim:
+        axis = get_int(p, "axis")
+        s = s.reshape((-1,) + (1,) * (x.ndim - 1 - axis))
+    return centered * s
+
+
+def _wrap_int32(acc: np.ndarray) -> np.ndarray:
+    return np.rint(acc).astype(np.int64).astype(np.int32)
+
+
+@_kernel(g.QuantConv2dOp)
+def _quant_conv2d(op: g.QuantConv2dOp, x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None) -> np.ndarray:
+    """The float conv kernel on (x - input_offset) and w in f64: exact integer sums; padded
+    positions then hold input_offset (a centered 0), as in ConvInteger / QLinearConv."""
+    xc = x.astype(np.float64) - get_int(op.properties, "input_offset")
+    acc = _conv2d(op, xc, w.astype(np.float64))
+    if b is not None:
+        acc = acc + b.astype(np.float64)[:, None, None]
+    return _wrap_int32(acc)
+
+
+@_kernel(g.QuantMatMulOp)
+def _quant_matmul(op: g.QuantMatMulOp, a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None) -> np.ndarray:
+    acc = np.matmul(a.astype(np.float64) - get_int(op.properties, "lhs_offset"), b.astype(np.float64))
+    if c is not None:
+        acc = acc + c.astype(np.float64)
+    return _wrap_int32(acc)
+
+
+# --------------------------------------------------------------------------------------
 # Reductions
 # --------------------------------------------------------------------------------------
 

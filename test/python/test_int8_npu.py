@@ -1,0 +1,227 @@
+"""The int8 path of issue 21: graph.quantize / dequantize / quant_conv2d / quant_matmul.
+
+Reference semantics (ge.runtime.reference) against onnxruntime, with this mapping:
+- graph.quantize(x, scale, offset)        == QuantizeLinear(x, scale, zero_point=offset) int8
+- graph.dequantize(x, s, axis, offset)    == DequantizeLinear(x, s, zero_point=offset, axis)
+  (i8 input; for an i32 input ONNX DequantizeLinear requires zero_point 0, which ours is too)
+- graph.quant_conv2d(x, w) (no bias)      == ConvInteger(x, w, x_zero_point=input_offset)
+  (onnxruntime's CPU ConvInteger takes uint8 activations: x + 128 with zero point
+  input_offset + 128 is the same centered value)
+- graph.quant_matmul(a, b)                == MatMulInteger(a, b, a_zero_point=lhs_offset)
+- quantize(dequantize(quant_conv2d(x, w, b), sx * sw) , sy, zy) == QLinearConv(x, sx, zx, w,
+  sw, 0, sy, zy, b) within 1 (QLinearConv multiplies the accumulator by sx * sw / sy once;
+  the chain multiplies by sx * sw, then divides by sy: the two f32 roundings can move a value
+  that lands within an ulp of a .5 tie to the other integer).
+Integer results are compared exactly.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+from xdsl.context import Context
+from xdsl.dialects.builtin import Builtin, ModuleOp, TensorType, f16, f32
+from xdsl.dialects.builtin import i8 as xi8
+from xdsl.dialects.func import Func
+from xdsl.ir import Block
+from xdsl.parser import Parser
+from xdsl.utils.exceptions import VerifyException
+
+from ge.dialects import graph as g
+from ge.dialects.graph import Graph
+from ge.runtime import reference
+
+_ELEM = {np.dtype(k): v for k, v in {
+    np.float32: "f32", np.float16: "f16", np.int32: "i32", np.int8: "i8", np.uint8: "ui8",
+}.items()}
+_ONNX = {np.dtype(k): v for k, v in {
+    np.float32: TensorProto.FLOAT, np.float16: TensorProto.FLOAT16, np.int32: TensorProto.INT32,
+    np.int8: TensorProto.INT8, np.uint8: TensorProto.UINT8,
+}.items()}
+
+
+def T(shape, dtype) -> str:
+    return f"tensor<{''.join(f'{d}x' for d in shape)}{_ELEM[np.dtype(dtype)]}>"
+
+
+def parse(src: str) -> ModuleOp:
+    ctx = Context()
+    for d in (Builtin, Func, Graph):
+        ctx.load_dialect(d)
+    module = Parser(ctx, src).parse_module()
+    module.verify()
+    return module
+
+
+def run_ir(body: str, inputs: list[np.ndarray], out_shape, out_dtype) -> np.ndarray:
+    args = ", ".join(f"%a{i}: {T(x.shape, x.dtype)}" for i, x in enumerate(inputs))
+    t = T(out_shape, out_dtype)
+    src = f"func.func @main({args}) -> {t} {{\n{body}\n  func.return %r : {t}\n}}"
+    (y,) = reference.run(parse(src), inputs)
+    return y
+
+
+def onnx_run(op_type: str, inputs: dict, consts: dict, out_dtype, opset: int = 21, **attrs) -> np.ndarray:
+    node = helper.make_node(op_type, [*inputs, *consts], ["y"], **attrs)
+    graph = helper.make_graph(
+        [node], "t",
+        [helper.make_tensor_value_info(k, _ONNX[v.dtype], v.shape) for k, v in inputs.items()],
+        [helper.make_tensor_value_info("y", _ONNX[np.dtype(out_dtype)], None)],
+        [numpy_helper.from_array(v, k) for k, v in consts.items()],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    return sess.run(None, inputs)[0]
+
+
+def ints(values) -> str:
+    return f"array<i64: {', '.join(str(int(v)) for v in values)}>"
+
+
+def conv_props(strides, pads, offset, group=1) -> str:
+    return (f"strides = {ints(strides)}, pads = {ints(pads)}, dilations = {ints((1, 1))}, "
+            f"group = {group} : i64, input_offset = {offset} : i64")
+
+
+def rng(seed: int) -> np.random.Generator:
+    return np.random.default_rng(seed)
+
+
+def i8(shape, seed: int, lo: int = -128, hi: int = 128) -> np.ndarray:
+    return rng(seed).integers(lo, hi, shape).astype(np.int8)
+
+
+# --------------------------------------------------------------------------------------
+# Reference semantics against onnxruntime
+# --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("scale,offset", [(0.05, 0), (0.013, -7), (0.5, 100)])
+def test_quantize_matches_quantize_linear(dtype, scale, offset):
+    x = (rng(1).standard_normal((2, 3, 5, 7)) * 3).astype(dtype)
+    x.flat[:6] = np.array([0.025, -0.025, 0.075, 1e4, -1e4, 0.0], dtype=dtype)  # ties and saturation
+    got = run_ir(f"  %r = graph.quantize %a0 {{scale = {scale} : f32, offset = {offset} : i64}} "
+                 f": {T(x.shape, dtype)} to {T(x.shape, np.int8)}", [x], x.shape, np.int8)
+    want = onnx_run("QuantizeLinear", {"x": x.astype(np.float32)},
+                    {"s": np.array(scale, np.float32), "z": np.array(offset, np.int8)}, np.int8)
+    np.testing.assert_array_equal(got, want)
+    assert got.min() == -128 and got.max() == 127
+
+
+@pytest.mark.parametrize("per_channel", [False, True])
+def test_dequantize_i8_matches_dequantize_linear(per_channel):
+    x = i8((2, 4, 3, 3), 2)
+    s = (rng(3).random(4 if per_channel else ()) * 0.1 + 0.01).astype(np.float32)
+    st = T(s.shape, np.float32)
+    got = run_ir(f"  %s = \"graph.constant\"() <{{value = dense<{s.tolist()}> : {st}}}> : () -> {st}\n"
+                 f"  %r = graph.dequantize %a0, %s {{axis = 1 : i64, offset = 0 : i64}} "
+                 f": ({T(x.shape, np.int8)}, {st}) -> {T(x.shape, np.float32)}", [x], x.shape, np.float32)
+    want = onnx_run("DequantizeLinear", {"x": x}, {"s": s, "z": np.zeros(s.shape, np.int8)}, np.float32, axis=1)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_dequantize_i32_offset_and_f16_result():
+    x = rng(4).integers(-(2**30), 2**30, (3, 5)).astype(np.int32)
+    s = np.float32(3e-6)
+    got = run_ir(f"  %s = \"graph.constant\"() <{{value = dense<{float(s)}> : tensor<f32>}}> : () -> tensor<f32>\n"
+                 f"  %r = graph.dequantize %a0, %s {{axis = 1 : i64, offset = 0 : i64}} "
+                 f": ({T(x.shape, np.int32)}, tensor<f32>) -> {T(x.shape, np.float16)}", [x], x.shape, np.float16)
+    want = onnx_run("DequantizeLinear", {"x": x}, {"s": np.array(s)}, np.float32)
+    np.testing.assert_array_equal(got, want.astype(np.float16))  # one rounding f32 -> f16
+    x8 = i8((6,), 5)
+    got8 = run_ir(f"  %s = \"graph.constant\"() <{{value = dense<0.5> : tensor<f32>}}> : () -> tensor<f32>\n"
+                  f"  %r = graph.dequantize %a0, %s {{axis = 0 : i64, offset = -3 : i64}} "
+                  f": ({T((6,), np.int8)}, tensor<f32>) -> {T((6,), np.float32)}", [x8], (6,), np.float32)
+    want8 = onnx_run("DequantizeLinear", {"x": x8}, {"s": np.array(0.5, np.float32), "z": np.array(-3, np.int8)},
+                     np.float32)
+    np.testing.assert_array_equal(got8, want8)
+
+
+@pytest.mark.parametrize("xs,ws,strides,pads,offset", [
+    ((1, 3, 9, 9), (8, 3, 3, 3), (2, 2), (1, 1, 1, 1), 0),
+    ((2, 40, 7, 6), (5, 40, 3, 3), (1, 1), (1, 0, 2, 1), -5),
+    ((1, 16, 8, 8), (33, 16, 1, 1), (2, 2), (0, 0, 0, 0), 12),
+])
+def test_quant_conv2d_matches_conv_integer(xs, ws, strides, pads, offset):
+    x, w = i8(xs, 6), i8(ws, 7)
+    want = onnx_run("ConvInteger", {"x": (x.astype(np.int16) + 128).astype(np.uint8)},
+                    {"w": w, "xz": np.array(offset + 128, np.uint8)}, np.int32,
+                    strides=list(strides), pads=list(pads))
+    got = run_ir(f"  %w = \"graph.constant\"() <{{value = dense<{w.tolist()}> : {T(ws, np.int8)}}}> : () -> {T(ws, np.int8)}\n"
+                 f"  %r = graph.quant_conv2d %a0, %w {{{conv_props(strides, pads, offset)}}} "
+                 f": ({T(xs, np.int8)}, {T(ws, np.int8)}) -> {T(want.shape, np.int32)}", [x], want.shape, np.int32)
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("a_shape,b_shape,offset", [((5, 40), (40, 7), 0), ((2, 3, 33), (33, 17), 9)])
+def test_quant_matmul_matches_matmul_integer(a_shape, b_shape, offset):
+    a, b = i8(a_shape, 8), i8(b_shape, 9)
+    want = onnx_run("MatMulInteger", {"a": a}, {"b": b, "az": np.array(offset, np.int8)}, np.int32)
+    got = run_ir(f"  %b = \"graph.constant\"() <{{value = dense<{b.tolist()}> : {T(b_shape, np.int8)}}}> : () -> {T(b_shape, np.int8)}\n"
+                 f"  %r = graph.quant_matmul %a0, %b {{lhs_offset = {offset} : i64}} "
+                 f": ({T(a_shape, np.int8)}, {T(b_shape, np.int8)}) -> {T(want.shape, np.int32)}", [a], want.shape, np.int32)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_qlinear_conv_is_the_quant_chain():
+    """QLinearConv == quantize(dequantize(quant_conv2d + bias)) within 1 (see the docstring)."""
+    x, w = i8((1, 8, 10, 10), 10), i8((16, 8, 3, 3), 11, -127)
+    b = rng(12).integers(-2000, 2000, 16).astype(np.int32)
+    sx, zx, sy, zy = np.float32(0.02), -4, np.float32(0.7), 3
+    sw = (rng(13).random(16) * 0.01 + 0.002).astype(np.float32)
+    want = onnx_run("QLinearConv", {"x": x}, {
+        "sx": np.array(sx), "zx": np.array(zx, np.int8), "w": w, "sw": sw, "zw": np.zeros(16, np.int8),
+        "sy": np.array(sy), "zy": np.array(zy, np.int8), "b": b}, np.int8, strides=[2, 2], pads=[1, 1, 1, 1])
+    deq = (sx * sw).astype(np.float32)
+    wt, bt, st = T(w.shape, np.int8), T(b.shape, np.int32), T(deq.shape, np.float32)
+    got = run_ir(
+        f"  %w = \"graph.constant\"() <{{value = dense<{w.tolist()}> : {wt}}}> : () -> {wt}\n"
+        f"  %b = \"graph.constant\"() <{{value = dense<{b.tolist()}> : {bt}}}> : () -> {bt}\n"
+        f"  %s = \"graph.constant\"() <{{value = dense<{deq.tolist()}> : {st}}}> : () -> {st}\n"
+        f"  %acc = graph.quant_conv2d %a0, %w, %b {{{conv_props((2, 2), (1, 1, 1, 1), zx)}}} "
+        f": ({T(x.shape, np.int8)}, {wt}, {bt}) -> {T(want.shape, np.int32)}\n"
+        f"  %f = graph.dequantize %acc, %s {{axis = 1 : i64, offset = 0 : i64}} "
+        f": ({T(want.shape, np.int32)}, {st}) -> {T(want.shape, np.float32)}\n"
+        f"  %r = graph.quantize %f {{scale = {float(sy)} : f32, offset = {zy} : i64}} "
+        f": {T(want.shape, np.float32)} to {T(want.shape, np.int8)}", [x], want.shape, np.int8)
+    diff = np.abs(got.astype(np.int16) - want)
+    assert diff.max() <= 1 and (diff > 0).mean() < 0.01, (diff.max(), (diff > 0).mean())
+
+
+def test_verifier_rejects_bad_quant_ops():
+    x8 = T((1, 4, 5, 5), np.int8)
+    with pytest.raises(VerifyException, match="input must have element type i8"):
+        parse(f"func.func @f(%x: {T((1, 4, 5, 5), np.float32)}, %w: {T((2, 4, 1, 1), np.int8)}) {{\n"
+              f"  %r = graph.quant_conv2d %x, %w {{{conv_props((1, 1), (0, 0, 0, 0), 0)}}} : "
+              f"({T((1, 4, 5, 5), np.float32)}, {T((2, 4, 1, 1), np.int8)}) -> {T((1, 2, 5, 5), np.int32)}\n"
+              f"  func.return\n}}")
+    with pytest.raises(VerifyException, match="offset 200 is outside the int8 range"):
+        parse(f"func.func @f(%x: {T((3,), np.float32)}) {{\n"
+              f"  %r = graph.quantize %x {{scale = 1.0 : f32, offset = 200 : i64}} : {T((3,), np.float32)} to {T((3,), np.int8)}\n"
+              f"  func.return\n}}")
+    with pytest.raises(VerifyException, match=r"scale must have shape \[\] or \[4\]"):
+        parse(f"func.func @f(%x: {x8}, %s: tensor<5xf32>) {{\n"
+              f"  %r = graph.dequantize %x, %s {{axis = 1 : i64, offset = 0 : i64}} : ({x8}, tensor<5xf32>) -> {T((1, 4, 5, 5), np.float32)}\n"
+              f"  func.return\n}}")
+    with pytest.raises(VerifyException, match="result must be an f32 or f16 tensor"):
+        parse(f"func.func @f(%x: {x8}, %s: tensor<f32>) {{\n"
+              f"  %r = graph.dequantize %x, %s {{axis = 1 : i64, offset = 0 : i64}} : ({x8}, tensor<f32>) -> {T((1, 4, 5, 5), np.int32)}\n"
+              f"  func.return\n}}")
+
+
+def test_builders_infer_types():
+    blk = Block(arg_types=[TensorType(f32, [1, 4, 6, 6]), TensorType(xi8, [8, 4, 3, 3]), TensorType(f32, [8])])
+    x, w, s = blk.args
+    q = g.QuantizeOp.make([x], {"scale": g.float_attr(0.1), "offset": g.int_attr(0)})
+    conv = g.QuantConv2dOp.make([q.output, w, None], {
+        "strides": g.int_array((2, 2)), "pads": g.int_array((1, 1, 1, 1)), "dilations": g.int_array((1, 1)),
+        "group": g.int_attr(1), "input_offset": g.int_attr(0)})
+    assert str(conv.output.type) == "tensor<1x8x3x3xi32>"
+    d32 = g.DequantizeOp.make([conv.output, s], {"axis": g.int_attr(1), "offset": g.int_attr(0)})
+    d16 = g.DequantizeOp.to(conv.output, s, f16, axis=1)
+    assert str(d32.output.type) == "tensor<1x8x3x3xf32>" and str(d16.output.type) == "tensor<1x8x3x3xf16>"
+    for op in (q, conv, d32, d16):
+        op.verify()
