@@ -79,15 +79,19 @@ def eltwise_kernel(n: int, tile: int, slots: int, block_dim: int, elem=f16) -> i
     return b.kernel
 
 
-def matmul_kernel(M: int, K: int, N: int, tm: int, tk: int, tn: int, slots: int, block_dim: int) -> isa.KernelOp:
+def matmul_kernel(M: int, K: int, N: int, tm: int, tk: int, tn: int, slots: int, block_dim: int,
+                  fixpipe: bool = False) -> isa.KernelOp:
     """C[M, N] (f16) = A[M, K] x Bt[N, K]^T (f16), f32 accumulation in L0C; output tiles
-    over blocks, the K loop double-buffered in L1 and L0A / L0B."""
+    over blocks, the K loop double-buffered in L1 and L0A / L0B. The accumulator leaves
+    L0C as on the 910 (the Vector unit's copy_l0c_to_ub into UB, converting to f16, then
+    MTE3 to GM), or with `fixpipe` straight to GM as on the 910B."""
     ta, tb, tc = (isa.buffer_type(s, f16, S.GM) for s in ([M, K], [N, K], [M, N]))
     b = IsaBuilder.new_kernel("matmul", [ta, tb], [tc], block_dim, ["a", "bt", "c"])
     a, bt, c = b.args
     a1, b1 = b.buffer(S.L1, [tm * tk], f16, slots, "a_l1"), b.buffer(S.L1, [tk * tn], f16, slots, "b_l1")
     a0, b0 = b.buffer(S.L0A, [tm * tk], f16, slots, "a_l0"), b.buffer(S.L0B, [tk * tn], f16, slots, "b_l0")
     acc = b.buffer(S.L0C, [tm * tn], f32, 1, "acc")[0]
+    out_ub = None if fixpipe else b.buffer(S.UB, [tm * tn], f16, 1, "c_ub")[0]
     nn = N // tn
     lo, hi = block_range(b, (M // tm) * nn, block_dim)
     with b.loop(lo, hi, 1, "t") as t:
@@ -106,8 +110,13 @@ def matmul_kernel(M: int, K: int, N: int, tm: int, tk: int, tn: int, slots: int,
 
         b.pipelined(0, K // tk, slots, body, "k")
         c_off = b.add_(b.mul(mt, tm * N), b.mul(nt, tn), "c_off")
-        b.add(isa.FixpipeOp(acc, c, [tn // 16, tm // 16, 16, 16], dst_offset=b.value(c_off),
-                            dst_strides=[16, 16 * N, N, 1]))  # NZ -> ND, f32 -> f16
+        if fixpipe:
+            b.add(isa.FixpipeOp(acc, c, [tn // 16, tm // 16, 16, 16], dst_offset=b.value(c_off),
+                                dst_strides=[16, 16 * N, N, 1]))  # NZ -> ND, f32 -> f16
+        else:
+            b.add(isa.CopyL0cToUbOp(acc, out_ub, [tn // 16, tm // 16, 16, 16],
+                                    dst_strides=[16, 16 * tn, tn, 1]))  # NZ -> ND, f32 -> f16
+            b.add(isa.CopyUbToGmOp(out_ub, c, [tm, tn], dst_offset=b.value(c_off), dst_strides=[N, 1]))
     return b.kernel
 
 
@@ -158,6 +167,30 @@ def cases():
                    (a.astype(np.float32) @ bt.astype(np.float32).T).astype(np.float16)),
         "softmax": (softmax_kernel(80, 64, 8, 2, 2), [xs], _softmax(xs)),
     }
+
+
+def test_matmul_reads_l0c_out_by_the_route_of_the_target():
+    """The same matmul on the 910 (copy_l0c_to_ub on V, then MTE3) and on the 910B
+    (FixPipe): equal results, no hazard; the 910's read-out is ordered M -> V -> MTE3 and
+    runs on the Vector pipe, the 910B's M -> FIX."""
+    a, bt = RNG.standard_normal((64, 80)).astype(np.float16), RNG.standard_normal((64, 80)).astype(np.float16)
+    want = (a.astype(np.float32) @ bt.astype(np.float32).T).astype(np.float16)
+    outs = {}
+    for target, fix in (("ascend910", False), ("ascend910b", True)):
+        module = compiled(matmul_kernel(64, 80, 64, 32, 16, 32, 2, 2, fixpipe=fix), target)
+        flags = {(op.src_pipe.data, op.dst_pipe.data) for op in module.walk() if isinstance(op, isa.SetFlagOp)}
+        if fix:
+            assert (isa.Pipe.M, isa.Pipe.FIX) in flags and (isa.Pipe.M, isa.Pipe.V) not in flags
+        else:
+            assert {(isa.Pipe.M, isa.Pipe.V), (isa.Pipe.V, isa.Pipe.MTE3)} <= flags
+            assert not any(isa.Pipe.FIX in f for f in flags)
+        out, report, _ = simulate(module, [a, bt], want)
+        report.check()
+        busy = report.kernels[0].pipe_busy
+        assert (busy.get("FIX", 0) > 0, busy.get("V", 0) > 0) == (fix, not fix)  # nothing else uses V here
+        outs[target] = out
+    np.testing.assert_array_equal(outs["ascend910"], outs["ascend910b"])
+    np.testing.assert_allclose(outs["ascend910"].astype(np.float32), want.astype(np.float32), rtol=2e-3, atol=2e-3)
 
 
 def simulate(module: ModuleOp, inputs, like: np.ndarray, **kw):
