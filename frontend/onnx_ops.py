@@ -651,3 +651,244 @@ def _trilu(ctx: NodeContext):
     k = int(_scalar(ctx.const(1, "k"))) if ctx.has_input(1) else 0
     props = {"k": int_attr(k), "upper": _flag(ctx.attr("upper", 1))}
     return _out(ctx.emit(graph.TriluOp, [ctx.input(0)], props))
+
+
+# --------------------------------------------------------------------------------------
+# Quantization: QDQ (QuantizeLinear / DequantizeLinear) and the QOperator / Integer ops as
+# onnxruntime's quantizer writes them, onto graph.quantize / dequantize / quant_conv2d /
+# quant_matmul (/tmp/ge_team/INT8_SPEC.md). The int8 graph ops carry int8 values only: a
+# uint8 tensor q with zero point z is carried as the int8 tensor q - 128 with zero point
+# z - 128, which is exact (q - z is unchanged, and z - 128 is in [-128, 127] for any uint8
+# z). Such values are listed in `Importer.shifted_u8`; a uint8 result read by an op that is
+# not quantization-aware (or a graph output) is converted back to true uint8.
+# --------------------------------------------------------------------------------------
+
+# Consumers that read the int8-carried uint8 form (each handles the shift itself).
+_QUANT_AWARE = ("DequantizeLinear", "QLinearConv", "QLinearMatMul", "ConvInteger", "MatMulInteger")
+
+
+def _elem_is(t, np_dtype) -> bool:
+    from ge.dialects import dtypes
+
+    return t.element_type == dtypes.element_type(np_dtype)
+
+
+def _param(ctx: NodeContext, i: int, what: str, dtype=None) -> np.ndarray:
+    """A quantization parameter (scale or zero point): must be a constant."""
+    arr = np.asarray(ctx.const(i, what))
+    return arr if dtype is None else arr.astype(dtype)
+
+
+def _per_tensor(arr: np.ndarray, what: str) -> float | int:
+    """The one value of a per-tensor parameter (all entries equal counts as one value)."""
+    flat = np.asarray(arr).reshape(-1)
+    if flat.size == 0 or np.any(flat != flat[0]):
+        raise NodeError(f"{what} must be per tensor (one value) here, got {flat.size} different values")
+    return flat[0].item()
+
+
+def _zero_point(ctx: NodeContext, i: int, default_dtype=np.uint8) -> np.ndarray:
+    """The zero point input, or ONNX's default: 0 of type uint8 (or `output_dtype`)."""
+    if ctx.has_input(i):
+        return _param(ctx, i, "zero point")
+    to = ctx.attr("output_dtype", 0)
+    dtype = onnx.helper.tensor_dtype_to_np_dtype(to) if to else default_dtype
+    return np.zeros((), dtype)
+
+
+def _u8_to_i8(ctx: NodeContext, v):
+    """A true uint8 tensor as int8 q - 128 (constants folded; else cast, subtract, cast)."""
+    from ge.dialects import dtypes
+
+    if (known := ctx.importer.value_of(v)) is not None:
+        return ctx.constant((known.astype(np.int16) - 128).astype(np.int8), "i8")
+    wide = _emit_cast(ctx, v, dtypes.element_type(np.int32))
+    shifted = ctx.emit(graph.SubOp, [wide, ctx.constant(np.array(128, np.int32), "u8_bias")]).results[0]
+    return _emit_cast(ctx, shifted, dtypes.element_type(np.int8))
+
+
+def _i8_to_u8(ctx: NodeContext, v):
+    """The int8-carried uint8 form back to a true uint8 tensor."""
+    from ge.dialects import dtypes
+
+    wide = _emit_cast(ctx, v, dtypes.element_type(np.int32))
+    shifted = ctx.emit(graph.AddOp, [wide, ctx.constant(np.array(128, np.int32), "u8_bias")]).results[0]
+    return _emit_cast(ctx, shifted, dtypes.element_type(np.uint8))
+
+
+def _int8_operand(ctx: NodeContext, i: int) -> tuple:
+    """Input i as an int8 value and the shift of its zero point (0, or -128 for uint8)."""
+    v = ctx.input(i)
+    if _elem_is(v.type, np.int8):
+        return v, (-128 if v in ctx.importer.shifted_u8 else 0)
+    if _elem_is(v.type, np.uint8):
+        return _u8_to_i8(ctx, v), -128
+    raise NodeError(f"input #{i} must be int8 or uint8, got {v.type}")
+
+
+def _int8_result(ctx: NodeContext, y, is_uint8: bool):
+    """A quantized result: int8 as is; uint8 in the int8-carried form when every reader is
+    quantization-aware, else converted back to true uint8."""
+    if not is_uint8:
+        return y
+    name = ctx.node.output[0]
+    readers = [n.op_type for n in ctx.importer.model.graph.node if name in n.input]
+    if name in {o.name for o in ctx.importer.model.graph.output} or any(r not in _QUANT_AWARE for r in readers):
+        return _i8_to_u8(ctx, y)
+    ctx.importer.shifted_u8.add(y)
+    return y
+
+
+def _check_quant_dtype(zp: np.ndarray, what: str) -> bool:
+    """True for uint8, False for int8; other quantized types are not supported."""
+    if zp.dtype == np.uint8:
+        return True
+    if zp.dtype == np.int8:
+        return False
+    raise NodeError(f"{what}: only int8 and uint8 quantization is supported, got {zp.dtype}")
+
+
+def _no_blocks(ctx: NodeContext) -> None:
+    if ctx.attr("block_size", 0):
+        raise NodeError("blocked quantization (block_size) is not supported")
+
+
+def _channel_shape(rank: int, axis: int) -> list[int]:
+    shape = [1] * rank
+    shape[axis] = -1
+    return shape
+
+
+@converts("QuantizeLinear")
+def _quantize_linear(ctx: NodeContext):
+    _no_blocks(ctx)
+    scale = _param(ctx, 1, "y_scale", np.float32)
+    zp = _zero_point(ctx, 2)
+    is_u8 = _check_quant_dtype(zp, "QuantizeLinear")
+    rank = ctx.rank(0)
+    x = ctx.values[0]
+    if scale.size > 1 or zp.size > 1:
+        if x is None:
+            raise NodeError("per-channel QuantizeLinear of a non-constant tensor is not supported "
+                            "(activations are quantized per tensor)")
+        axis = _axis(ctx, ctx.attr("axis", 1), rank)
+        shape = _channel_shape(rank, axis)
+        lo, hi = (0, 255) if is_u8 else (-128, 127)
+        q = np.rint(x.astype(np.float32) / scale.reshape(shape)) + zp.astype(np.float32).reshape(shape)
+        return [ctx.constant(np.clip(q, lo, hi).astype(zp.dtype), "quantized")]
+    offset = int(_per_tensor(zp, "y_zero_point")) - (128 if is_u8 else 0)
+    props = {"scale": float_attr(_per_tensor(scale, "y_scale")), "offset": int_attr(offset)}
+    y = ctx.emit(graph.QuantizeOp, [ctx.input(0)], props).results[0]
+    return [_int8_result(ctx, y, is_u8)]
+
+
+def _scale_value(ctx: NodeContext, scale: np.ndarray, hint: str = "scale"):
+    """A scale operand for graph.dequantize: shape [] (per tensor) or [C]."""
+    return ctx.constant(scale.reshape(()) if scale.size == 1 else scale.reshape(-1), hint)
+
+
+@converts("DequantizeLinear")
+def _dequantize_linear(ctx: NodeContext):
+    _no_blocks(ctx)
+    scale = _param(ctx, 1, "x_scale")
+    x_type = ctx.type(0)
+    is_i32 = _elem_is(x_type, np.int32)
+    zp = _zero_point(ctx, 2, np.int32 if is_i32 else np.uint8)
+    rank = ctx.rank(0)
+    axis = _axis(ctx, ctx.attr("axis", 1), max(rank, 1)) if scale.size > 1 else 0
+    if is_i32:
+        if np.any(zp != 0):
+            raise NodeError("an int32 DequantizeLinear must have zero point 0 (ONNX)")
+        x, shift = ctx.input(0), 0
+    else:
+        x, shift = _int8_operand(ctx, 0)
+    if zp.size > 1 and np.any(zp != zp.reshape(-1)[0]):
+        known = ctx.values[0]
+        if known is None:
+            raise NodeError("per-channel zero points on a non-constant tensor are not supported")
+        shape = _channel_shape(rank, axis)
+        y = (known.astype(np.int64) - zp.astype(np.int64).reshape(shape)).astype(np.float32) * scale.reshape(shape)
+        return [ctx.constant(y.astype(scale.dtype), "dequantized")]
+    from ge.dialects import dtypes
+
+    offset = int(zp.reshape(-1)[0]) + shift if zp.size else shift
+    op = graph.DequantizeOp.to(x, _scale_value(ctx, scale), dtypes.element_type(scale.dtype), axis, offset)
+    return [_register(ctx, op).results[0]]
+
+
+def _centered_weight(ctx: NodeContext, i: int, zp_index: int, axis: int) -> np.ndarray:
+    """A constant int8/uint8 weight minus its zero point, which must fit int8 (symmetric
+    int8 weights have zero point 0; uint8 ones usually 128)."""
+    w = ctx.const(i, "the quantized weight")
+    zp = _zero_point(ctx, zp_index, w.dtype.type).astype(np.int64)
+    if zp.size > 1:
+        zp = zp.reshape(_channel_shape(w.ndim, axis))
+    centered = w.astype(np.int64) - zp
+    if centered.min(initial=0) < -128 or centered.max(initial=0) > 127:
+        raise NodeError("the weight minus its zero point does not fit int8; ge's int8 Cube path needs "
+                        "symmetric weights (int8 with zero point 0, or uint8 with zero point 128)")
+    return centered.astype(np.int8)
+
+
+def _requantize(ctx: NodeContext, acc, scale: np.ndarray, axis: int, y_scale_i: int, y_zp_i: int):
+    """int32 accumulator -> f32 (scale per tensor or per channel) -> int8/uint8 output."""
+    deq = ctx.emit(graph.DequantizeOp, [acc, _scale_value(ctx, scale, "deq_scale")],
+                   {"axis": int_attr(axis), "offset": int_attr(0)}).results[0]
+    y_zp = _zero_point(ctx, y_zp_i)
+    is_u8 = _check_quant_dtype(y_zp, ctx.node.op_type)
+    props = {"scale": float_attr(_per_tensor(_param(ctx, y_scale_i, "y_scale"), "y_scale")),
+             "offset": int_attr(int(_per_tensor(y_zp, "y_zero_point")) - (128 if is_u8 else 0))}
+    y = ctx.emit(graph.QuantizeOp, [deq], props).results[0]
+    return _int8_result(ctx, y, is_u8)
+
+
+def _quant_conv(ctx: NodeContext, x_i: int, x_zp_i: int, w_i: int, w_zp_i: int, bias_i: int | None):
+    """graph.quant_conv2d for QLinearConv / ConvInteger: (x, its offset) and a centered weight."""
+    _require_2d(ctx)
+    x, shift = _int8_operand(ctx, x_i)
+    x_zp = _param(ctx, x_zp_i, "x_zero_point") if ctx.has_input(x_zp_i) else np.zeros((), np.int8)
+    w = ctx.constant(_centered_weight(ctx, w_i, w_zp_i, 0), "weight")
+    kernel = tuple(ctx.attr("kernel_shape", shape_of(w.type)[2:]))
+    strides, pads, dilations = _window(ctx, kernel)
+    props = {
+        "strides": int_array(strides), "pads": int_array(pads), "dilations": int_array(dilations),
+        "group": int_attr(ctx.attr("group", 1)),
+        "input_offset": int_attr(int(_per_tensor(x_zp, "x_zero_point")) + shift),
+    }
+    bias = ctx.input(bias_i) if bias_i is not None and ctx.has_input(bias_i) else None
+    return ctx.emit(graph.QuantConv2dOp, [x, w, bias], props).results[0]
+
+
+@converts("ConvInteger")
+def _conv_integer(ctx: NodeContext):
+    return [_quant_conv(ctx, 0, 2, 1, 3, None)]
+
+
+@converts("QLinearConv")
+def _qlinear_conv(ctx: NodeContext):
+    acc = _quant_conv(ctx, 0, 2, 3, 5, 8)
+    scale = (_param(ctx, 1, "x_scale", np.float32).reshape(-1)[:1] * _param(ctx, 4, "w_scale", np.float32).reshape(-1))
+    return [_requantize(ctx, acc, scale.astype(np.float32), 1, 6, 7)]
+
+
+def _quant_mm(ctx: NodeContext, a_i: int, a_zp_i: int, b_i: int, b_zp_i: int):
+    """graph.quant_matmul for QLinearMatMul / MatMulInteger: a constant (weight) rhs."""
+    a, shift = _int8_operand(ctx, a_i)
+    a_zp = _param(ctx, a_zp_i, "a_zero_point") if ctx.has_input(a_zp_i) else np.zeros((), np.int8)
+    b_rank = len(shape_of(ctx.type(b_i)))
+    b = ctx.constant(_centered_weight(ctx, b_i, b_zp_i, b_rank - 1), "weight")
+    props = {"lhs_offset": int_attr(int(_per_tensor(a_zp, "a_zero_point")) + shift)}
+    return ctx.emit(graph.QuantMatMulOp, [a, b, None], props).results[0]
+
+
+@converts("MatMulInteger")
+def _matmul_integer(ctx: NodeContext):
+    return [_quant_mm(ctx, 0, 2, 1, 3)]
+
+
+@converts("QLinearMatMul")
+def _qlinear_matmul(ctx: NodeContext):
+    acc = _quant_mm(ctx, 0, 2, 3, 5)
+    scale = _param(ctx, 1, "a_scale", np.float32).reshape(-1)[:1] * _param(ctx, 4, "b_scale", np.float32).reshape(-1)
+    rank = len(shape_of(acc.type))
+    return [_requantize(ctx, acc, scale.astype(np.float32), rank - 1, 6, 7)]

@@ -12,8 +12,9 @@ are thin wrappers over this module, and `ge.backend` uses it for device="NPU".
 
 `kernel_level="tile"` stops after `tile`: the kernels then run in the tile interpreter
 -- functional only, cycles are the tile cost model's estimates -- a fast debug mode.
-A dynamic batch (an input shape with -1 as its first dim plus `dynamic_batch_size`)
-compiles one static gear per batch size into one model that shares the weights.
+Gears (`ge.gears`): an input shape with -1s plus one of `dynamic_batch_size`,
+`dynamic_image_size`, `dynamic_dims` compiles one static gear per listed shape assignment
+into one model that shares the weights.
 """
 
 from __future__ import annotations
@@ -56,6 +57,8 @@ class CompileOptions:
     precision_mode: str = "force_fp16"
     input_shape: str | Mapping[str, Sequence[int]] | None = None
     dynamic_batch_size: str | Sequence[int] | None = None
+    dynamic_image_size: str | Sequence[Sequence[int]] | None = None  # "h1,w1;h2,w2" (ge.gears)
+    dynamic_dims: str | Sequence[Sequence[int]] | None = None  # "d1,d2;d3,d4": every -1 per gear (ge.gears)
     fusion_switch_file: str | None = None
     disable_reuse_memory: bool = False
     enable_single_stream: bool = False
@@ -87,39 +90,12 @@ def resolve_target(soc_version: str) -> targets.Target:
     raise CompileError(f"unknown soc version '{soc_version}'; known: {known}")
 
 
-def parse_batch_sizes(spec: str | Sequence[int] | None) -> list[int]:
-    """ATC's `--dynamic_batch_size "1,2,4,8"` (or a list) -> [1, 2, 4, 8]."""
-    if spec is None:
-        return []
-    try:
-        sizes = [int(s) for s in spec.split(",") if s.strip()] if isinstance(spec, str) else [int(s) for s in spec]
-    except ValueError:
-        raise ShapeError(f"dynamic_batch_size '{spec}' must be a comma-separated list of integers") from None
-    if not sizes or any(s <= 0 for s in sizes) or len(set(sizes)) != len(sizes):
-        raise ShapeError(f"dynamic_batch_size {sizes} must list distinct positive batch sizes")
-    return sizes
+def compile_gears(options: CompileOptions):
+    """The `ge.gears.Gear`s `options` asks for (one static gear without a gear option)."""
+    from ge.gears import parse_gears
 
-
-def gear_shapes(input_shape, batch_sizes: list[int]) -> list[tuple[int | None, dict[str, tuple[int, ...]]]]:
-    """The static input shapes to compile: one entry per gear (batch, shapes), or one
-    entry (None, shapes) without dynamic batch. -1 is allowed only as the batch dim."""
-    from ge.frontend.onnx import parse_input_shape
-
-    shapes = parse_input_shape(input_shape)
-    dynamic = [n for n, s in shapes.items() if -1 in s]
-    for name in dynamic:
-        if shapes[name].index(-1) != 0 or shapes[name].count(-1) != 1:
-            raise ShapeError(f"input_shape '{name}': -1 may only stand for the batch (first) dimension, "
-                             f"got {list(shapes[name])}")
-    if batch_sizes and not dynamic:
-        raise ShapeError("dynamic_batch_size needs an input_shape with -1 as the batch dimension "
-                         "(e.g. \"x:-1,3,224,224\")")
-    if dynamic and not batch_sizes:
-        raise ShapeError(f"input_shape gives -1 for {', '.join(map(repr, dynamic))}: list the batch sizes to "
-                         "compile with dynamic_batch_size (e.g. \"1,2,4,8\")")
-    if not batch_sizes:
-        return [(None, shapes)]
-    return [(b, {n: (b, *s[1:]) if n in dynamic else s for n, s in shapes.items()}) for b in batch_sizes]
+    return parse_gears(options.input_shape, options.dynamic_batch_size, options.dynamic_image_size,
+                       options.dynamic_dims)
 
 
 def _check_options(options: CompileOptions) -> None:
@@ -184,7 +160,7 @@ def _is_graph_compute(op) -> bool:
 
 @dataclass
 class _GearResult:
-    batch: int | None
+    gear: Any  # ge.gears.Gear
     module: ModuleOp
     stats: dict[str, Any] = field(default_factory=dict)
 
@@ -222,14 +198,14 @@ class _Pipeline:
         directory.mkdir(parents=True, exist_ok=True)
         (directory / f"{prefix}{number:02d}_{stage}.mlir").write_text(print_module(module))
 
-    def gear(self, batch: int | None, shapes: dict[str, tuple[int, ...]]) -> _GearResult:
+    def gear(self, gear) -> _GearResult:
         from ge.ir import make_context
         from ge.lowering.build_model import BuildOptions, build_model
 
-        prefix = "" if batch is None else f"b{batch}_"
-        module = self.timed("import", lambda: _import(self.source, shapes, self.name))
+        prefix = gear.prefix
+        module = self.timed("import", lambda: _import(self.source, dict(gear.shapes), self.name))
         self.dump(module, prefix, 0, "import")
-        result = _GearResult(batch, module)
+        result = _GearResult(gear, module)
         ctx = make_context()
         for number, (stage, p) in enumerate(pass_stages(self.options, self.target), start=1):
             self.timed(stage, lambda p=p: (p.apply(ctx, module), module.verify()))
@@ -301,16 +277,17 @@ def _gear_stats(result: _GearResult) -> dict[str, Any]:
 
 def _report(name: str, options: CompileOptions, target: targets.Target, seconds: dict[str, float],
             gears: list[_GearResult], model) -> dict[str, Any]:
-    per_gear = [{"batch": g.batch, **_gear_stats(g)} for g in gears]
+    per_gear = [{"gear": g.gear.label, "batch": g.gear.batch, "shapes": {n: list(s) for n, s in g.gear.shapes.items()},
+                 **_gear_stats(g)} for g in gears]
     top = max(per_gear, key=lambda s: s["memory"]["activation_peak_bytes"])
     report = {
         "model": name, "soc_version": target.soc_version, "target": target.name,
         "precision_mode": options.precision_mode, "kernel_level": options.kernel_level,
         "compile_seconds": {**{k: round(v, 4) for k, v in seconds.items()}, "total": round(sum(seconds.values()), 4)},
-        **{k: v for k, v in top.items() if k not in ("batch", "memory")},
+        **{k: v for k, v in top.items() if k not in ("gear", "batch", "shapes", "memory")},
         "memory": {**top["memory"], "weights_bytes": len(model.weights)},
     }
-    if gears[0].batch is not None:
+    if gears[0].gear.kind is not None:
         report["gears"] = per_gear
     return report
 
@@ -343,17 +320,17 @@ def compile(model: str | Path | bytes | onnx.ModelProto | ModuleOp, options: Com
     options = options or CompileOptions()
     _check_options(options)
     target = resolve_target(options.soc_version)
-    gears = gear_shapes(options.input_shape, parse_batch_sizes(options.dynamic_batch_size))
+    gears = compile_gears(options)
     name = type(model).__name__ if (torch_source := _torch_module(model, example_inputs)) is not None else _model_name(model)
     model = torch_source if torch_source is not None else model
     source = str(model) if isinstance(model, Path) else model
     pipeline = _Pipeline(source, name, options, target, progress)
     pipeline.total = len(gears) * (len(pass_stages(options, target)) + 2) + 1
-    results = [pipeline.gear(batch, shapes) for batch, shapes in gears]
-    if results[0].batch is None:
+    results = [pipeline.gear(gear) for gear in gears]
+    if results[0].gear.kind is None:
         built = pipeline.timed("serialize", lambda: model_from_module(results[0].module, with_ir=options.keep_ir_text))
     else:
-        pairs = [(r.batch, r.module) for r in results]
+        pairs = [(r.gear, r.module) for r in results]
         built = pipeline.timed("serialize", lambda: model_from_gears(pairs, with_ir=options.keep_ir_text))
     report = _report(name, options, target, pipeline.seconds, results, built)
     built.metadata["compile_report"] = report
@@ -397,6 +374,11 @@ class CompiledModel:
     @property
     def batch_sizes(self) -> list[int]:
         return [g["batch"] for g in self.model.metadata.get("gears", []) if "tasks" in g]
+
+    @property
+    def gears(self) -> list[str]:
+        """The compiled gears' labels (`batch=4`, `224x224`, `dims=16,16,16`); [] if static."""
+        return [g.get("gear", f"batch={g['batch']}") for g in self.model.metadata.get("gears", []) if "tasks" in g]
 
     @property
     def last_run(self):

@@ -317,13 +317,13 @@ def _failing_kernel(module, message: str):
 def check_support(model, options=None) -> SupportReport:
     """Per-node support of an ONNX model (path, bytes or ModelProto) for `options`' target,
     precision and kernel level, without building (see the module docstring)."""
-    from ge.compiler import CompileOptions, gear_shapes, parse_batch_sizes, resolve_target
+    from ge.compiler import CompileOptions, compile_gears, resolve_target
     from ge.frontend.onnx import load_onnx_model
 
     start = time.perf_counter()
     options = options or CompileOptions()
     target = resolve_target(options.soc_version)
-    (_, shapes), *_ = gear_shapes(options.input_shape, parse_batch_sizes(options.dynamic_batch_size))
+    shapes = dict(compile_gears(options)[0].shapes)
     name = _model_name(model)
     proto = load_onnx_model(model, name)
     check = _Check(proto, name, dataclasses.replace(options, input_shape=shapes), target)

@@ -19,8 +19,9 @@ view of the arena at its offset. The kernels of the KERNELS partition are decode
 - `func.func` (kernels outlined at the fusion level): the reference interpreter.
 
 Running. Inputs are checked against the model's signature (names, dtypes, shapes;
-`InputError` naming the input and what is wrong); for a dynamic-batch model the gear is
-the one compiled for the given batch. The tasks then run on their streams: tasks of one
+`InputError` naming the input and what is wrong); for a gear model (dynamic batch, image
+size or dims) the gear is the one compiled for exactly the given input shapes, and a shape
+no gear was compiled for is an `InputError` listing the gears. The tasks then run on their streams: tasks of one
 stream in order, `event_wait` holding its stream until the matching `event_record` (the
 latest one before it in issue order) has fired, i.e. until every task before the record on
 the recording stream has finished. Streams share the chip's cores: a launch occupies
@@ -54,7 +55,7 @@ from threadpoolctl import threadpool_limits
 
 from ge import targets
 from ge.errors import GeError, InputError, ModelFormatError
-from ge.runtime.model_file import Model, load_model, no_gc
+from ge.runtime.model_file import Model, gear_label, load_model, no_gc
 
 log = logging.getLogger("ge.executor")
 
@@ -236,6 +237,8 @@ class RunReport:
     spans: list[TaskSpan] = field(default_factory=list)
     kernels: list[KernelRun] = field(default_factory=list)
     problems: list[Any] = field(default_factory=list)
+    gear: str | None = None  # the gear's label in a gear model (`batch=4`, `224x224`, `dims=16`)
+    cache: str | None = None  # in the dynamic-shape mode: "memory hit", "disk hit" or "compiled"
     _pipe_events: list[tuple[int, int, str, float, float, int]] = field(default_factory=list, repr=False)
     _core_count: int = 0
 
@@ -306,6 +309,8 @@ class _Gear:
     tasks: range
     inputs: list[dict[str, Any]]
     outputs: list[dict[str, Any]]
+    label: str = "static"
+    kind: str | None = None
 
 
 def _gears(model: Model) -> list[_Gear]:
@@ -313,7 +318,8 @@ def _gears(model: Model) -> list[_Gear]:
     gears = [g for g in meta.get("gears", []) if "tasks" in g]
     if not gears:
         return [_Gear(None, range(len(model.tasks)), meta["inputs"], meta["outputs"])]
-    return [_Gear(g["batch"], range(*g["tasks"]), g["inputs"], g["outputs"]) for g in gears]
+    return [_Gear(g["batch"], range(*g["tasks"]), g["inputs"], g["outputs"], gear_label(g),
+                  g.get("kind", "dynamic_batch_size")) for g in gears]
 
 
 def _np_dtype(name: str, where: str) -> np.dtype:
@@ -403,17 +409,24 @@ class Executor:
         return arrays
 
     def _gear_for(self, arrays: dict[str, np.ndarray]) -> _Gear:
-        if len(self.gears) == 1 and self.gears[0].batch is None:
+        if len(self.gears) == 1 and self.gears[0].kind is None:
             return self.gears[0]
         for gear in self.gears:
             if all(list(arrays[io["name"]].shape) == io["shape"] for io in gear.inputs):
                 return gear
-        dynamic = [(io["name"], io["shape"].index(-1)) for io in self.model.metadata["inputs"] if -1 in io["shape"]]
-        given = ", ".join(f"'{n}' batch {arrays[n].shape[axis]}" for n, axis in dynamic)
-        raise InputError(
-            f"{self.where}: no compiled gear for {given}; the model was compiled for batch sizes "
-            f"{', '.join(map(str, self.batch_sizes))} (--dynamic-batch-size)"
-        )
+        dynamic = [io for io in self.model.metadata["inputs"] if -1 in io["shape"]]
+        if self.gears[0].kind == "dynamic_batch_size":
+            given = ", ".join(f"'{io['name']}' batch {arrays[io['name']].shape[0]}" for io in dynamic)
+            raise InputError(
+                f"{self.where}: no compiled gear for {given}; the model was compiled for batch sizes "
+                f"{', '.join(map(str, self.batch_sizes))} (--dynamic-batch-size)"
+            )
+        given = ", ".join(f"'{io['name']}' {list(arrays[io['name']].shape)}" for io in dynamic)
+        gears = "; ".join(f"{g.label} (" + ", ".join(f"{io['name']} {io['shape']}" for io in g.inputs
+                                                      if io["name"] in {d['name'] for d in dynamic}) + ")"
+                          for g in self.gears)
+        option = "--" + (self.gears[0].kind or "dynamic-dims").replace("_", "-")
+        raise InputError(f"{self.where}: no compiled gear for {given}; the model's gears ({option}): {gears}")
 
     # -- running -----------------------------------------------------------------------
 
@@ -455,7 +468,8 @@ class _Run:
 
             self.sim = Simulator(ex.target, trace=trace, analyses=ex.analyses)
         source = {"isa": "simulated", "tile": "modeled"}.get(ex.level, "none")
-        self.report = RunReport(ex.target.clock_hz, source, gear.batch, _core_count=self.cores.count)
+        self.report = RunReport(ex.target.clock_hz, source, gear.batch, _core_count=self.cores.count,
+                                gear=gear.label if gear.kind is not None else None)
         self.fired: dict[int, float] = {}
 
     def execute(self) -> RunReport:

@@ -6,7 +6,7 @@ well-formed but cannot be what ge built for the chip it names -- a file edited a
 or built for another chip:
 
 - every graph input / output the METADATA lists agrees with its tensor in MODEL_DEF (rank,
-  dims, dtype; -1 only where a dynamic-batch model's gears differ), so the executor never
+  dims, dtype; -1 only where a dynamic-gear model's gears differ), so the executor never
   meets a bare numpy reshape error;
 - every kernel and launch asks for at most as many AI cores as the target has (the tiler
   splits work over the target's cores, so a larger block_dim means another chip's file).
@@ -32,7 +32,9 @@ def _shown(shape: list[int]) -> str:
 def check_signature(model, name: str) -> None:
     """The METADATA inputs / outputs (and each gear's) agree with their MODEL_DEF tensors."""
     tensors = model.definition["tensors"]
-    scopes = [("", model.metadata)] + [(f"gear batch={g['batch']}: ", g) for g in model.metadata.get("gears", [])
+    from ge.runtime.model_file import gear_label
+
+    scopes = [("", model.metadata)] + [(f"gear {gear_label(g)}: ", g) for g in model.metadata.get("gears", [])
                                        if "inputs" in g]
     for prefix, scope in scopes:
         for kind in ("input", "output"):

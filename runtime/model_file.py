@@ -26,13 +26,15 @@ byte is caught. Partitions (kinds numbered as GE's where GE has one):
 - METADATA (8, GE's MODEL_INOUT_INFO), JSON: inputs and outputs (names, shapes, dtypes),
   target, precision mode, dynamic-batch gears, memory and stream summary.
 
-Dynamic batch (`model_from_gears`): one static variant per gear in one file. The tensors,
-kernels and tasks of all gears are pooled (kernel symbols prefixed `b<batch>_`), every
+Gears (`model_from_gears`, `ge.gears`: dynamic batch, image size or dims): one static
+variant per gear in one file. The tensors, kernels and tasks of all gears are pooled
+(kernel symbols prefixed per gear: `b<batch>_`, `hw<h>_<w>_`, `d<dims>_`), every
 gear's weights sit in one shared weights region (identical blobs stored once), and each
 gear's inputs, outputs and workspace start right after it, so the arena is the weights
-plus the largest gear's activations. METADATA's `gears` gives per gear its batch, its task
-range `[first, end)`, its inputs and outputs (tensor ids) and its memory and streams; the
-top-level inputs show the dynamic dimension as -1.
+plus the largest gear's activations. METADATA's `gears` gives per gear its label
+(`batch=4`, `224x224`, `dims=16,16`), kind and values, its batch (None unless a batch
+gear), its task range `[first, end)`, its inputs and outputs (tensor ids) and its memory and
+streams; the top-level inputs show the dims that differ between gears as -1.
 - IR_TEXT (64, optional), UTF-8: the task-level module without its weight blobs (they are
   in WEIGHTS), for inspection only.
 
@@ -300,7 +302,7 @@ def model_from_module(module: ModuleOp, gears: list[dict[str, Any]] | None = Non
 
 
 # --------------------------------------------------------------------------------------
-# Dynamic batch: several static gears in one model
+# Gears: several static variants in one model
 # --------------------------------------------------------------------------------------
 
 
@@ -342,11 +344,11 @@ def _relocate(model: Model, shared: _SharedWeights) -> list[int | None]:
     return offsets
 
 
-def model_from_gears(gears: list[tuple[int, ModuleOp]], with_ir: bool = True) -> Model:
-    """One model file holding a built module per batch size (`gears`: (batch, module))."""
+def model_from_gears(gears: list[tuple[Any, ModuleOp]], with_ir: bool = True) -> Model:
+    """One model file holding a built module per gear (`gears`: (`ge.gears.Gear`, module))."""
     if not gears:
-        raise ModelFormatError("a dynamic-batch model needs at least one gear")
-    parts = [_parts(module, f"b{batch}_") for batch, module in gears]
+        raise ModelFormatError("a dynamic-gear model needs at least one gear")
+    parts = [_parts(module, gear.prefix) for gear, module in gears]
     first = parts[0].model
     shared = _SharedWeights(first.definition["alignment"])
     relocations = [_relocate(p.model, shared) for p in parts]
@@ -356,7 +358,7 @@ def model_from_gears(gears: list[tuple[int, ModuleOp]], with_ir: bool = True) ->
     tasks: list[dict[str, Any]] = []
     gear_meta = []
     arena = weights_size
-    for (batch, _), p, new_offsets in zip(gears, parts, relocations):
+    for (gear, _), p, new_offsets in zip(gears, parts, relocations):
         d, m = p.model.definition, p.model.metadata
         t0, k0 = len(tensors), len(kernels)
         w_size = d["regions"]["weights"][1]
@@ -380,7 +382,8 @@ def model_from_gears(gears: list[tuple[int, ModuleOp]], with_ir: bool = True) ->
         gear_arena = d["arena"] - w_size + weights_size
         arena = max(arena, gear_arena)
         gear_meta.append({
-            "batch": batch, "tasks": [first_task, len(tasks)], "arena": gear_arena, "regions": regions,
+            "gear": gear.label, "kind": gear.kind, "values": list(gear.values), "batch": gear.batch,
+            "tasks": [first_task, len(tasks)], "arena": gear_arena, "regions": regions,
             "streams": d["streams"], "events": d["events"],
             "inputs": [io | {"tensor": io["tensor"] + t0} for io in m["inputs"]],
             "outputs": [io | {"tensor": io["tensor"] + t0} for io in m["outputs"]],
@@ -401,9 +404,14 @@ def model_from_gears(gears: list[tuple[int, ModuleOp]], with_ir: bool = True) ->
     kernel_ops = [k for p in parts for k in p.kernel_ops]
     ir_text = None
     if with_ir:
-        ir_text = "".join(f"// gear batch={b}\n{_ir_text(module)}" for b, module in gears)
+        ir_text = "".join(f"// gear {g.label}\n{_ir_text(module)}" for g, module in gears)
     return Model(definition, tasks, bytes(shared.data), _kernels_partition(metadata["kernel_level"], kernel_ops, metadata["target"]),
                  metadata, ir_text)
+
+
+def gear_label(gear: dict[str, Any]) -> str:
+    """A METADATA gear's label (files written before image-size / dims gears have only a batch)."""
+    return gear.get("gear") or f"batch={gear['batch']}"
 
 
 def _dynamic_ios(per_gear: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
@@ -645,9 +653,9 @@ def _check_contents(model: Model, name: str) -> None:
             first, end = gear["tasks"]
             if not 0 <= first <= end <= len(model.tasks):
                 raise InconsistentModelError(
-                    f"{name}: gear batch={gear['batch']} runs tasks [{first}, {end}); the model has {len(model.tasks)}"
+                    f"{name}: gear {gear_label(gear)} runs tasks [{first}, {end}); the model has {len(model.tasks)}"
                 )
             for io in (*gear["inputs"], *gear["outputs"]):
-                tensor(io["tensor"], f"gear batch={gear['batch']} input/output '{io['name']}'")
+                tensor(io["tensor"], f"gear {gear_label(gear)} input/output '{io['name']}'")
     except (KeyError, TypeError, ValueError) as e:
         raise InconsistentModelError(f"{name}: the model definition is malformed ({type(e).__name__}: {e})") from None

@@ -51,10 +51,15 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--soc-version", "--soc_version", default="ascend910",
                    help="target chip: a ge target name (ascend910, ascend910b, ascend310b) or ATC's soc version")
     p.add_argument("--input-shape", "--input_shape", help='static input shapes, "name:1,3,224,224;name2:1,128"; '
-                   "-1 as the batch dim with --dynamic-batch-size")
+                   "-1 for the dims that vary, with one of --dynamic-batch-size, --dynamic-image-size, "
+                   "--dynamic-dims")
     p.add_argument("--precision-mode", "--precision_mode", default="force_fp16", choices=PRECISION_MODES)
     p.add_argument("--fusion-switch-file", "--fusion_switch_file", help="turn fusion rules on or off (GE's JSON form)")
     p.add_argument("--dynamic-batch-size", "--dynamic_batch_size", help="batch sizes to compile, e.g. 1,2,4,8")
+    p.add_argument("--dynamic-image-size", "--dynamic_image_size",
+                   help='image sizes to compile for the -1 height and width, e.g. "224,224;320,320"')
+    p.add_argument("--dynamic-dims", "--dynamic_dims",
+                   help='per gear the values of every -1 of --input-shape in input order, e.g. "16,16;32,32"')
     p.add_argument("--disable-reuse-memory", "--disable_reuse_memory", action="store_true",
                    help="give every activation its own GM bytes")
     p.add_argument("--enable-single-stream", "--enable_single_stream", action="store_true",
@@ -93,15 +98,24 @@ def _options(args: argparse.Namespace):
 
     return CompileOptions(
         soc_version=args.soc_version, precision_mode=args.precision_mode, input_shape=args.input_shape,
-        dynamic_batch_size=args.dynamic_batch_size, fusion_switch_file=args.fusion_switch_file,
+        dynamic_batch_size=args.dynamic_batch_size, dynamic_image_size=args.dynamic_image_size,
+        dynamic_dims=args.dynamic_dims, fusion_switch_file=args.fusion_switch_file,
         disable_reuse_memory=args.disable_reuse_memory, enable_single_stream=args.enable_single_stream,
         kernel_level=args.kernel_level, dump_ir=args.dump_ir, keep_ir_text=not args.no_ir_text, passes=args.passes,
     )
 
 
+def _gears_summary(gears: list[dict]) -> str:
+    """The gears in the summary line: their batch or label, then per gear kernels and peak."""
+    names = ", ".join(str(g["batch"]) if g.get("batch") is not None else g["gear"] for g in gears)
+    kernels = "/".join(str(g["kernels"]) for g in gears)
+    peaks = "/".join(str(g["memory"]["activation_peak_bytes"]) for g in gears)
+    return f", gears {names} (kernels {kernels}, activations {peaks} bytes)"
+
+
 def summary(report: dict, path: str, size: int) -> str:
     m = report["memory"]
-    gears = f", gears {', '.join(str(g['batch']) for g in report['gears'])}" if "gears" in report else ""
+    gears = _gears_summary(report["gears"]) if "gears" in report else ""
     return (f"{path}: {size} bytes; {report['kernels']} kernels ({report['kernel_level']} level), "
             f"{report['streams']} stream(s), {report['events']} event(s){gears}; activations "
             f"{m['activation_peak_bytes']} bytes (lower bound {m['activation_lower_bound_bytes']}, no reuse "

@@ -44,6 +44,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--output", metavar="OUT.npz", help="write the outputs (by name) to this .npz")
     p.add_argument("--seed", type=int, default=0, help="seed of the random inputs (when --inputs is not given)")
     p.add_argument("--batch", type=int, help="batch size of the random inputs of a dynamic-batch model")
+    p.add_argument("--gear", help="the gear of the random inputs of a gear model, by label "
+                   "(e.g. 320x320, dims=32,32,32; ge-compile's summary lists them); default: the first")
     p.add_argument("--compare", metavar="MODEL.onnx", help="run onnxruntime on the same inputs and compare")
     p.add_argument("--profile", metavar="timeline.json", help="write a Chrome / Perfetto timeline")
     p.add_argument("--top", type=int, default=20, help="kernels shown in the table (the slowest first)")
@@ -81,6 +83,22 @@ def random_inputs(inputs: list[dict], seed: int, batch: int | None) -> dict[str,
         else:
             out[io["name"]] = rng.integers(0, 4, shape).astype(dtype)
     return out
+
+
+def _gear_inputs(model, label: str | None) -> list[dict]:
+    """The input signature of the random inputs: the model's (batch gears: -1 takes --batch),
+    else the named or first image-size / dims gear's."""
+    gears = [g for g in model.model.metadata.get("gears", []) if "tasks" in g and g.get("batch") is None]
+    if not gears:
+        if label is not None:
+            raise InputError(f"--gear {label}: the model has no image-size / dims gears")
+        return model.inputs
+    if label is None:
+        return gears[0]["inputs"]
+    for g in gears:
+        if g["gear"] == label:
+            return g["inputs"]
+    raise InputError(f"--gear {label}: no such gear; the model's gears: {', '.join(g['gear'] for g in gears)}")
 
 
 _MAGIC = {"npz": b"PK\x03\x04", "npy": b"\x93NUMPY"}
@@ -203,7 +221,7 @@ def run(args: argparse.Namespace) -> int:
     if args.inputs:
         inputs = read_inputs(args.inputs, names)
     else:
-        inputs = random_inputs(model.inputs, args.seed, args.batch or (model.batch_sizes or [None])[0])
+        inputs = random_inputs(_gear_inputs(model, args.gear), args.seed, args.batch or (model.batch_sizes or [None])[0])
     log.info("%s: %s inputs %s", args.model, "read" if args.inputs else f"seeded (seed {args.seed}) random",
              ", ".join(f"'{k}' {list(v.shape)} {v.dtype}" for k, v in inputs.items()))
     executor = model.executor
@@ -230,7 +248,8 @@ def run(args: argparse.Namespace) -> int:
         node_profile.name_spans_by_node(report, model.model.definition)
     if dumper is not None:
         print(dumper.finish())
-    gear = f", gear batch={report.batch}" if report.batch is not None else ""
+    gear = f", gear batch={report.batch}" if report.batch is not None else \
+        (f", gear {report.gear}" if report.gear is not None else "")
     print(f"loaded in {loaded - start:.2f} s, ran in {done - loaded:.2f} s{gear}")
     if report.problems:
         print(f"warning: the simulator reported {len(report.problems)} problem(s):")

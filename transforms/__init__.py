@@ -48,6 +48,8 @@ def builtin_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "fold-batch-norm": _lazy("fold_batch_norm", "FoldBatchNormPass"),
         "precision-mode": _lazy("precision", "PrecisionModePass"),
         "graph-optimize": _lazy("graph_optimize", "GraphOptimizePass"),
+        # graph level: QDQ patterns -> int8 Cube ops (README "INT8 quantization")
+        "quant-fold": _lazy("quant_fold", "QuantFoldPass"),
         # graph level: composites -> the primitive set (README "Adding an operator")
         "decompose": _lazy("decompose", "DecomposePass"),
     }

@@ -1,0 +1,454 @@
+"""Post-training quantization: `ge.quantize(model, calibration_data, method=...)`.
+
+What Huawei's AMCT does before ATC: run the float model on a calibration set, pick an int8
+range for the activation entering every Conv / MatMul / Gemm, quantize the weights
+symmetrically per output channel, and hand the compiler a model it can run on the Cube in
+int8. The result here is a QDQ ONNX model (QuantizeLinear -> DequantizeLinear on each
+quantized activation, int8 weights and int32 biases behind DequantizeLinear, as
+onnxruntime's `quantize_static(quant_format=QDQ)` writes them), so it runs in onnxruntime
+as well as in ge, where the importer and the `quant-fold` pass (transforms/quant_fold.py)
+turn each pattern into `graph.quantize` / `graph.quant_conv2d` / `graph.quant_matmul` /
+`graph.dequantize`.
+
+Activation ranges, per tensor (calibration on the float model, run by onnxruntime):
+- "minmax": the observed [min, max] (asymmetric, zero point inside int8).
+- "percentile": the `percentile` (default 99.999) of |x| as the bound, as onnxruntime's
+  `PercentileCalibrater` does; [0, T] for a non-negative tensor, else [-T, T].
+- "entropy": the KL-divergence threshold search of TensorRT (Migacz, "8-bit Inference
+  with TensorRT", GTC 2017): a 2048-bin histogram of |x|; for each candidate cut i >= 128
+  the clipped reference P (outliers folded into the last kept bin) is compared with its
+  128-level quantization Q expanded back over P's non-empty bins; the cut with the smallest
+  KL(P || Q) is the threshold. Distributions are smoothed as MXNet's `_get_optimal_threshold`
+  and onnxruntime's `get_entropy_threshold` (calibrate.py) do, so an empty Q bin under a
+  non-empty P bin is a large, finite divergence; the threshold is the upper edge of the last
+  kept bin (onnxruntime, MXNet). Same [0, T] / [-T, T] rule as percentile.
+Scale and zero point from a range follow onnxruntime's `compute_scale_zp` (the range
+always includes 0; int8 qmin = -128, qmax = 127). Weights: int8 in [-127, 127],
+scale = max|w| / 127 per output channel. Biases: int32 = round(b / (scale_x * scale_w))
+(numpy round, half to even), as onnxruntime's `quantize_bias_static_impl`.
+
+Kept in float (ATC's skip-layer config): the first and the last quantizable layer
+(`keep_first_last`), every node named in `skip`, and any Conv / MatMul / Gemm whose weight
+is not a constant (activation x activation products such as attention scores); Softmax,
+LayerNormalization and everything else are never quantized (they run in float).
+
+The report (`QuantizedModel.report`) lists per quantized layer the activation scale and
+zero point, the weight scale range, and the error of the layer's output in the quantized
+model against the float model on the calibration data (relative RMS and max abs), both run
+by onnxruntime.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+from ge.errors import GeError, InputError
+
+METHODS = ("minmax", "percentile", "entropy")
+QUANTIZABLE = ("Conv", "MatMul", "Gemm")
+QMIN, QMAX = -128, 127
+WEIGHT_QMAX = 127  # symmetric int8 weights use [-127, 127] (onnxruntime's symmetric range)
+CALIBRATION_BATCH = 256
+
+
+class QuantizeError(GeError):
+    """A quantization request ge cannot honour (unknown method, bad calibration data, a
+    skip list naming nodes that do not exist)."""
+
+
+# --------------------------------------------------------------------------------------
+# Activation ranges
+# --------------------------------------------------------------------------------------
+
+
+def _smooth(p: np.ndarray, eps: float = 1e-4) -> np.ndarray | None:
+    """MXNet's `_smooth_distribution` on bin counts: move `eps` onto each empty bin, taken
+    evenly from the others, so that KL(P || Q) stays finite. None when nothing can be moved."""
+    zero = p == 0
+    n_zero, n_nonzero = int(zero.sum()), int(p.size - zero.sum())
+    if n_nonzero == 0:
+        return None
+    eps1 = eps * n_zero / n_nonzero
+    if eps1 >= 1.0:
+        return None
+    return p.astype(np.float64) + eps * zero - eps1 * ~zero
+
+
+def entropy_threshold(abs_values: np.ndarray, num_bins: int = 2048, num_levels: int = 128) -> float:
+    """TensorRT's KL-divergence threshold for |x| (see the module docstring)."""
+    absmax = float(np.max(abs_values)) if abs_values.size else 0.0
+    if absmax == 0.0:
+        return 0.0
+    hist, edges = np.histogram(abs_values, bins=num_bins, range=(0.0, absmax))
+    hist = hist.astype(np.float64)
+    best_i, best_kl = num_bins, np.inf
+    for i in range(num_levels, num_bins + 1):
+        p = hist[:i].copy()
+        p[i - 1] += hist[i:].sum()
+        kept = hist[:i]
+        # Q: the i kept bins merged into `num_levels` levels, each level's count spread
+        # evenly over the non-empty bins it covers (empty bins stay empty).
+        starts = (np.arange(num_levels) * i) // num_levels
+        level_sum = np.add.reduceat(kept, starts)
+        level_nonzero = np.add.reduceat((kept != 0).astype(np.float64), starts)
+        level_of_bin = np.repeat(np.arange(num_levels), np.diff(np.append(starts, i)))
+        per_bin = np.divide(level_sum, level_nonzero, out=np.zeros(num_levels), where=level_nonzero > 0)
+        q = np.where(kept != 0, per_bin[level_of_bin], 0.0)
+        ps, qs = _smooth(p), _smooth(q)
+        if ps is None or qs is None:
+            continue
+        ps, qs = ps / ps.sum(), qs / qs.sum()
+        kl = float(np.sum(ps * np.log(ps / qs)))
+        if kl < best_kl:
+            best_i, best_kl = i, kl
+    return float(edges[best_i])
+
+
+def activation_range(values: np.ndarray, method: str, percentile: float = 99.999) -> tuple[float, float]:
+    """The float range [lo, hi] an activation is quantized over, by calibration method."""
+    if values.size == 0:
+        return 0.0, 0.0
+    lo, hi = float(values.min()), float(values.max())
+    if method == "minmax":
+        return lo, hi
+    magnitude = np.abs(values.astype(np.float32, copy=False)).reshape(-1)
+    if method == "percentile":
+        t = float(np.percentile(magnitude, percentile))
+    elif method == "entropy":
+        t = entropy_threshold(magnitude)
+    else:
+        raise QuantizeError(f"unknown calibration method '{method}'; choose one of {', '.join(METHODS)}")
+    t = min(t, max(abs(lo), abs(hi)))
+    return (0.0, t) if lo >= 0 else (-t, t)
+
+
+def scale_zero_point(lo: float, hi: float) -> tuple[np.float32, np.int8]:
+    """onnxruntime's `compute_scale_zp` for int8: the range is widened to include 0."""
+    rmin, rmax = min(lo, 0.0), max(hi, 0.0)
+    scale = np.float32((rmax - rmin) / (QMAX - QMIN))
+    if scale == 0 or not np.isfinite(scale):
+        return np.float32(1.0), np.int8(0)
+    zp = np.round(QMIN - rmin / float(scale))
+    return scale, np.int8(np.clip(zp, QMIN, QMAX))
+
+
+def quantize_weight(w: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray]:
+    """Symmetric int8 per channel along `axis`: (int8 weights, f32 scales)."""
+    moved = np.moveaxis(w.astype(np.float32), axis, 0).reshape(w.shape[axis], -1)
+    absmax = np.max(np.abs(moved), axis=1) if moved.size else np.zeros(w.shape[axis], np.float32)
+    scale = (absmax / WEIGHT_QMAX).astype(np.float32)
+    scale[scale == 0] = 1.0
+    shape = [1] * w.ndim
+    shape[axis] = -1
+    q = np.clip(np.round(w / scale.reshape(shape)), -WEIGHT_QMAX, WEIGHT_QMAX).astype(np.int8)
+    return q, scale
+
+
+def quantize_bias(b: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """onnxruntime's bias rule: int32 = round(b / (scale_x * scale_w)) in f64, clipped."""
+    q = np.round(np.asarray(b, np.float64) / np.asarray(scale, np.float64))
+    info = np.iinfo(np.int32)
+    return np.clip(q, info.min, info.max).astype(np.int32)
+
+
+# --------------------------------------------------------------------------------------
+# Calibration data and float runs
+# --------------------------------------------------------------------------------------
+
+
+def load_calibration_data(data, input_names: Sequence[str]) -> dict[str, np.ndarray]:
+    """Calibration inputs as {input name: array with the samples along dim 0}, from a
+    `.npz` path, a dict, or a list of dicts (concatenated)."""
+    if isinstance(data, str | os.PathLike):
+        path = Path(data)
+        if not path.is_file():
+            raise QuantizeError(f"calibration data {path}: no such file")
+        try:
+            with np.load(path) as npz:
+                data = {k: npz[k] for k in npz.files}
+        except Exception as e:  # numpy raises several kinds for a bad file
+            raise QuantizeError(f"calibration data {path}: not a readable .npz file: {e}") from None
+    if isinstance(data, Mapping):
+        data = [data]
+    batches = list(data)
+    if not batches:
+        raise QuantizeError("the calibration data is empty")
+    out: dict[str, np.ndarray] = {}
+    for name in input_names:
+        missing = [i for i, b in enumerate(batches) if name not in b]
+        if missing:
+            given = ", ".join(sorted(batches[missing[0]])) or "none"
+            raise InputError(f"the calibration data has no array for model input '{name}' (it has: {given})")
+        out[name] = np.concatenate([np.asarray(b[name]) for b in batches], axis=0)
+    counts = {len(a) for a in out.values()}
+    if len(counts) != 1 or 0 in counts:
+        raise InputError("the calibration arrays must hold the same, non-zero number of samples; got "
+                         + ", ".join(f"{n}: {len(a)}" for n, a in out.items()))
+    return out
+
+
+def _session(model: onnx.ModelProto, outputs: Iterable[str]):
+    import onnxruntime as ort
+
+    m = onnx.ModelProto()
+    m.CopyFrom(model)
+    known = {o.name for o in m.graph.output}
+    for name in outputs:
+        if name not in known:
+            m.graph.output.append(helper.make_tensor_value_info(name, TensorProto.FLOAT, None))
+            known.add(name)
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    return ort.InferenceSession(m.SerializeToString(), options, providers=["CPUExecutionProvider"])
+
+
+def run_model(model: onnx.ModelProto, inputs: Mapping[str, np.ndarray], tensors: Sequence[str]) -> dict[str, np.ndarray]:
+    """The values of `tensors` (graph outputs or intermediates) over all samples, run by
+    onnxruntime in batches of CALIBRATION_BATCH along dim 0."""
+    session = _session(model, tensors)
+    n = len(next(iter(inputs.values())))
+    parts: dict[str, list[np.ndarray]] = {t: [] for t in tensors}
+    for start in range(0, n, CALIBRATION_BATCH):
+        feed = {k: v[start:start + CALIBRATION_BATCH] for k, v in inputs.items()}
+        for name, value in zip(tensors, session.run(list(tensors), feed)):
+            parts[name].append(value)
+    return {t: np.concatenate(v, axis=0) for t, v in parts.items()}
+
+
+# --------------------------------------------------------------------------------------
+# Which layers
+# --------------------------------------------------------------------------------------
+
+
+@dataclass
+class LayerReport:
+    """One quantized layer: its activation quantization, weight scales, and output error."""
+
+    node: str
+    op_type: str
+    activation: str
+    scale: float
+    zero_point: int
+    weight_scale_min: float
+    weight_scale_max: float
+    rel_error: float = float("nan")  # RMS(quantized - float) / RMS(float) of the layer's output
+    max_abs_error: float = float("nan")
+
+
+@dataclass
+class QuantizationReport:
+    method: str
+    layers: list[LayerReport] = field(default_factory=list)
+    kept_float: dict[str, str] = field(default_factory=dict)  # node -> why it stays float
+
+    def table(self) -> str:
+        rows = [f"quantization ({self.method}): {len(self.layers)} layer(s) int8, {len(self.kept_float)} kept float",
+                f"{'layer':<28} {'op':<6} {'act scale':>11} {'zp':>5} {'w scale min..max':>21} {'rel err':>9}"]
+        for r in self.layers:
+            rows.append(f"{r.node:<28} {r.op_type:<6} {r.scale:>11.4g} {r.zero_point:>5} "
+                        f"{r.weight_scale_min:>10.3g}..{r.weight_scale_max:<10.3g} {r.rel_error:>9.4f}")
+        rows += [f"{name:<28} float: {why}" for name, why in self.kept_float.items()]
+        return "\n".join(rows)
+
+    def to_json(self) -> dict:
+        return {"method": self.method, "layers": [asdict(r) for r in self.layers], "kept_float": self.kept_float}
+
+
+@dataclass
+class QuantizedModel:
+    """`ge.quantize`'s result: the QDQ ONNX model and the report."""
+
+    model: onnx.ModelProto
+    report: QuantizationReport
+
+    def save(self, path: str | os.PathLike, report: str | os.PathLike | None = None) -> None:
+        onnx.save_model(self.model, str(path))
+        if report is not None:
+            Path(report).write_text(json.dumps(self.report.to_json(), indent=1))
+
+
+def _node_names(model: onnx.ModelProto) -> list[str]:
+    return [n.name or n.output[0] for n in model.graph.node]
+
+
+def _weight_axis(node: onnx.NodeProto, w: np.ndarray) -> int | None:
+    """The output-channel axis of a quantizable node's constant weight, or None."""
+    attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+    if node.op_type == "Conv":
+        return 0 if w.ndim >= 3 else None
+    if node.op_type == "Gemm":
+        if attrs.get("transA", 0):
+            return None
+        return 0 if attrs.get("transB", 0) else 1
+    return 1 if w.ndim == 2 else None  # MatMul with a 2-D weight: output channels are columns
+
+
+def select_layers(model: onnx.ModelProto, skip: Sequence[str], keep_first_last: bool) -> tuple[list, dict[str, str]]:
+    """The (node, weight axis) pairs to quantize, and {node: reason} for those kept float."""
+    inits = {t.name: t for t in model.graph.initializer}
+    names = _node_names(model)
+    unknown = [s for s in skip if s not in names]
+    if unknown:
+        raise QuantizeError(f"the skip list names node(s) the model does not have: {', '.join(unknown)}")
+    candidates, kept = [], {}
+    for node, name in zip(model.graph.node, names):
+        if node.op_type not in QUANTIZABLE:
+            continue
+        if len(node.input) < 2 or node.input[1] not in inits or node.input[0] in inits:
+            kept[name] = "its weight is not a constant"
+            continue
+        w = numpy_helper.to_array(inits[node.input[1]])
+        axis = _weight_axis(node, w)
+        if w.dtype != np.float32 or axis is None:
+            kept[name] = "weight layout not quantizable (needs f32, Conv OIHW / Gemm without transA / 2-D MatMul)"
+            continue
+        candidates.append((node, name, axis))
+    if keep_first_last and candidates:
+        for _node, name, _ in {candidates[0][1]: candidates[0], candidates[-1][1]: candidates[-1]}.values():
+            kept[name] = "first or last layer (kept float by rule)"
+    chosen = []
+    for node, name, axis in candidates:
+        if name in skip:
+            kept[name] = "in the skip list"
+        elif name not in kept:
+            chosen.append((node, name, axis))
+    return chosen, kept
+
+
+# --------------------------------------------------------------------------------------
+# Writing the QDQ model
+# --------------------------------------------------------------------------------------
+
+
+class _QdqWriter:
+    """Adds Q/DQ nodes and quantized initializers to a copy of the float model."""
+
+    def __init__(self, model: onnx.ModelProto):
+        self.model = onnx.ModelProto()
+        self.model.CopyFrom(model)
+        self.inits = {t.name: t for t in self.model.graph.initializer}
+        self.before: dict[int, list[onnx.NodeProto]] = {}
+        self.dequantized: dict[str, str] = {}
+
+    def _init(self, name: str, arr: np.ndarray) -> str:
+        self.model.graph.initializer.append(numpy_helper.from_array(arr, name))
+        return name
+
+    def activation(self, index: int, tensor: str, scale, zp) -> str:
+        """Q -> DQ on `tensor` (once per tensor), inserted before node `index`."""
+        if tensor in self.dequantized:
+            return self.dequantized[tensor]
+        s = self._init(f"{tensor}_scale", np.array(scale, np.float32))
+        z = self._init(f"{tensor}_zero_point", np.array(zp, np.int8))
+        q = helper.make_node("QuantizeLinear", [tensor, s, z], [f"{tensor}_quantized"], name=f"{tensor}_QuantizeLinear")
+        dq = helper.make_node("DequantizeLinear", [q.output[0], s, z], [f"{tensor}_dequantized"],
+                              name=f"{tensor}_DequantizeLinear")
+        self.before.setdefault(index, []).extend([q, dq])
+        self.dequantized[tensor] = dq.output[0]
+        return dq.output[0]
+
+    def constant(self, index: int, name: str, q: np.ndarray, scale: np.ndarray, axis: int) -> str:
+        """An int8 / int32 initializer behind a DequantizeLinear (per channel along `axis`)."""
+        qn = self._init(f"{name}_quantized", q)
+        s = self._init(f"{name}_quantized_scale", scale.astype(np.float32))
+        z = self._init(f"{name}_quantized_zero_point", np.zeros(scale.shape, q.dtype))
+        dq = helper.make_node("DequantizeLinear", [qn, s, z], [f"{name}_DequantizeLinear_Output"],
+                              name=f"{name}_DequantizeLinear", axis=axis)
+        self.before.setdefault(index, []).append(dq)
+        return dq.output[0]
+
+    def finish(self) -> onnx.ModelProto:
+        nodes = []
+        for i, node in enumerate(self.model.graph.node):
+            nodes.extend(self.before.get(i, []))
+            nodes.append(node)
+        del self.model.graph.node[:]
+        self.model.graph.node.extend(nodes)
+        used = {i for n in nodes for i in n.input}
+        keep = [t for t in self.model.graph.initializer if t.name in used]
+        del self.model.graph.initializer[:]
+        self.model.graph.initializer.extend(keep)
+        for imp in self.model.opset_import:
+            if imp.domain in ("", "ai.onnx") and imp.version < 13:
+                imp.version = 13  # per-channel DequantizeLinear (axis) needs opset 13
+        return self.model
+
+
+def _bias_index(node: onnx.NodeProto) -> int | None:
+    if node.op_type not in ("Conv", "Gemm") or len(node.input) < 3 or not node.input[2]:
+        return None
+    if node.op_type == "Gemm":
+        beta = next((helper.get_attribute_value(a) for a in node.attribute if a.name == "beta"), 1.0)
+        alpha = next((helper.get_attribute_value(a) for a in node.attribute if a.name == "alpha"), 1.0)
+        if beta != 1.0 or alpha != 1.0:
+            return None
+    return 2
+
+
+def quantize(
+    model,
+    calibration_data,
+    method: str = "minmax",
+    skip: Sequence[str] = (),
+    keep_first_last: bool = True,
+    percentile: float = 99.999,
+    report_error: bool = True,
+) -> QuantizedModel:
+    """Post-training int8 quantization of an ONNX model (path, bytes or ModelProto).
+
+    `calibration_data`: a `.npz` path, a dict {input name: samples along dim 0}, or a
+    list of such dicts. Returns a `QuantizedModel` (`.model` a QDQ ONNX model, `.report`).
+    """
+    from ge.frontend.onnx import load_onnx_model
+
+    if method not in METHODS:
+        raise QuantizeError(f"unknown calibration method '{method}'; choose one of {', '.join(METHODS)}")
+    proto = load_onnx_model(model)
+    init_names = {t.name for t in proto.graph.initializer}
+    inputs = load_calibration_data(calibration_data, [i.name for i in proto.graph.input if i.name not in init_names])
+    chosen, kept = select_layers(proto, list(skip), keep_first_last)
+    report = QuantizationReport(method, kept_float=kept)
+    if not chosen:
+        return QuantizedModel(proto, report)
+
+    activations = list(dict.fromkeys(node.input[0] for node, _, _ in chosen))
+    outputs = [node.output[0] for node, _, _ in chosen]
+    float_values = run_model(proto, inputs, list(dict.fromkeys(activations + outputs)))
+    ranges = {a: scale_zero_point(*activation_range(float_values[a], method, percentile)) for a in activations}
+
+    writer = _QdqWriter(proto)
+    index = {id(n): i for i, n in enumerate(proto.graph.node)}
+    inits = {t.name: t for t in proto.graph.initializer}
+    for node, name, axis in chosen:
+        i = index[id(node)]
+        target = writer.model.graph.node[i]
+        scale_x, zp_x = ranges[node.input[0]]
+        w = numpy_helper.to_array(inits[node.input[1]])
+        wq, w_scale = quantize_weight(w, axis)
+        target.input[0] = writer.activation(i, node.input[0], scale_x, zp_x)
+        target.input[1] = writer.constant(i, node.input[1], wq, w_scale, axis)
+        b = _bias_index(node)
+        if b is not None and node.input[b] in inits:
+            bias = numpy_helper.to_array(inits[node.input[b]])
+            if bias.ndim == 1 and bias.shape[0] == w_scale.shape[0]:
+                b_scale = (np.float64(scale_x) * w_scale.astype(np.float64)).astype(np.float32)
+                target.input[b] = writer.constant(i, node.input[b], quantize_bias(bias, b_scale), b_scale, 0)
+        report.layers.append(LayerReport(name, node.op_type, node.input[0], float(scale_x), int(zp_x),
+                                         float(w_scale.min()), float(w_scale.max())))
+    qdq = writer.finish()
+    if report_error:
+        quantized_values = run_model(qdq, inputs, outputs)
+        for r, out in zip(report.layers, outputs):
+            ref, got = float_values[out].astype(np.float64), quantized_values[out].astype(np.float64)
+            rms = float(np.sqrt(np.mean(ref**2))) or 1.0
+            r.rel_error = float(np.sqrt(np.mean((got - ref) ** 2))) / rms
+            r.max_abs_error = float(np.max(np.abs(got - ref)))
+    return QuantizedModel(qdq, report)

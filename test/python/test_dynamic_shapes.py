@@ -1,0 +1,233 @@
+"""Dynamic shapes (issue 20): image-size and dims gears (`ge.gears`) compiled into one model
+file, and the true dynamic-shape mode (`ge.dynamic`) with its kernel cache.
+
+Tolerances: the models run in f32 (`must_keep_origin_dtype`) and must be within 1e-3 of the
+output scale (max |onnxruntime|) -- the f32 tolerance of the transformer tests
+(test_transformers.py): the only differences are summation order and the vector unit's
+exp / erf / tanh.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import ge
+from ge import zoo
+from ge.errors import InputError, ShapeError
+from ge.gears import MAX_GEARS, parse_gears
+
+F32 = "must_keep_origin_dtype"
+TOLERANCE = 1e-3
+BERT_SHAPE = "input_ids:1,-1;token_type_ids:1,-1;attention_mask:1,-1"
+
+
+def small_cnn() -> onnx.ModelProto:
+    """Three strided convs, global average pooling and a classifier: any image size works.
+    (Three, not two: ge's global pooling keeps a whole f32 feature map in UB, and 56x56x16
+    of a 224x224 image after two strides overflows the 910's 256 KiB.)"""
+    rng = np.random.default_rng(0)
+
+    def w(name, shape):
+        return numpy_helper.from_array((rng.standard_normal(shape) / np.sqrt(np.prod(shape[1:]))).astype(np.float32),
+                                       name)
+
+    inits = [w("c1.w", (8, 3, 3, 3)), w("c1.b", (8,)), w("c2.w", (16, 8, 3, 3)), w("c2.b", (16,)),
+             w("c3.w", (16, 16, 3, 3)), w("c3.b", (16,)),
+             w("fc.w", (16, 10)), w("fc.b", (10,))]
+    nodes = [
+        helper.make_node("Conv", ["x", "c1.w", "c1.b"], ["c1"], name="conv1", strides=[2, 2], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c1"], ["r1"], name="relu1"),
+        helper.make_node("Conv", ["r1", "c2.w", "c2.b"], ["c2"], name="conv2", strides=[2, 2], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c2"], ["r2"], name="relu2"),
+        helper.make_node("Conv", ["r2", "c3.w", "c3.b"], ["c3"], name="conv3", strides=[2, 2], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c3"], ["r3"], name="relu3"),
+        helper.make_node("GlobalAveragePool", ["r3"], ["gap"], name="gap"),
+        helper.make_node("Flatten", ["gap"], ["flat"], name="flatten"),
+        helper.make_node("Gemm", ["flat", "fc.w", "fc.b"], ["logits"], name="fc"),
+    ]
+    graph = helper.make_graph(nodes, "small_cnn", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, "h", "w"])],
+                              [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, 10])], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def dynamic_bert(max_seq: int = 128) -> onnx.ModelProto:
+    """`zoo.bert_encoder` (small: 1 layer, hidden 32) with a symbolic sequence length: the
+    position-ids slice ends at Shape(input_ids)[1] instead of a constant, as exporters emit."""
+    model = zoo.bert_encoder(batch=1, seq=max_seq, hidden=32, heads=2, layers=1, max_pos=max_seq)
+    g = model.graph
+    sliced = next(n for n in g.node if n.name == "embeddings/Slice")
+    g.node.insert(0, helper.make_node("Shape", ["input_ids"], ["seq_len"], name="embeddings/seq_len", start=1, end=2))
+    sliced.input[2] = "seq_len"
+    g.initializer.remove(next(t for t in g.initializer if t.name == "p.end"))
+    for vi in [*g.input, *g.output]:
+        dims = vi.type.tensor_type.shape.dim
+        if vi.name != "pooler_output":
+            dims[1].ClearField("dim_value")
+            dims[1].dim_param = "seq"
+    onnx.checker.check_model(model)
+    return model
+
+
+def reference(model: onnx.ModelProto, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    return dict(zip((o.name for o in session.get_outputs()), session.run(None, inputs)))
+
+
+def assert_matches(got: dict[str, np.ndarray], expected: dict[str, np.ndarray], where: str) -> None:
+    assert sorted(got) == sorted(expected), where
+    for name, want in expected.items():
+        assert got[name].shape == want.shape, (where, name)
+        err = float(np.abs(got[name].astype(np.float64) - want).max() / np.abs(want).max())
+        assert err < TOLERANCE, f"{where}: {name} off by {err:.3g} of the output scale"
+
+
+def image(size: int, seed: int = 0) -> dict[str, np.ndarray]:
+    return {"x": np.random.default_rng(seed).standard_normal((1, 3, size, size)).astype(np.float32)}
+
+
+# --------------------------------------------------------------------------------------
+# Parsing the gear options (ATC semantics)
+# --------------------------------------------------------------------------------------
+
+
+def test_dynamic_dims_fill_every_minus_one_in_input_order():
+    gears = parse_gears("data:1,1,40,-1;label:1,-1;mask:-1,-1", dynamic_dims="20,20,1,1;40,40,2,2")
+    assert [g.label for g in gears] == ["dims=20,20,1,1", "dims=40,40,2,2"]
+    assert dict(gears[1].shapes) == {"data": (1, 1, 40, 40), "label": (1, 40), "mask": (2, 2)}
+    assert gears[0].batch is None and gears[0].prefix == "d20_20_1_1_"
+
+
+def test_dynamic_image_size_sets_height_and_width_of_every_dynamic_input():
+    gears = parse_gears("data:8,3,-1,-1;img_info:8,-1,-1,4", dynamic_image_size="416,416;832,800")
+    assert [dict(g.shapes) for g in gears] == [
+        {"data": (8, 3, 416, 416), "img_info": (8, 416, 416, 4)},
+        {"data": (8, 3, 832, 800), "img_info": (8, 832, 800, 4)},
+    ]
+    assert gears[1].label == "832x800"
+
+
+def test_dynamic_batch_size_is_a_gear_kind():
+    gears = parse_gears("x:-1,3,8,8", dynamic_batch_size="1,4")
+    assert [(g.batch, g.prefix, dict(g.shapes)["x"]) for g in gears] == [(1, "b1_", (1, 3, 8, 8)), (4, "b4_", (4, 3, 8, 8))]
+
+
+@pytest.mark.parametrize("shape, kwargs, message", [
+    ("x:1,-1", {"dynamic_dims": "4;8", "dynamic_batch_size": "1,2"}, "cannot be used together"),
+    ("x:1,-1", {}, "list the gears to compile"),
+    ("x:1,8", {"dynamic_dims": "4;8"}, "needs an input_shape with -1"),
+    ("x:1,-1,-1", {"dynamic_dims": "4;8"}, r"gives 1 value\(s\); input_shape has 2 -1 dim\(s\) \(x\[1\], x\[2\]\)"),
+    ("x:1,-1", {"dynamic_dims": "4"}, "at least 2"),
+    ("x:1,-1", {"dynamic_dims": ";".join(map(str, range(1, MAX_GEARS + 2)))}, "101 gears; at most 100"),
+    ("x:1,-1", {"dynamic_dims": "4;a"}, "must be gears separated by ';'"),
+    ("x:1,-1", {"dynamic_dims": "4;4"}, "distinct positive"),
+    ("x:1,3,-1,8", {"dynamic_image_size": "4,4;8,8"}, "4-D NCHW or NHWC input with -1 as height and width"),
+    ("x:1,3,-1,-1", {"dynamic_image_size": "4;8"}, "must give height,width"),
+    ("x:1,-1", {"dynamic_batch_size": "1,2"}, "batch \\(first\\) dimension"),
+])
+def test_gear_option_mistakes_are_one_line_errors(shape, kwargs, message):
+    with pytest.raises(ShapeError, match=message) as info:
+        parse_gears(shape, **kwargs)
+    assert "\n" not in str(info.value)
+
+
+def test_ge_compile_reports_a_bad_gear_option_in_one_line(tmp_path, capsys):
+    from ge.tools.ge_compile import main
+
+    path = tmp_path / "cnn.onnx"
+    onnx.save(small_cnn(), path)
+    code = main([str(path), "-o", str(tmp_path / "m.om"), "--input-shape", "x:1,3,-1,-1",
+                 "--dynamic-image-size", "32,32;48,48", "--dynamic-dims", "32,32;48,48"])
+    err = capsys.readouterr().err.strip()
+    assert code != 0 and err.count("\n") == 0
+    assert err.startswith("ge-compile: error:") and "cannot be used together" in err
+
+
+# --------------------------------------------------------------------------------------
+# Gear models: one file, shared weights, one memory plan, the gear picked per run
+# --------------------------------------------------------------------------------------
+
+
+def test_image_size_gears_small(tmp_path):
+    """A small CNN with two image-size gears (fast sizes): one file, matches onnxruntime at
+    every gear, the gear picked from the input shape; another size is an error listing them."""
+    model = small_cnn()
+    options = ge.CompileOptions(input_shape="x:1,3,-1,-1", dynamic_image_size="32,32;48,48", precision_mode=F32)
+    compiled = ge.compile(model, options)
+    assert compiled.gears == ["32x32", "48x48"]
+    per_gear = compiled.report["gears"]
+    assert [g["shapes"]["x"] for g in per_gear] == [[1, 3, 32, 32], [1, 3, 48, 48]]
+    assert all(g["kernels"] > 0 for g in per_gear)
+    # one memory plan sized by the largest gear; the weights stored once
+    meta = compiled.model.metadata
+    assert meta["memory"]["arena"] == max(g["arena"] for g in meta["gears"])
+    assert len(compiled.model.weights) < sum(g["memory"]["weights_bytes"] for g in per_gear)
+    assert meta["inputs"][0]["shape"] == [1, 3, -1, -1]
+    path = tmp_path / "cnn.om"
+    compiled.save(path)
+    loaded = ge.load_model(path)
+    for size in (48, 32):
+        inputs = image(size, seed=size)
+        assert_matches(loaded.run(inputs), reference(model, inputs), f"{size}x{size}")
+        assert loaded.last_run.gear == f"{size}x{size}"
+    with pytest.raises(InputError, match=r"no compiled gear for 'x' \[1, 3, 40, 40\]; the model's gears "
+                                         r"\(--dynamic-image-size\): 32x32 \(x \[1, 3, 32, 32\]\); 48x48"):
+        loaded.run(image(40))
+
+
+def test_cnn_image_size_gears_224_and_320():
+    model = small_cnn()
+    options = ge.CompileOptions(input_shape="x:1,3,-1,-1", dynamic_image_size="224,224;320,320", precision_mode=F32)
+    compiled = ge.compile(model, options)
+    assert compiled.gears == ["224x224", "320x320"]
+    peaks = [g["memory"]["activation_peak_bytes"] for g in compiled.report["gears"]]
+    assert peaks[1] > peaks[0] and compiled.report["memory"]["activation_peak_bytes"] == peaks[1]
+    for size in (224, 320):
+        inputs = image(size, seed=size)
+        assert_matches(compiled.run(inputs), reference(model, inputs), f"{size}x{size}")
+
+
+@pytest.mark.slow
+def test_bert_dynamic_dims_sequence_gears(tmp_path):
+    model = dynamic_bert()
+    options = ge.CompileOptions(input_shape=BERT_SHAPE, dynamic_dims="16,16,16;32,32,32;64,64,64;128,128,128",
+                                precision_mode=F32)
+    compiled = ge.compile(model, options)
+    assert compiled.gears == [f"dims={s},{s},{s}" for s in (16, 32, 64, 128)]
+    path = tmp_path / "bert.om"
+    compiled.save(path)
+    loaded = ge.load_model(path)
+    assert [io["shape"] for io in loaded.inputs] == [[1, -1]] * 3
+    for seq in (64, 16, 128, 32):
+        inputs = zoo.bert_inputs(1, seq)
+        assert_matches(loaded.run(inputs), reference(model, inputs), f"seq {seq}")
+        assert loaded.last_run.gear == f"dims={seq},{seq},{seq}"
+    with pytest.raises(InputError, match="no compiled gear for 'input_ids' \\[1, 20\\]"):
+        loaded.run(zoo.bert_inputs(1, 20))
+
+
+@pytest.mark.slow
+def test_squeezenet_image_size_gears_224_and_320():
+    """A light zoo model (fully convolutional, global pooling) at both sizes, in the default
+    f16 (`force_fp16`): within 3% of the output scale with cosine >= 0.999 -- the f16
+    tolerance of the transformer tests."""
+    from ge.testing import light_model_path, with_random_weights
+
+    model = with_random_weights(light_model_path("squeezenet"), seed=1)
+    dims = next(i for i in model.graph.input if i.name == "data_0").type.tensor_type.shape.dim
+    for d, name in ((dims[2], "h"), (dims[3], "w")):
+        d.ClearField("dim_value")
+        d.dim_param = name
+    options = ge.CompileOptions(input_shape="data_0:1,3,-1,-1", dynamic_image_size="224,224;320,320")
+    compiled = ge.compile(model, options)
+    assert compiled.gears == ["224x224", "320x320"]
+    for size in (224, 320):
+        inputs = {"data_0": image(size, seed=size)["x"]}
+        (name, want), = reference(model, inputs).items()
+        got = compiled.run(inputs)[name].astype(np.float64)
+        err = float(np.abs(got - want).max() / np.abs(want).max())
+        cos = float(got.ravel() @ want.ravel() / (np.linalg.norm(got) * np.linalg.norm(want)))
+        assert err < 0.03 and cos >= 0.999, (size, err, cos)
