@@ -207,6 +207,7 @@ class _Pipeline:
         self.dump(module, prefix, 0, "import")
         result = _GearResult(gear, module)
         ctx = make_context()
+        _pass("quant-fold").apply(ctx, module)  # QDQ -> int8 Cube ops with the import (README "INT8 quantization")
         for number, (stage, p) in enumerate(pass_stages(self.options, self.target), start=1):
             self.timed(stage, lambda p=p: (p.apply(ctx, module), module.verify()))
             self.dump(module, prefix, number, stage)
