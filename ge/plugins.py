@@ -10,12 +10,21 @@ this module is ge's counterpart (README "Extending ge").
   that does not verify is reported as `pass 'NAME' (plugin PKG) at stage S: ...`.
 - A *custom operator* (`register_op(domain, op_type, ...)`, or a function named by the entry
   point group `ge.ops` that calls it) declares its ONNX signature, shape inference, numpy
-  reference semantics and a kernel as a *decomposition into graph ops* (built with a
-  `GraphBuilder`). The ONNX importer expands a `domain::op_type` node into that
-  decomposition, so the op travels through optimize, fuse, tile and isa like any other. On
-  first use (per input types) the importer checks the decomposition's result types against
-  the declared shape inference and its values against the reference (random inputs, the
-  graph reference interpreter): a broken plugin is an error naming it, not a wrong answer.
+  reference semantics and a kernel, of one of two kinds:
+  * a *decomposition into graph ops* (`decompose=`, built with a `GraphBuilder`): the ONNX
+    importer expands a `domain::op_type` node into it, so the op travels through optimize,
+    fuse, tile and isa like any other. On first use (per input types) the importer checks
+    the decomposition's result types against the declared shape inference and its values
+    against the reference (random inputs, the graph reference interpreter);
+  * a *tile-level kernel* (`kernel=`, written with the `TileKernel` API of
+    ge/plugin_tile.py): the node imports as one opaque `graph.custom` op (its result types
+    from the declared shape inference, its semantics the reference), which graph-optimize
+    and decompose leave alone, assign-layouts gives plain ND tensors, fuse makes a kernel of
+    its own, and `tile` builds by calling the plugin's builder; to-isa, sync, the memory
+    plan and the simulator then treat it as any other kernel. On first use (per input
+    types) the built kernel is run by the tile interpreter on random inputs and compared
+    with the reference, and every output element must be written.
+  A broken plugin is an error naming it and the operator, not a wrong answer.
 """
 
 from __future__ import annotations
@@ -29,7 +38,18 @@ from typing import Any, ClassVar
 
 import numpy as np
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType, UnitAttr
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DictionaryAttr,
+    FloatAttr,
+    IntegerAttr,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+    UnitAttr,
+    f64,
+    i64,
+)
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
@@ -300,12 +320,14 @@ def constant_value(value: SSAValue) -> np.ndarray | None:
 
 @dataclass(frozen=True)
 class OpEntry:
-    """A custom operator: ONNX signature, shape inference, numpy reference, decomposition.
+    """A custom operator: ONNX signature, shape inference, numpy reference, and a kernel.
 
     - `infer_shape(input_shapes, **attrs)` -> one output shape per output;
     - `reference(*arrays, **attrs)` -> the output array (or a tuple of them);
     - `decompose(builder, *inputs, **attrs)` -> the output value(s), built with the
-      `GraphBuilder`; the outputs keep the first input's element type.
+      `GraphBuilder`; the outputs keep the first input's element type; or
+    - `kernel(k, *inputs, *outputs, **attrs)` writes the tile kernel with the `TileKernel`
+      `k` (ge/plugin_tile.py); the outputs have the first input's element type.
     """
 
     domain: str
@@ -314,9 +336,10 @@ class OpEntry:
     outputs: tuple[str, ...]
     infer_shape: Callable[..., Sequence[Sequence[int]]]
     reference: Callable[..., Any]
-    decompose: Callable[..., Any]
+    decompose: Callable[..., Any] | None
     attributes: dict[str, Any] = field(default_factory=dict)
     plugin: str = "?"
+    kernel: Callable[..., Any] | None = None
     _checked: set = field(default_factory=set, compare=False, repr=False)
 
     @property
@@ -339,17 +362,33 @@ class OpEntry:
         out = self.reference(*arrays, **self.attrs(attrs))
         return [np.asarray(o) for o in (out if isinstance(out, tuple | list) else [out])]
 
+    def declared_shapes(self, shapes: Sequence[Sequence[int]], attrs: dict[str, Any]) -> list[tuple[int, ...]]:
+        """What `infer_shape` gives for these input shapes (a PluginError if it raises or
+        does not give one shape per declared output)."""
+        try:
+            declared = [tuple(int(d) for d in s) for s in self.infer_shape([tuple(s) for s in shapes], **attrs)]
+        except Exception as e:
+            raise PluginError(f"{self.label}: infer_shape raised {type(e).__name__}: {e}") from e
+        if len(declared) != len(self.outputs):
+            raise PluginError(f"{self.label} declares {len(self.outputs)} output(s) ({', '.join(self.outputs)}); "
+                              f"infer_shape gives {len(declared)}")
+        return declared
+
     def build(self, builder: GraphBuilder, inputs: Sequence[SSAValue], attrs: dict[str, Any]) -> list[SSAValue]:
-        """Emit the decomposition; its result types must be what `infer_shape` declares."""
+        """Emit the decomposition (its result types must be what `infer_shape` declares), or
+        for an operator with a tile kernel one `graph.custom` op."""
         if len(inputs) != len(self.inputs):
             raise PluginError(f"{self.label} takes {len(self.inputs)} input(s) ({', '.join(self.inputs)}), "
                               f"got {len(inputs)}")
         attrs = self.attrs(attrs)
         shapes = [tuple(v.type.get_shape()) for v in inputs]
-        try:
-            declared = [tuple(int(d) for d in s) for s in self.infer_shape(shapes, **attrs)]
-        except Exception as e:
-            raise PluginError(f"{self.label}: infer_shape raised {type(e).__name__}: {e}") from e
+        declared = self.declared_shapes(shapes, attrs)
+        if self.kernel is not None:
+            from ge.dialects.graph import CustomOp
+
+            out = builder.op(CustomOp, list(inputs), domain=self.domain, op_type=self.op_type,
+                             params=params_attr(attrs, self.label) if attrs else None)
+            return out if isinstance(out, list) else [out]
         try:
             outs = self.decompose(builder, *inputs, **attrs)
         except GeError:
@@ -373,10 +412,53 @@ class OpEntry:
         return outs
 
 
+    def random_inputs(self, types: Sequence[TensorType]) -> list[np.ndarray]:
+        """Seeded standard-normal inputs of these types (what the first-use checks run on)."""
+        from ge.dialects import dtypes
+
+        rng = np.random.default_rng(0)
+        return [rng.standard_normal(t.get_shape()).astype(dtypes.numpy_dtype(t.element_type)) for t in types]
+
+    def reference_outputs(self, arrays: Sequence[np.ndarray], attrs: dict[str, Any]) -> list[np.ndarray]:
+        """The reference on `arrays`: a PluginError if it raises or gives other shapes than
+        `infer_shape` declares."""
+        try:
+            want = self.run_reference(*arrays, **attrs)
+        except Exception as e:
+            raise PluginError(f"{self.label}: reference raised {type(e).__name__}: {e}") from e
+        declared = self.declared_shapes([a.shape for a in arrays], self.attrs(attrs))
+        if len(want) != len(declared):
+            raise PluginError(f"{self.label}: the reference gives {len(want)} output(s), infer_shape {len(declared)}")
+        for name, w, shape in zip(self.outputs, want, declared):
+            if tuple(w.shape) != shape:
+                raise PluginError(f"{self.label}: output '{name}': infer_shape gives {list(shape)} for inputs "
+                                  f"{[list(a.shape) for a in arrays]}, but the reference's result is {list(w.shape)}")
+        return want
+
+    def compare(self, what: str, got: Sequence[np.ndarray], want: Sequence[np.ndarray],
+                shapes: Sequence[Sequence[int]], label: str | None = None) -> None:
+        """`got` (from the decomposition or the tile kernel) against the reference's `want`:
+        within 1e-3 of the reference's scale (max |reference|) for f32, 1e-2 for f16.
+        `label` names the operator in messages (default: its label)."""
+        label = label or self.label
+        for name, g, w in zip(self.outputs, got, want):
+            tol = 1e-2 if np.asarray(g).dtype == np.float16 or w.dtype == np.float16 else 1e-3
+            g64, w64 = np.asarray(g, np.float64), np.asarray(w, np.float64)
+            if g64.shape != w64.shape:
+                raise PluginError(f"{label}: output '{name}': the reference gives shape {list(w64.shape)}, "
+                                  f"the {what} {list(g64.shape)}")
+            scale = max(float(np.nanmax(np.abs(w64), initial=0.0)), 1e-30)
+            diff = np.abs(g64 - w64)
+            if not np.array_equal(np.isnan(g64), np.isnan(w64)) or np.nanmax(diff, initial=0.0) > tol * scale:
+                raise PluginError(f"{label}: output '{name}': the {what} disagrees with the reference "
+                                  f"on random inputs of shapes {[list(s) for s in shapes]}: max "
+                                  f"|difference| {np.nanmax(diff, initial=0.0):.3g}, reference scale {scale:.3g}")
+
     def check(self, types: Sequence[TensorType], attrs: dict[str, Any]) -> None:
         """The decomposition against the numpy reference on seeded random inputs of these
-        types (graph reference interpreter; within 1e-3 of the reference's scale for f32,
-        1e-2 for f16); a disagreement is a PluginError. Non-float inputs: not checked here."""
+        types (graph reference interpreter; tolerances of `compare`); a disagreement is a
+        PluginError. Non-float inputs: not checked here. An operator with a tile kernel:
+        the reference's shapes against `infer_shape` here, the kernel when `tile` builds it."""
         from xdsl.dialects import func
         from xdsl.dialects.builtin import FunctionType
 
@@ -385,8 +467,10 @@ class OpEntry:
 
         if not all(dtypes.is_float(t.element_type) for t in types):
             return
-        rng = np.random.default_rng(0)
-        arrays = [rng.standard_normal(t.get_shape()).astype(dtypes.numpy_dtype(t.element_type)) for t in types]
+        arrays = self.random_inputs(types)
+        if self.kernel is not None:
+            self.reference_outputs(arrays, attrs)
+            return
         fn = func.FuncOp("check", FunctionType.from_lists(list(types), []))
         block = fn.body.block
 
@@ -410,18 +494,7 @@ class OpEntry:
             want = self.run_reference(*arrays, **attrs)
         except Exception as e:
             raise PluginError(f"{self.label}: reference raised {type(e).__name__}: {e}") from e
-        tol = 1e-2 if any(a.dtype == np.float16 for a in arrays) else 1e-3
-        for name, g, w in zip(self.outputs, got, want):
-            g64, w64 = np.asarray(g, np.float64), np.asarray(w, np.float64)
-            if g64.shape != w64.shape:
-                raise PluginError(f"{self.label}: output '{name}': the reference gives shape {list(w64.shape)}, "
-                                  f"the decomposition {list(g64.shape)}")
-            scale = max(float(np.nanmax(np.abs(w64), initial=0.0)), 1e-30)
-            diff = np.abs(g64 - w64)
-            if not np.array_equal(np.isnan(g64), np.isnan(w64)) or np.nanmax(diff, initial=0.0) > tol * scale:
-                raise PluginError(f"{self.label}: output '{name}': the decomposition disagrees with the reference "
-                                  f"on random inputs of shapes {[list(t.get_shape()) for t in types]}: max "
-                                  f"|difference| {np.nanmax(diff, initial=0.0):.3g}, reference scale {scale:.3g}")
+        self.compare("decomposition", got, want, [t.get_shape() for t in types])
 
     def checked(self, types: Sequence[TensorType], attrs: dict[str, Any]) -> None:
         """`check` once per input types and attributes (the importer's first use)."""
@@ -435,17 +508,22 @@ _OPS: dict[tuple[str, str], OpEntry] = {}
 
 
 def register_op(domain: str, op_type: str, *, inputs: Sequence[str], infer_shape: Callable, reference: Callable,
-                decompose: Callable, outputs: Sequence[str] = ("Y",), attributes: dict[str, Any] | None = None,
-                plugin: str | None = None) -> OpEntry:
-    """Declare the custom ONNX operator `domain::op_type` (see `OpEntry`); `attributes`
-    maps each attribute the node may carry to its default."""
-    plugin = _plugin_of(decompose, plugin)
+                decompose: Callable | None = None, kernel: Callable | None = None, outputs: Sequence[str] = ("Y",),
+                attributes: dict[str, Any] | None = None, plugin: str | None = None) -> OpEntry:
+    """Declare the custom ONNX operator `domain::op_type` (see `OpEntry`) with either a
+    `decompose` into graph ops or a tile-level `kernel` builder; `attributes` maps each
+    attribute the node may carry to its default."""
+    plugin = _plugin_of(kernel if decompose is None else decompose, plugin)
     label = f"plugin {plugin}: custom operator {domain}::{op_type}"
     if domain in STANDARD_DOMAINS:
         raise PluginError(f"{label}: a custom operator needs its own domain (e.g. com.acme), not the standard one")
     if not op_type:
         raise PluginError(f"{label}: op_type is empty")
-    for what, fn in (("reference", reference), ("infer_shape", infer_shape), ("decompose", decompose)):
+    if (decompose is None) == (kernel is None):
+        raise PluginError(f"{label}: give a kernel as exactly one of decompose= (graph ops) or kernel= (a tile "
+                          "kernel builder)")
+    for what, fn in (("reference", reference), ("infer_shape", infer_shape),
+                     ("decompose" if kernel is None else "kernel", decompose or kernel)):
         if not callable(fn):
             raise PluginError(f"{label}: missing {what} (a function is required; got {fn!r})")
     if not inputs or not outputs:
@@ -453,8 +531,10 @@ def register_op(domain: str, op_type: str, *, inputs: Sequence[str], infer_shape
     old = _OPS.get((domain, op_type))
     if old is not None and old.plugin != plugin:
         raise PluginError(f"{label}: already registered by plugin {old.plugin}")
+    for value in (attributes or {}).values():
+        params_attr({"default": value}, label)  # every default has an IR spelling
     entry = OpEntry(domain, op_type, tuple(inputs), tuple(outputs), infer_shape, reference, decompose,
-                    dict(attributes or {}), plugin)
+                    dict(attributes or {}), plugin, kernel)
     _OPS[(domain, op_type)] = entry
     return entry
 
@@ -494,12 +574,91 @@ def onnx_converter(domain: str, op_type: str):
 
 
 def expand_op(builder: GraphBuilder, domain: str, op_type: str, *inputs: SSAValue, **attrs) -> list[SSAValue]:
-    """Emit the registered custom operator's decomposition (what a pass calls to rewrite a
-    pattern into the op)."""
+    """Emit the registered custom operator: its decomposition, or its `graph.custom` op when
+    it has a tile kernel (what a pass calls to rewrite a pattern into the op)."""
     entry = find_op(domain, op_type)
     if entry is None:
         raise PluginError(f"no custom operator {domain}::{op_type} is registered")
     return entry.build(builder, list(inputs), attrs)
+
+
+# --------------------------------------------------------------------------------------
+# graph.custom: an operator with a tile kernel, opaque to ge
+# --------------------------------------------------------------------------------------
+
+
+def params_attr(attrs: dict[str, Any], label: str = "custom operator") -> DictionaryAttr:
+    """A custom op's attributes as the `params` dictionary of its `graph.custom` op (ints,
+    floats, strings and lists of them)."""
+
+    def one(name: str, v: Any) -> Attribute:
+        if isinstance(v, bool | np.bool_):
+            return IntegerAttr(int(v), i64)
+        if isinstance(v, int | np.integer):
+            return IntegerAttr(int(v), i64)
+        if isinstance(v, float | np.floating):
+            return FloatAttr(float(v), f64)
+        if isinstance(v, str | bytes):
+            return StringAttr(v.decode() if isinstance(v, bytes) else v)
+        if isinstance(v, Sequence | np.ndarray):
+            return ArrayAttr([one(name, x) for x in v])
+        raise PluginError(f"{label}: attribute '{name}' = {v!r} is not an int, float, string or a list of them")
+
+    return DictionaryAttr({k: one(k, v) for k, v in attrs.items()})
+
+
+def _python(a: Attribute) -> Any:
+    if isinstance(a, IntegerAttr):
+        return int(a.value.data)
+    if isinstance(a, FloatAttr):
+        return float(a.value.data)
+    if isinstance(a, StringAttr):
+        return a.data
+    if isinstance(a, ArrayAttr):
+        return [_python(x) for x in a.data]
+    raise TypeError(f"unexpected attribute {a}")
+
+
+def custom_entry(props: dict[str, Attribute]) -> OpEntry:
+    """The registered operator a `graph.custom` op names (VerifyException if none is)."""
+    from xdsl.utils.exceptions import VerifyException
+
+    domain, op_type = props["domain"], props["op_type"]
+    assert isinstance(domain, StringAttr) and isinstance(op_type, StringAttr)
+    entry = find_op(domain.data, op_type.data)
+    if entry is None or entry.kernel is None:
+        raise VerifyException(f"no custom operator {domain.data}::{op_type.data} with a tile kernel is registered "
+                              "(install its plugin, or call ge.register_op)")
+    return entry
+
+
+def custom_attrs(props: dict[str, Attribute]) -> dict[str, Any]:
+    """The node's attributes over the declared defaults, from a `graph.custom` op's `params`."""
+    entry = custom_entry(props)
+    params = props.get("params")
+    given = {k: _python(v) for k, v in params.data.items()} if isinstance(params, DictionaryAttr) else {}
+    return entry.attrs(given)
+
+
+def infer_custom(props: dict[str, Attribute], types: Sequence[TensorType]) -> list[TensorType]:
+    """`graph.custom`'s result types: the plugin's `infer_shape`, the first input's element type."""
+    from xdsl.utils.exceptions import VerifyException
+
+    entry = custom_entry(props)
+    if len(types) != len(entry.inputs):
+        raise VerifyException(f"{entry.label} takes {len(entry.inputs)} input(s), got {len(types)}")
+    try:
+        shapes = entry.declared_shapes([t.get_shape() for t in types], custom_attrs(props))
+    except PluginError as e:
+        raise VerifyException(str(e)) from None
+    elem = types[0].element_type
+    return [TensorType(elem, list(s)) for s in shapes]
+
+
+def run_custom(props: dict[str, Attribute], args: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """The reference semantics of a `graph.custom` op (the reference interpreter's kernel)."""
+    entry = custom_entry(props)
+    return entry.run_reference(*args, **custom_attrs(props))
 
 
 # --------------------------------------------------------------------------------------

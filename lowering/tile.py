@@ -37,7 +37,7 @@ from xdsl.ir import Block, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
-from ge import targets
+from ge import plugin_tile, targets
 from ge.dialects import tile as t
 from ge.dialects.blobs import attr_array, constant_attr
 from ge.lowering import tile_cube as cube
@@ -108,6 +108,8 @@ class _KernelTiler:
         return layouts.to_origin(np.asarray(attr_array(owner.value)).reshape(ty.get_shape()), ty)
 
     def run(self) -> KernelReport:
+        if plugin_tile.is_custom_group(self.block):
+            return self.custom_kernel()
         if cube.is_cube_group(self.block):
             return self.cube_kernel()
         if all(math.prod(_tensor_shape(v)) == 0 for v in self.block.last_op.operands):
@@ -199,6 +201,12 @@ class _KernelTiler:
         report = self.finish(new, what, plan.describe(), plan.blocks, plan.cycles, self.vector_bound(), 1)
         report.chosen = plan
         return report
+
+    def custom_kernel(self) -> KernelReport:
+        """A plugin's `graph.custom` op: its own tile kernel builder writes the body."""
+        new, b, gm = self.new_kernel()
+        built = plugin_tile.build_custom_kernel(b, self.block, gm, self.mach, describe_kernel(self.kernel))
+        return self.finish(new, built.what, built.plan, built.blocks, built.cycles, self.vector_bound(), 1)
 
     def vector_bound(self) -> Roofline:
         """GM traffic of the group at HBM speed; vector work of its ops over all cores."""

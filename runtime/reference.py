@@ -787,6 +787,14 @@ def _trilu(op: Operation, x: np.ndarray) -> np.ndarray:
     return np.triu(x, k) if "upper" in op.properties else np.tril(x, k)
 
 
+@_kernel(g.CustomOp)
+def _custom(op: g.CustomOp, *args: np.ndarray) -> list[np.ndarray]:
+    """An operator a plugin brings with a tile kernel: its declared numpy reference."""
+    from ge.plugins import run_custom
+
+    return run_custom(dict(op.properties), args)
+
+
 # --------------------------------------------------------------------------------------
 # Interpreter
 # --------------------------------------------------------------------------------------

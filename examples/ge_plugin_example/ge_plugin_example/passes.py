@@ -1,5 +1,7 @@
-"""The `fuse-rmsnorm` pass (entry point `ge.passes`): RMSNorm written with standard ONNX
-ops -> the custom operator com.example::RMSNorm.
+"""The example's passes (entry point `ge.passes`): patterns of standard ONNX ops -> the
+example's custom operators.
+
+`fuse-rmsnorm`: RMSNorm written with standard ONNX ops -> com.example::RMSNorm.
 
 Recognized (as exported from PyTorch's `x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * w`):
 
@@ -11,6 +13,14 @@ Recognized (as exported from PyTorch's `x * torch.rsqrt(x.pow(2).mean(-1, keepdi
 
 The matched ops are replaced by the operator's registered decomposition, built once
 through `ge.plugins.expand_op`, so a model written either way compiles to the same kernels.
+
+`fuse-swiglu`: SwiGLU as exported from PyTorch's `a, g = x.chunk(2, -1); F.silu(a) * g`
+
+    a, g = Split(x, axis=last, two equal halves)
+    y    = Mul(Mul(a, Sigmoid(a)), g)           (each Mul either side)
+
+-> com.example::SwiGLU(x), an operator with its own tile kernel: one kernel where ge builds
+two (the Split is a data-movement kernel of its own).
 """
 
 from dataclasses import dataclass
@@ -21,6 +31,7 @@ from xdsl.dialects.builtin import ModuleOp
 from ge import GraphPass
 from ge.dialects import graph
 from ge.plugins import GraphBuilder, constant_value, expand_op
+from ge_plugin_example import swiglu
 from ge_plugin_example.ops import DOMAIN, OP_TYPE
 
 
@@ -104,6 +115,57 @@ class FuseRMSNormPass(GraphPass):
                 if op.output.type != x.type:
                     continue
                 (y,) = expand_op(GraphBuilder.before(op, "rmsnorm"), DOMAIN, OP_TYPE, x, w, epsilon=float(np.float32(eps)))
+                op.output.replace_all_uses_with(y)
+                op.detach()
+                op.erase()
+                break
+        _remove_dead(module)
+
+
+def _silu_of(value):
+    """a * sigmoid(a) (either order) -> a, else None."""
+    mul = _owner(value, graph.MulOp)
+    if mul is None:
+        return None
+    for a, s in ((mul.lhs, mul.rhs), (mul.rhs, mul.lhs)):
+        sig = _owner(s, graph.SigmoidOp)
+        if sig is not None and sig.input is a:
+            return a
+    return None
+
+
+def _halves(a, gate):
+    """x when a and gate are the first and second half of x (a two-way Split along the
+    last axis), else None."""
+    split = a.owner
+    if not isinstance(split, graph.SplitOp) or gate.owner is not split or len(split.results) != 2:
+        return None
+    if (split.results[0], split.results[1]) != (a, gate):
+        return None
+    rank = split.input.type.get_num_dims()
+    sizes = graph.get_ints(split.properties, "sizes")
+    if graph.get_int(split.properties, "axis") != rank - 1 or sizes[0] != sizes[1]:
+        return None
+    return split.input
+
+
+@dataclass(frozen=True)
+class FuseSwiGLUPass(GraphPass):
+    """SwiGLU spelled with standard ops -> com.example::SwiGLU (see the module docstring)."""
+
+    name = "fuse-swiglu"
+    stage = "after-import"
+
+    def run(self, module: ModuleOp) -> None:
+        for op in list(module.walk()):
+            if not isinstance(op, graph.MulOp) or op.parent is None:
+                continue
+            for silu, gate in ((op.lhs, op.rhs), (op.rhs, op.lhs)):
+                a = _silu_of(silu)
+                x = a is not None and _halves(a, gate)
+                if not x or op.output.type != gate.type:
+                    continue
+                (y,) = expand_op(GraphBuilder.before(op, "swiglu"), swiglu.DOMAIN, swiglu.OP_TYPE, x)
                 op.output.replace_all_uses_with(y)
                 op.detach()
                 op.erase()
