@@ -808,11 +808,11 @@ class _L0cOutOp(_MoveOp):
 
     def verify_instruction(self) -> None:
         super().verify_instruction()
-        src = _elem(self.src)
+        src, what = _elem(self.src), self.name.removeprefix("isa.")
         if src not in (f32, IntegerType(32)):
-            raise VerifyException(f"{self.name} reads the f32 or i32 accumulator, got {src}")
+            raise VerifyException(f"{what} reads the f32 or i32 accumulator, got {src}")
         if self.pad is not None:
-            raise VerifyException(f"{self.name} writes only the window; it has no pad value")
+            raise VerifyException(f"{what} writes only the window; it has no pad value")
 
 
 @irdl_op_definition

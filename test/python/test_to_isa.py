@@ -172,3 +172,34 @@ def test_double_buffering_lowers_the_cycles_of_a_load_bound_kernel():
     single, one = cycles("to-isa{double-buffer=false},plan-local-memory,insert-sync")
     assert (two, one) == (2, 1)
     assert double < single
+
+
+def test_l0c_read_out_follows_the_target():
+    """L0C -> UB is the Vector unit's copy_l0c_to_ub on the 910 (no FixPipe) and a
+    fixpipe on the 910B; both compute what the tile interpreter computes."""
+    kernel = _compare(MATMUL_K_LOOP)
+    names = [op.name for op in kernel.walk() if isinstance(op, isa.InstructionOp)]
+    assert names.count("isa.copy_l0c_to_ub") == 1 and "isa.fixpipe" not in names
+    read_out = next(op for op in kernel.walk() if isinstance(op, isa.CopyL0cToUbOp))
+    assert read_out.PIPE == isa.Pipe.V
+    text = MATMUL_K_LOOP.replace(HEADER, HEADER.replace("ascend910", "ascend910b"))
+    _, _, kernel_b = _kernels(text)
+    names_b = [op.name for op in kernel_b.walk() if isinstance(op, isa.InstructionOp)]
+    assert names_b.count("isa.fixpipe") == 1 and "isa.copy_l0c_to_ub" not in names_b
+
+
+def test_l0c_straight_to_gm_needs_fixpipe():
+    """The 910 has no path from L0C to GM (its read-out goes to UB only): a located error;
+    the 910B's FixPipe writes GM directly."""
+    text = MATMUL_K_LOOP.replace(
+        "tile.copy %c_l0[%c0, %c0] to %c_ub[%c0, %c0] sizes [32, 48] perm [1, 0] : memref<32x48xf32, #tile.space<l0c>> "
+        "to memref<48x32xf32, #tile.space<ub>>",
+        "tile.copy %c_l0[%c0, %c0] to %c[%c0, %c0] sizes [32, 48] perm [1, 0] : memref<32x48xf32, #tile.space<l0c>> "
+        "to memref<48x32xf32, #tile.space<gm>>")
+    assert text != MATMUL_K_LOOP
+    kernel = next(op for op in parse_module(text).walk() if isinstance(op, t.KernelOp))
+    with pytest.raises(IsaLoweringError, match=r"kernel @mm.*tile\.copy: no isa move from l0c to gm on ascend910 "
+                                               r"\(it has no FixPipe"):
+        lower_kernel(kernel, targets.load_target("ascend910"))
+    lowered = lower_kernel(kernel, targets.load_target("ascend910b"))
+    assert any(isinstance(op, isa.FixpipeOp) for op in lowered.walk())
