@@ -401,7 +401,9 @@ def cube_cost(p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl1: int
     vec = mach.vector(tm * tn * 4, s.vec_ops)
     mte3 = mach.dma("ub_to_gm", s.out, blocks)
     gm = mach.hbm(chunks * (a_in + b_in) + s.epi_in + s.out, blocks)  # reads and writes share HBM
-    per_outer = hoisted + pipelined(inner, [main, fix, epi_in, vec, mte3, gm], epid)
+    # without FixPipe (the 910) the L0C read-out runs on the Vector pipe, with the epilogue
+    stages = [main, fix, epi_in, vec, mte3, gm] if mach.target.isa.fixpipe else [main, epi_in, fix + vec, mte3, gm]
+    per_outer = hoisted + pipelined(inner, stages, epid)
     return _ceil(p.batch * p.groups * outer * split, blocks) * per_outer
 
 
