@@ -16,7 +16,7 @@ from ge.errors import GeError, InputError, ModelFormatError, ShapeError, Unsuppo
 __all__ = [
     "CompileError", "CompileOptions", "CompiledModel", "GeError", "GraphPass", "InputError", "ModelFormatError",
     "PluginError", "ShapeError", "UnsupportedModelError", "compile", "from_torch", "load_model", "load_onnx", "load_tf",
-    "register_op", "register_pass",
+    "quantize", "register_op", "register_pass",
 ]
 
 _PLUGIN_API = ("GraphPass", "PluginError", "register_op", "register_pass")
@@ -44,6 +44,13 @@ def from_torch(module, example_inputs, input_names=None, output_names=None, deco
     from ge.torch_backend import from_torch as convert
 
     return convert(module, example_inputs, input_names, output_names, decompositions)
+
+
+def quantize(model, calibration_data, method="minmax", skip=(), **options):
+    """Post-training int8 quantization (ge.quantization.quantize): a QDQ ONNX model + report."""
+    from ge.quantization import quantize as run
+
+    return run(model, calibration_data, method=method, skip=skip, **options)
 
 
 def load_tf(model, input_shape=None, outputs=None):

@@ -1,5 +1,8 @@
 """Post-training quantization: `ge.quantize(model, calibration_data, method=...)`.
 
+(The module is `ge.quantization`: a submodule named `ge.quantize` would replace the
+`ge.quantize` function on the package as soon as it is imported.)
+
 What Huawei's AMCT does before ATC: run the float model on a calibration set, pick an int8
 range for the activation entering every Conv / MatMul / Gemm, quantize the weights
 symmetrically per output channel, and hand the compiler a model it can run on the Cube in
@@ -22,8 +25,9 @@ Activation ranges, per tensor (calibration on the float model, run by onnxruntim
   and onnxruntime's `get_entropy_threshold` (calibrate.py) do, so an empty Q bin under a
   non-empty P bin is a large, finite divergence; the threshold is the upper edge of the last
   kept bin (onnxruntime, MXNet). Same [0, T] / [-T, T] rule as percentile.
-Scale and zero point from a range follow onnxruntime's `compute_scale_zp` (the range
-always includes 0; int8 qmin = -128, qmax = 127). Weights: int8 in [-127, 127],
+Activations are symmetric by default (zero point 0, scale = max(|lo|, |hi|) / 127, as
+TensorRT and ge's int8 Cube path want); with `symmetric=False` scale and zero point follow
+onnxruntime's `compute_scale_zp` (the range always includes 0; qmin = -128, qmax = 127). Weights: int8 in [-127, 127],
 scale = max|w| / 127 per output channel. Biases: int32 = round(b / (scale_x * scale_w))
 (numpy round, half to even), as onnxruntime's `quantize_bias_static_impl`.
 
@@ -130,8 +134,12 @@ def activation_range(values: np.ndarray, method: str, percentile: float = 99.999
     return (0.0, t) if lo >= 0 else (-t, t)
 
 
-def scale_zero_point(lo: float, hi: float) -> tuple[np.float32, np.int8]:
-    """onnxruntime's `compute_scale_zp` for int8: the range is widened to include 0."""
+def scale_zero_point(lo: float, hi: float, symmetric: bool = False) -> tuple[np.float32, np.int8]:
+    """onnxruntime's `compute_scale_zp` for int8: the range is widened to include 0.
+    Symmetric: zero point 0 and scale = max(|lo|, |hi|) / 127 (TensorRT's, AMCT's)."""
+    if symmetric:
+        scale = np.float32(max(abs(lo), abs(hi)) / WEIGHT_QMAX)
+        return (scale, np.int8(0)) if scale > 0 and np.isfinite(scale) else (np.float32(1.0), np.int8(0))
     rmin, rmax = min(lo, 0.0), max(hi, 0.0)
     scale = np.float32((rmax - rmin) / (QMAX - QMIN))
     if scale == 0 or not np.isfinite(scale):
@@ -400,12 +408,15 @@ def quantize(
     skip: Sequence[str] = (),
     keep_first_last: bool = True,
     percentile: float = 99.999,
+    symmetric: bool = True,
     report_error: bool = True,
 ) -> QuantizedModel:
     """Post-training int8 quantization of an ONNX model (path, bytes or ModelProto).
 
     `calibration_data`: a `.npz` path, a dict {input name: samples along dim 0}, or a
-    list of such dicts. Returns a `QuantizedModel` (`.model` a QDQ ONNX model, `.report`).
+    list of such dicts. `symmetric`: activations with zero point 0 (what ge's int8 Cube
+    path runs); False gives asymmetric ranges (zero point = the activation offset).
+    Returns a `QuantizedModel` (`.model` a QDQ ONNX model, `.report`).
     """
     from ge.frontend.onnx import load_onnx_model
 
@@ -422,7 +433,8 @@ def quantize(
     activations = list(dict.fromkeys(node.input[0] for node, _, _ in chosen))
     outputs = [node.output[0] for node, _, _ in chosen]
     float_values = run_model(proto, inputs, list(dict.fromkeys(activations + outputs)))
-    ranges = {a: scale_zero_point(*activation_range(float_values[a], method, percentile)) for a in activations}
+    ranges = {a: scale_zero_point(*activation_range(float_values[a], method, percentile), symmetric)
+              for a in activations}
 
     writer = _QdqWriter(proto)
     index = {id(n): i for i, n in enumerate(proto.graph.node)}
