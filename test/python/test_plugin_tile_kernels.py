@@ -158,6 +158,38 @@ def test_reference_interpreter_runs_the_custom_op(swiglu):
     assert np.abs(y - expected).max() <= 1e-6 * scale_of(expected)
 
 
+def test_custom_op_between_matmuls_is_a_kernel_of_its_own(swiglu):
+    """An FFN: MatMul -> SwiGLU -> MatMul. The custom op is opaque: no epilogue absorbs it,
+    three kernels; f32 within 1e-4 of the output's scale of the float64 numpy chain."""
+    rng = np.random.default_rng(0)
+    w1 = (rng.standard_normal((64, 256)) / 8).astype(np.float32)
+    w2 = (rng.standard_normal((128, 64)) / 8).astype(np.float32)
+    nodes = [helper.make_node("MatMul", ["x", "w1"], ["h"], name="up"),
+             helper.make_node("SwiGLU", ["h"], ["s"], domain="com.example", name="act"),
+             helper.make_node("MatMul", ["s", "w2"], ["y"], name="down")]
+    g = helper.make_graph(nodes, "ffn", [helper.make_tensor_value_info("x", TensorProto.FLOAT, (32, 64))],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, (32, 64))],
+                          [numpy_helper.from_array(w1, "w1"), numpy_helper.from_array(w2, "w2")])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.example", 1)])
+    x = rng.standard_normal((32, 64)).astype(np.float32)
+    expected = swiglu.reference(x.astype(np.float64) @ w1) @ w2
+    compiled = ge.compile(model, ge.CompileOptions(precision_mode=F32))
+    assert len(launches(compiled)) == 3
+    y = compiled.run({"x": x})["y"]
+    assert np.abs(y - expected).max() <= 1e-4 * scale_of(expected)
+
+
+def test_ir_naming_an_unregistered_operator_does_not_verify():
+    from ge.ir import parse_module
+
+    text = """func.func @main(%x: tensor<4x64xf32>) -> tensor<4x32xf32> {
+      %y = graph.custom "Nope"(%x) {domain = "com.nobody"} : (tensor<4x64xf32>) -> tensor<4x32xf32>
+      func.return %y : tensor<4x32xf32>
+    }"""
+    with pytest.raises(Exception, match=r"no custom operator com.nobody::Nope with a tile kernel is registered"):
+        parse_module(text).verify()
+
+
 # --------------------------------------------------------------------------------------
 # fuse-swiglu: the kernel count before and after
 # --------------------------------------------------------------------------------------
