@@ -26,6 +26,7 @@ from collections.abc import Sequence
 
 from ge.errors import GeError
 from ge.tools.ge_opt import LOG_LEVELS, run_reporting_errors, setup_logging
+from ge.tools.ge_quantize import add_compile_options, calibrated
 
 MODES = (0, 1, 3)  # ATC's --mode: 0 build, 1 model file -> JSON, 3 pre-check only
 FRAMEWORKS = {3: "TensorFlow", 5: "ONNX"}  # ATC's --framework numbers (0 Caffe, 1 MindSpore: not read)
@@ -71,6 +72,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--dump-ir", metavar="DIR", help="write the IR after every stage to DIR (re-parsable by ge-opt)")
     p.add_argument("--report", metavar="REPORT.json", help="write the compile report (times, counts, memory)")
     p.add_argument("--no-ir-text", action="store_true", help="leave the task-level IR out of the model file")
+    add_compile_options(p)  # --calibration-data, --quant-method, --quant-skip (tools/ge_quantize.py)
     p.add_argument("--passes", default="", metavar="NAME[,NAME]",
                    help="custom passes to run, each at its registered stage (ge.register_pass or a package's "
                    "`ge.passes` entry point; README \"Extending ge\")")
@@ -208,6 +210,7 @@ def run(args: argparse.Namespace) -> int:
     if args.model is None or args.output is None:
         raise UsageError("compiling needs the model and -o model.om (or --mode 1 / --mode 3)")
     source = framework_source(args.model, args.framework)
+    source = calibrated(source, args)  # ge.quantize first with --calibration-data
     progress = _Progress(sys.stderr) if sys.stderr.isatty() else None
     compiled = ge.compile(source, _options(args), progress=progress)
     size = compiled.save(args.output)

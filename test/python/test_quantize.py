@@ -226,3 +226,27 @@ def test_activation_products_stay_float():
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     chosen, kept = select_layers(model, [], keep_first_last=False)
     assert chosen == [] and kept == {"scores": "its weight is not a constant"}
+
+
+def test_ge_quantize_tool(digits, tmp_path, capsys):
+    import json
+
+    from ge.tools import ge_compile, ge_quantize
+
+    model, x, _, train, _ = digits
+    onnx.save_model(model, str(tmp_path / "digits.onnx"))
+    np.savez(tmp_path / "calib.npz", x=x[train[:32]])
+    args = [str(tmp_path / "digits.onnx"), "--calibration-data", str(tmp_path / "calib.npz"), "-o", str(tmp_path / "q.onnx")]
+    assert ge_quantize.main([*args, "--method", "entropy", "--skip", "fc1", "--report", str(tmp_path / "r.json")]) == 0
+    out = capsys.readouterr().out
+    assert "quantization (entropy): 1 layer(s) int8, 3 kept float" in out and "fc1" in out
+    written = onnx.load_model(str(tmp_path / "q.onnx"))
+    assert [n.op_type for n in written.graph.node].count("QuantizeLinear") == 1
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert [r["node"] for r in report["layers"]] == ["conv2"] and report["kept_float"]["fc1"] == "in the skip list"
+
+    assert ge_quantize.main([*args, "--skip", "nope"]) == 1
+    assert capsys.readouterr().err.strip() == \
+        "ge-quantize: error: the skip list names node(s) the model does not have: nope"
+    assert ge_compile.main([str(tmp_path / "digits.onnx"), "-o", str(tmp_path / "d.om"), "--quant-method", "entropy"]) == 1
+    assert "ge-compile: error: --quant-method and --quant-skip need --calibration-data" in capsys.readouterr().err
