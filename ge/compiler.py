@@ -14,7 +14,8 @@ are thin wrappers over this module, and `ge.backend` uses it for device="NPU".
 -- functional only, cycles are the tile cost model's estimates -- a fast debug mode.
 Gears (`ge.gears`): an input shape with -1s plus one of `dynamic_batch_size`,
 `dynamic_image_size`, `dynamic_dims` compiles one static gear per listed shape assignment
-into one model that shares the weights.
+into one model that shares the weights. `input_shape_range` compiles nothing up front: the
+model keeps its graph and compiles kernels per input shape at run time (`ge.dynamic`).
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ class CompileOptions:
     dynamic_batch_size: str | Sequence[int] | None = None
     dynamic_image_size: str | Sequence[Sequence[int]] | None = None  # "h1,w1;h2,w2" (ge.gears)
     dynamic_dims: str | Sequence[Sequence[int]] | None = None  # "d1,d2;d3,d4": every -1 per gear (ge.gears)
+    input_shape_range: str | None = None  # "input_ids:[1,1~512]": kernels compiled per shape at run time (ge.dynamic)
     fusion_switch_file: str | None = None
     disable_reuse_memory: bool = False
     enable_single_stream: bool = False
@@ -321,6 +323,10 @@ def compile(model: str | Path | bytes | onnx.ModelProto | ModuleOp, options: Com
     options = options or CompileOptions()
     _check_options(options)
     target = resolve_target(options.soc_version)
+    if options.input_shape_range:
+        from ge.dynamic import compile_dynamic
+
+        return compile_dynamic(model, options, progress)
     gears = compile_gears(options)
     name = type(model).__name__ if (torch_source := _torch_module(model, example_inputs)) is not None else _model_name(model)
     model = torch_source if torch_source is not None else model
@@ -405,4 +411,9 @@ def load_model(path: str | Path) -> CompiledModel:
     """Load a model file written by `CompiledModel.save` or `ge-compile`."""
     from ge.runtime.model_file import load_model as read
 
-    return CompiledModel(read(path))
+    model = read(path)
+    if "dynamic" in model.metadata:  # an input_shape_range model: kernels per shape at run time
+        from ge.dynamic import DynamicCompiledModel
+
+        return DynamicCompiledModel(model)
+    return CompiledModel(model)

@@ -323,7 +323,13 @@ def check_support(model, options=None) -> SupportReport:
     start = time.perf_counter()
     options = options or CompileOptions()
     target = resolve_target(options.soc_version)
-    shapes = dict(compile_gears(options)[0].shapes)
+    if options.input_shape_range:  # a dynamic-shape model: checked at the smallest shapes of its ranges
+        from ge.dynamic import parse_shape_ranges
+
+        shapes = {n: tuple(lo for lo, _ in r) for n, r in parse_shape_ranges(options.input_shape_range).items()}
+        options = dataclasses.replace(options, input_shape_range=None)
+    else:
+        shapes = dict(compile_gears(options)[0].shapes)
     name = _model_name(model)
     proto = load_onnx_model(model, name)
     check = _Check(proto, name, dataclasses.replace(options, input_shape=shapes), target)

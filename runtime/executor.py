@@ -290,7 +290,8 @@ class RunReport:
                            "ts": s.start * us, "dur": (s.end - s.start) * us,
                            "args": {"task": s.task, "cores": s.cores}})
         return {"traceEvents": events, "displayTimeUnit": "ns",
-                "otherData": {"clock_hz": self.clock_hz, "cycles": self.total_cycles, "source": self.cycles_source}}
+                "otherData": {"clock_hz": self.clock_hz, "cycles": self.total_cycles, "source": self.cycles_source,
+                              **({"kernel_cache": self.cache} if self.cache is not None else {})}}
 
     def write_timeline(self, path: str | Path) -> None:
         Path(path).write_text(json.dumps(self.timeline()))

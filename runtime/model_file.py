@@ -37,6 +37,9 @@ gear), its task range `[first, end)`, its inputs and outputs (tensor ids) and it
 streams; the top-level inputs show the dims that differ between gears as -1.
 - IR_TEXT (64, optional), UTF-8: the task-level module without its weight blobs (they are
   in WEIGHTS), for inspection only.
+- GRAPH (65, dynamic-shape models only): the framework graph (ONNX bytes) that `ge.dynamic`
+  compiles per input-shape signature at run time; METADATA's `dynamic` gives the inputs with
+  their shape ranges, and the other partitions are empty (the kernels live in the cache).
 
 Nothing on the load path parses MLIR: the tasks and tensors are plain JSON and the weights
 a view of the file's bytes. A truncated, corrupted, foreign, newer or inconsistent file
@@ -80,6 +83,7 @@ class PartitionKind(IntEnum):
     KERNELS = 3
     METADATA = 8
     IR_TEXT = 64
+    GRAPH = 65
 
 
 REQUIRED = (PartitionKind.MODEL_DEF, PartitionKind.WEIGHTS, PartitionKind.TASK_INFO, PartitionKind.KERNELS,
@@ -116,6 +120,7 @@ class Model:
     kernels: dict[str, Any]
     metadata: dict[str, Any]
     ir_text: str | None = None
+    graph: bytes | None = None  # the framework graph of a dynamic-shape model (GRAPH)
     version: int = FORMAT_VERSION
     path: str | None = field(default=None, compare=False)
 
@@ -462,6 +467,8 @@ def save_model(path: str | Path, model: Model) -> int:
     ]
     if model.ir_text is not None:
         parts.append((PartitionKind.IR_TEXT, model.ir_text.encode()))
+    if model.graph is not None:
+        parts.append((PartitionKind.GRAPH, model.graph))
     top = HEADER_SIZE + _ENTRY.size * len(parts)
     table, layout = [], []
     for kind, data in parts:
@@ -543,6 +550,8 @@ def _read_model(data: bytes, name: str) -> Model:
             model.ir_text = bytes(parts[PartitionKind.IR_TEXT]).decode()
         except UnicodeDecodeError:
             raise CorruptModelError(f"{name}: the IR_TEXT partition is not UTF-8") from None
+    if PartitionKind.GRAPH in parts:
+        model.graph = bytes(parts[PartitionKind.GRAPH])
     _check_contents(model, name)
     from ge.runtime.model_checks import check_model  # signature and block_dim vs the target
 

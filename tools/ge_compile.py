@@ -61,6 +61,9 @@ def parser() -> argparse.ArgumentParser:
                    help='image sizes to compile for the -1 height and width, e.g. "224,224;320,320"')
     p.add_argument("--dynamic-dims", "--dynamic_dims",
                    help='per gear the values of every -1 of --input-shape in input order, e.g. "16,16;32,32"')
+    p.add_argument("--input-shape-range", "--input_shape_range",
+                   help='true dynamic shapes, e.g. "input_ids:[1,1~512]" (a dim: n, lo~hi or -1): kernels are '
+                   "compiled per input shape at run time and cached ($GE_CACHE_DIR, default ~/.cache/ge)")
     p.add_argument("--disable-reuse-memory", "--disable_reuse_memory", action="store_true",
                    help="give every activation its own GM bytes")
     p.add_argument("--enable-single-stream", "--enable_single_stream", action="store_true",
@@ -101,7 +104,7 @@ def _options(args: argparse.Namespace):
     return CompileOptions(
         soc_version=args.soc_version, precision_mode=args.precision_mode, input_shape=args.input_shape,
         dynamic_batch_size=args.dynamic_batch_size, dynamic_image_size=args.dynamic_image_size,
-        dynamic_dims=args.dynamic_dims, fusion_switch_file=args.fusion_switch_file,
+        dynamic_dims=args.dynamic_dims, input_shape_range=args.input_shape_range, fusion_switch_file=args.fusion_switch_file,
         disable_reuse_memory=args.disable_reuse_memory, enable_single_stream=args.enable_single_stream,
         kernel_level=args.kernel_level, dump_ir=args.dump_ir, keep_ir_text=not args.no_ir_text, passes=args.passes,
     )
@@ -116,6 +119,10 @@ def _gears_summary(gears: list[dict]) -> str:
 
 
 def summary(report: dict, path: str, size: int) -> str:
+    if report.get("mode") == "dynamic":
+        ranges = "; ".join(f"{n}:{r}" for n, r in report["input_shape_range"].items())
+        return (f"{path}: {size} bytes; dynamic shapes {ranges}: kernels are compiled per input shape at run time "
+                f"and cached; checked in {report['compile_seconds']['total']:.2f} s")
     m = report["memory"]
     gears = _gears_summary(report["gears"]) if "gears" in report else ""
     return (f"{path}: {size} bytes; {report['kernels']} kernels ({report['kernel_level']} level), "

@@ -44,6 +44,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--output", metavar="OUT.npz", help="write the outputs (by name) to this .npz")
     p.add_argument("--seed", type=int, default=0, help="seed of the random inputs (when --inputs is not given)")
     p.add_argument("--batch", type=int, help="batch size of the random inputs of a dynamic-batch model")
+    p.add_argument("--shape", help='the shapes of the random inputs of a dynamic-shape model '
+                   '(--input-shape-range), e.g. "input_ids:1,33;attention_mask:1,33"')
     p.add_argument("--gear", help="the gear of the random inputs of a gear model, by label "
                    "(e.g. 320x320, dims=32,32,32; ge-compile's summary lists them); default: the first")
     p.add_argument("--compare", metavar="MODEL.onnx", help="run onnxruntime on the same inputs and compare")
@@ -85,9 +87,16 @@ def random_inputs(inputs: list[dict], seed: int, batch: int | None) -> dict[str,
     return out
 
 
-def _gear_inputs(model, label: str | None) -> list[dict]:
+def _gear_inputs(model, label: str | None, shape: str | None = None) -> list[dict]:
     """The input signature of the random inputs: the model's (batch gears: -1 takes --batch),
-    else the named or first image-size / dims gear's."""
+    else the named or first image-size / dims gear's, or a dynamic-shape model's `--shape`."""
+    if "dynamic" in model.model.metadata:
+        from ge.frontend.onnx import parse_input_shape
+
+        if shape is None:
+            raise InputError("a dynamic-shape model: give the random inputs' shapes with --shape (or --inputs)")
+        shapes = parse_input_shape(shape)
+        return [io | {"shape": list(shapes.get(io["name"], io["shape"]))} for io in model.inputs]
     gears = [g for g in model.model.metadata.get("gears", []) if "tasks" in g and g.get("batch") is None]
     if not gears:
         if label is not None:
@@ -221,10 +230,13 @@ def run(args: argparse.Namespace) -> int:
     if args.inputs:
         inputs = read_inputs(args.inputs, names)
     else:
-        inputs = random_inputs(_gear_inputs(model, args.gear), args.seed, args.batch or (model.batch_sizes or [None])[0])
+        inputs = random_inputs(_gear_inputs(model, args.gear, args.shape), args.seed, args.batch or (model.batch_sizes or [None])[0])
     log.info("%s: %s inputs %s", args.model, "read" if args.inputs else f"seeded (seed {args.seed}) random",
              ", ".join(f"'{k}' {list(v.shape)} {v.dtype}" for k, v in inputs.items()))
-    executor = model.executor
+    dynamic = "dynamic" in model.model.metadata  # kernels per input shape, compiled or cached at run time
+    if dynamic and args.dump:
+        raise InputError(f"{args.model}: --dump does not apply to a dynamic-shape model")
+    executor = None if dynamic else model.executor
     loaded = time.perf_counter()
     log.info("%s: %d kernels at the %s level loaded in %.3f s", args.model, len(model.model.definition["kernels"]),
              model.model.metadata.get("kernel_level"), loaded - start)
@@ -238,18 +250,23 @@ def run(args: argparse.Namespace) -> int:
     outputs = model.run(inputs, trace=args.profile is not None, timing_only=args.timing_only,
                         allow_hazards=args.allow_hazards)
     done = time.perf_counter()
+    executor = model.executor
     report = executor.last_report
     print(report.table(args.top))
     if args.by_node:
         from ge import node_profile
 
         types = _op_types(args.compare) if args.compare else None
-        print(node_profile.table(node_profile.by_node(report, model.model.definition, types), args.top))
-        node_profile.name_spans_by_node(report, model.model.definition)
+        print(node_profile.table(node_profile.by_node(report, executor.model.definition, types), args.top))
+        node_profile.name_spans_by_node(report, executor.model.definition)
     if dumper is not None:
         print(dumper.finish())
     gear = f", gear batch={report.batch}" if report.batch is not None else \
         (f", gear {report.gear}" if report.gear is not None else "")
+    if report.cache is not None:  # a dynamic-shape model (ge.dynamic)
+        stats = model.cache_stats
+        gear += (f", kernel cache: {report.cache} (hits {stats.hits}: memory {stats.memory_hits}, disk "
+                 f"{stats.disk_hits}; compiles {stats.compiles})")
     print(f"loaded in {loaded - start:.2f} s, ran in {done - loaded:.2f} s{gear}")
     if report.problems:
         print(f"warning: the simulator reported {len(report.problems)} problem(s):")

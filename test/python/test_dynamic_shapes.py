@@ -231,3 +231,139 @@ def test_squeezenet_image_size_gears_224_and_320():
         err = float(np.abs(got - want).max() / np.abs(want).max())
         cos = float(got.ravel() @ want.ravel() / (np.linalg.norm(got) * np.linalg.norm(want)))
         assert err < 0.03 and cos >= 0.999, (size, err, cos)
+
+
+# --------------------------------------------------------------------------------------
+# The true dynamic-shape mode: kernels per shape signature, cached in memory and on disk
+# --------------------------------------------------------------------------------------
+
+BERT_RANGE = "input_ids:[1,1~128];token_type_ids:[1,1~128];attention_mask:[1,1~128]"
+
+
+def test_input_shape_range_parsing():
+    from ge.dynamic import parse_shape_ranges
+
+    assert parse_shape_ranges("input_ids:[1,1~512];x:[-1,3]") == {"input_ids": [(1, 1), (1, 512)],
+                                                                 "x": [(1, None), (3, 3)]}
+    for spec, message in (("input_ids:1,1~512", "not of the form"), ("x:[1,a]", "must be n, lo~hi or -1"),
+                          ("x:[1,9~3]", "lo <= hi"), (";", "names no input")):
+        with pytest.raises(ShapeError, match=message):
+            parse_shape_ranges(spec)
+
+
+def small_sequence_model() -> onnx.ModelProto:
+    """[1, seq, 16] -> MatMul -> Relu -> [1, seq, 8], seq symbolic."""
+    w = numpy_helper.from_array(np.random.default_rng(3).standard_normal((16, 8)).astype(np.float32), "w")
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["h"], name="proj"), helper.make_node("Relu", ["h"], ["y"], name="act")]
+    graph = helper.make_graph(nodes, "seq_mlp", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, "seq", 16])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, "seq", 8])], [w])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def seq_input(seq: int) -> dict[str, np.ndarray]:
+    return {"x": np.random.default_rng(seq).standard_normal((1, seq, 16)).astype(np.float32)}
+
+
+def test_dynamic_mode_cache_memory_disk_and_corruption(tmp_path, monkeypatch):
+    monkeypatch.setenv("GE_CACHE_DIR", str(tmp_path / "cache"))
+    model = small_sequence_model()
+    compiled = ge.compile(model, ge.CompileOptions(input_shape_range="x:[1,1~64,16]", precision_mode=F32))
+    assert compiled.inputs[0]["shape"] == [1, -1, 16] and compiled.report["mode"] == "dynamic"
+    path = tmp_path / "seq.om"
+    compiled.save(path)
+    first = ge.load_model(path)
+    for seq in (5, 12, 5):
+        assert_matches(first.run(seq_input(seq)), reference(model, seq_input(seq)), f"seq {seq}")
+    assert first.cache_stats.as_dict() == {"memory_hits": 1, "disk_hits": 0, "misses": 2, "compiles": 2,
+                                           "corrupt": 0, "hits": 1}
+    assert first.last_run.cache == "memory hit"
+    entries = sorted((tmp_path / "cache").glob("*/*.om"))
+    assert len(entries) == 2 and not list((tmp_path / "cache").glob("*/*.tmp"))
+    # a fresh load (empty memory) finds both on disk; a flipped byte is caught and rebuilt
+    entry = first.cache.path("x=1x12x16")
+    data = bytearray(entry.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    entry.write_bytes(bytes(data))
+    second = ge.load_model(path)
+    assert_matches(second.run(seq_input(5)), reference(model, seq_input(5)), "seq 5 from disk")
+    assert second.last_run.cache == "disk hit"
+    assert_matches(second.run(seq_input(12)), reference(model, seq_input(12)), "seq 12 rebuilt")
+    assert second.cache_stats.as_dict() == {"memory_hits": 0, "disk_hits": 1, "misses": 1, "compiles": 1,
+                                            "corrupt": 1, "hits": 1}
+    assert ge.runtime.model_file.load_model(entry).metadata["cache_signature"] == "x=1x12x16"
+    # another option is another cache key: nothing shared
+    other = ge.compile(model, ge.CompileOptions(input_shape_range="x:[1,1~64,16]"))
+    assert other.key != second.key
+
+
+def test_dynamic_mode_input_errors(tmp_path, monkeypatch):
+    monkeypatch.setenv("GE_CACHE_DIR", str(tmp_path / "cache"))
+    model = small_sequence_model()
+    compiled = ge.compile(model, ge.CompileOptions(input_shape_range="x:[1,1~64,16]"))
+    with pytest.raises(InputError, match=r"input 'x' has shape \[1, 65, 16\], outside its input_shape_range \[1,1~64,16\]"):
+        compiled.run(seq_input(65))
+    with pytest.raises(InputError, match="missing 'x'"):
+        compiled.run({})
+    assert compiled.cache_stats.compiles == 0
+    with pytest.raises(ShapeError, match="not graph inputs"):
+        ge.compile(model, ge.CompileOptions(input_shape_range="y:[1,1~64,16]"))
+    with pytest.raises(ShapeError, match="cannot be used with input_shape"):
+        ge.compile(model, ge.CompileOptions(input_shape_range="x:[1,1~64,16]", input_shape="x:1,4,16"))
+    with pytest.raises(ShapeError, match="input 'token_type_ids' has a dynamic shape; give its range"):
+        ge.compile(dynamic_bert(16), ge.CompileOptions(input_shape_range="input_ids:[1,1~16]"))
+
+
+_SECOND_PROCESS = """
+import json, sys
+import numpy as np
+import ge
+from ge import zoo
+model = ge.load_model(sys.argv[1])
+out = model.run(zoo.bert_inputs(1, int(sys.argv[2])))
+np.savez(sys.argv[3], **out)
+print(json.dumps({"stats": model.cache_stats.as_dict(), "cache": model.last_run.cache}))
+"""
+
+
+@pytest.mark.slow
+def test_bert_dynamic_mode_7_16_33_16(tmp_path, monkeypatch):
+    import json
+    import os
+    import subprocess
+    import sys
+
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("GE_CACHE_DIR", str(cache))
+    model = dynamic_bert()
+    compiled = ge.compile(model, ge.CompileOptions(input_shape_range=BERT_RANGE, precision_mode=F32))
+    path = tmp_path / "bert_dynamic.om"
+    compiled.save(path)
+    loaded = ge.load_model(path)
+    compiles = []
+    for seq in (7, 16, 33, 16):
+        inputs = zoo.bert_inputs(1, seq)
+        assert_matches(loaded.run(inputs), reference(model, inputs), f"seq {seq}")
+        compiles.append(loaded.cache_stats.compiles)
+    assert compiles == [1, 2, 3, 3]  # the second 16 compiled nothing
+    assert loaded.cache_stats.as_dict() == {"memory_hits": 1, "disk_hits": 0, "misses": 3, "compiles": 3,
+                                            "corrupt": 0, "hits": 1}
+    assert loaded.last_run.cache == "memory hit"
+    # a second process reuses the on-disk cache
+    out = tmp_path / "out.npz"
+    result = subprocess.run([sys.executable, "-c", _SECOND_PROCESS, str(path), "33", str(out)], capture_output=True,
+                            text=True, timeout=600, env={**os.environ, "GE_CACHE_DIR": str(cache)})
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    assert report == {"stats": {"memory_hits": 0, "disk_hits": 1, "misses": 0, "compiles": 0, "corrupt": 0, "hits": 1},
+                      "cache": "disk hit"}
+    assert_matches(dict(np.load(out)), reference(model, zoo.bert_inputs(1, 33)), "seq 33 in a second process")
+    # a corrupted entry is detected, removed and rebuilt, never used
+    entry = loaded.cache.path("input_ids=1x7;token_type_ids=1x7;attention_mask=1x7")
+    data = bytearray(entry.read_bytes())
+    for i in range(1000, 1016):
+        data[i] ^= 0x5A
+    entry.write_bytes(bytes(data))
+    fresh = ge.load_model(path)
+    inputs = zoo.bert_inputs(1, 7)
+    assert_matches(fresh.run(inputs), reference(model, inputs), "seq 7 rebuilt")
+    assert fresh.cache_stats.corrupt == 1 and fresh.cache_stats.compiles == 1 and fresh.last_run.cache == "compiled"
