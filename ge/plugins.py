@@ -51,6 +51,7 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.irdl import VarOperandDef
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
@@ -295,6 +296,9 @@ class GraphBuilder:
         if "axes" in props and tensors and props["axes"] is not None:
             rank = tensors[0].type.get_num_dims()
             props["axes"] = sorted(int(a) % rank for a in props["axes"])
+        defs = op_cls.get_irdl_definition().operands
+        if len(defs) == 1 and isinstance(defs[0][1], VarOperandDef) and not (len(values) == 1 and isinstance(values[0], list)):
+            values = [values]  # a variadic op (max, min, sum, mean, concat): b.max(a, b)
         op = self._emit(op_cls, values, {k: _prop(v) for k, v in props.items()})
         return op.results[0] if len(op.results) == 1 else list(op.results)
 

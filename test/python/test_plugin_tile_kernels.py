@@ -361,3 +361,47 @@ def test_register_op_needs_exactly_one_kernel(swiglu):
             ge.register_op("com.acme", "Both", inputs=["X"], infer_shape=swiglu.infer_shape,
                            reference=swiglu.reference, plugin="broken-pkg", **kw)
     assert plugins.find_op("com.acme", "Both") is None
+
+
+# --------------------------------------------------------------------------------------
+# An operator with two outputs, registered in process
+# --------------------------------------------------------------------------------------
+
+
+def _halves_reference(x):
+    h = x.shape[-1] // 2
+    a, g = x[..., :h].astype(np.float64), x[..., h:].astype(np.float64)
+    return np.maximum(a, g).astype(x.dtype), (a - g).astype(x.dtype)
+
+
+def _halves_kernel(k, x, larger, diff):
+    """Two rows a tile (7 rows: the last tile half past the end), both outputs stored."""
+    rows, h = larger.shape
+    x3 = k.view(x, [rows, 2, h])
+    with k.tiles(rows, 2) as r:
+        a, g = k.load(x3, [r, 0, 0], [2, 1, h]), k.load(x3, [r, 1, 0], [2, 1, h])
+        m, d = k.compute(lambda b, a, g: [b.max(a, g), b.sub(a, g)], a, g)
+        k.store(m, k.view(larger, [rows, 1, h]), [r, 0, 0])
+        k.store(d, k.view(diff, [rows, 1, h]), [r, 0, 0])
+
+
+def test_operator_with_two_outputs():
+    ge.register_op("com.acme", "Halves", inputs=["X"], outputs=["Max", "Diff"], reference=_halves_reference,
+                   infer_shape=lambda shapes: [(*shapes[0][:-1], shapes[0][-1] // 2)] * 2, kernel=_halves_kernel,
+                   plugin="acme-test")
+    try:
+        node = helper.make_node("Halves", ["x"], ["m", "d"], domain="com.acme", name="halves")
+        g = helper.make_graph([node], "halves", [helper.make_tensor_value_info("x", TensorProto.FLOAT, (7, 32))],
+                              [helper.make_tensor_value_info(n, TensorProto.FLOAT, (7, 16)) for n in "md"])
+        model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.acme", 1)])
+        x = x_input((7, 32))
+        larger, diff = _halves_reference(x)
+        f32 = ge.compile(model, ge.CompileOptions(precision_mode=F32))
+        out = f32.run({"x": x})
+        assert len(launches(f32)) == 1
+        assert np.array_equal(out["m"], larger) and np.array_equal(out["d"], diff)  # max and one subtraction: exact
+        out = ge.compile(model, ge.CompileOptions(precision_mode="force_fp16")).run({"x": x})
+        assert np.abs(out["m"] - larger).max() <= 1e-2 * scale_of(larger)
+        assert np.abs(out["d"] - diff).max() <= 1e-2 * scale_of(diff)
+    finally:
+        plugins.unregister_op("com.acme", "Halves")
