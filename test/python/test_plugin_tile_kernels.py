@@ -329,6 +329,32 @@ def test_kernel_that_never_stores_an_output(acme):
         _compile_acme()
 
 
+def test_store_into_an_input(acme, swiglu):
+    def kernel(k, x, y):
+        t = k.load(x, [0, 0], list(x.shape))
+        k.store(t, x, [0, 0])
+
+    acme(kernel)
+    with pytest.raises(ge.PluginError, match=NAMES + r": the tile kernel: k.store writes an output of the kernel, "
+                                                     r"not 'X'"):
+        _compile_acme()
+
+
+def test_tiles_that_overflow_ub(acme, swiglu):
+    """All 1024 rows in one tile: 3 MiB of f32 tiles for a 256 KiB UB."""
+
+    def kernel(k, x, y):
+        rows, h = y.shape
+        x3, y3 = k.view(x, [rows, 2, h]), k.view(y, [rows, 1, h])
+        with k.tiles(rows, rows) as r:
+            a, g = k.load(x3, [r, 0, 0], [rows, 1, h]), k.load(x3, [r, 1, 0], [rows, 1, h])
+            k.store(k.compute(swiglu.silu_times_gate, a, g), y3, [r, 0, 0])
+
+    acme(kernel)
+    with pytest.raises(ge.PluginError, match=NAMES + r": the tile kernel does not build: .*UB overflow on ascend910"):
+        _compile_acme((1024, 512))
+
+
 def test_reference_shape_that_disagrees_with_infer_shape(acme, swiglu):
     acme(_rows_kernel(swiglu.silu_times_gate), infer_shape=lambda shapes: [shapes[0]])
     with pytest.raises(ge.UnsupportedModelError) as info:
