@@ -116,6 +116,20 @@ def test_swiglu_imports_as_one_opaque_op(swiglu):
     assert [o.name for o in computed_ops(again)] == ["graph.custom"]
 
 
+def test_graph_passes_leave_the_custom_op(swiglu):
+    """graph-optimize and decompose leave it; assign-layouts keeps its tensors plain; fuse
+    makes it an opaque group of its own."""
+    from ge.ir import run_passes
+
+    module = run_passes(ge.load_onnx(custom_model((4, 64))), "graph-optimize{precision=must_keep_origin_dtype},decompose,assign-layouts")
+    (op,) = computed_ops(module)
+    assert op.name == "graph.custom" and "#layout" not in str(op)
+    module = run_passes(module, "fuse")
+    groups = [o for o in module.walk() if o.name == "fusion.group"]
+    assert len(groups) == 1 and groups[0].kind.data == "opaque"
+    assert [o.name for o in groups[0].body.block.ops] == ["graph.custom", "fusion.yield"]
+
+
 @pytest.mark.parametrize("shape", [(2, 48, 128), (3, 37, 96)])
 def test_swiglu_runs_on_the_simulator_f32(swiglu, shape):
     """(3, 37, 96): 111 rows on 32 cores, the last tile partly past the rows."""
