@@ -1010,7 +1010,9 @@ class QuantizeOp(GraphOp):
     output = result_def(TensorType)
     scale = prop_def(FloatAttr[Float32Type])
     offset = prop_def(IntegerAttr[I64])
-    traits = traits_def(Pure(), Elementwise(broadcast=False))
+    # not format-following: the result's C0 (32 for i8) is not the operand's (16 for f16)
+    traits = traits_def(Pure(), Elementwise(broadcast=False, follows_format=False),
+                        StorageFormats(("NC1HWC0",), "feature_map"))
     assembly_format = "$input attr-dict `:` type($input) `to` type($output)"
 
     @classmethod

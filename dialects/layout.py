@@ -360,7 +360,7 @@ def _plain_only(op: Operation) -> None:
 
 def _cube_conv(op: Operation) -> None:
     """Conv in the Cube: NC1HWC0 feature maps, FRACTAL_Z weights, a plain bias."""
-    assert isinstance(op, g.Conv2dOp)
+    assert isinstance(op, g.Conv2dOp | g.QuantConv2dOp)
     if layout_of(op.input.type) is None and layout_of(op.output.type) is None:
         return _plain_only(op)
     _expect(op, op.input, Format.NC1HWC0, rank=4)
@@ -403,13 +403,15 @@ def _concat(op: Operation) -> None:
 def _cube_matmul(op: Operation) -> None:
     """MatMul / Gemm in the Cube: activations and weights in ND or FRACTAL_NZ (the Cube's
     loads and stores convert ND on the way, nd2nz / nz2nd), a Gemm's C plain."""
-    assert isinstance(op, g.MatMulOp | g.GemmOp)
-    operands = (op.lhs, op.rhs) if isinstance(op, g.MatMulOp) else (op.a, op.b)
+    assert isinstance(op, g.MatMulOp | g.GemmOp | g.QuantMatMulOp)
+    operands = (op.lhs, op.rhs) if isinstance(op, g.MatMulOp | g.QuantMatMulOp) else (op.a, op.b)
     for v in (*operands, op.output):
         if _fmt(v) not in (None, Format.FRACTAL_NZ):
             raise _refuse(op, v, "a plain or FRACTAL_NZ tensor there")
     if isinstance(op, g.GemmOp) and op.c is not None:
         _expect(op, op.c, None)
+    if isinstance(op, g.QuantMatMulOp) and op.bias is not None:
+        _expect(op, op.bias, None)
 
 
 def _shape_only(op: Operation) -> None:
@@ -475,10 +477,10 @@ _ELEMENTWISE = tuple(c for c in g.Graph.operations
                      if (e := c.get_trait(g.Elementwise)) is not None and e.follows_format)
 _RULES: tuple[tuple[tuple[type[Operation], ...], Callable[[Operation], None]], ...] = (
     (_ELEMENTWISE, _elementwise),
-    ((g.Conv2dOp,), _cube_conv),
-    ((g.PoolOp, g.GlobalPoolOp, g.BatchNormOp, g.LrnOp), _five_d),
+    ((g.Conv2dOp, g.QuantConv2dOp), _cube_conv),
+    ((g.PoolOp, g.GlobalPoolOp, g.BatchNormOp, g.LrnOp, g.QuantizeOp, g.DequantizeOp), _five_d),
     ((g.ConcatOp,), _concat),
-    ((g.MatMulOp, g.GemmOp), _cube_matmul),
+    ((g.MatMulOp, g.GemmOp, g.QuantMatMulOp), _cube_matmul),
     ((g.ShapeOp,), _shape_only),
 )
 

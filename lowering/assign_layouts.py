@@ -110,12 +110,34 @@ def _nz_results(block: Block) -> set[SSAValue]:
     return wanted
 
 
+def _cube_epilogue_quant_ops(block: Block) -> set[Operation]:
+    """Dequantize / quantize ops that the fuse pass will put in a quantized conv's epilogue
+    (the chain of sole users from graph.quant_conv2d through elementwise ops, ending at the
+    first quantize): they compute in NC1HWC0 and change C0 on the way (i32 8 -> f16 16 ->
+    i8 32), which the epilogue can do and a standalone vector kernel cannot."""
+    out: set[Operation] = set()
+    for op in block.ops:
+        if not isinstance(op, g.QuantConv2dOp):
+            continue
+        tail = op.results[0]
+        while len(uses := list(tail.uses)) == 1:
+            user = uses[0].operation
+            if not lt.is_elementwise(user) and not isinstance(user, g.QuantizeOp | g.DequantizeOp):
+                break
+            out.add(user)
+            if isinstance(user, g.QuantizeOp):
+                break
+            tail = user.results[0]
+    return {o for o in out if isinstance(o, g.QuantizeOp | g.DequantizeOp)}
+
+
 class _Assigner:
     """Assigns formats in one function body, op by op in order."""
 
     def __init__(self, block: Block):
         self.block = block
         self.nz = _nz_results(block)
+        self.requant = _cube_epilogue_quant_ops(block)
         self.converted: dict[tuple[SSAValue, TensorType], SSAValue] = {}
         self.folded: list[g.ConstantOp] = []  # constants whose value was converted at compile time
         self.last_arg_conversion: Operation | None = None  # keeps argument conversions in argument order
@@ -156,6 +178,8 @@ class _Assigner:
             types = [formatted(op.input.type, NC1HWC0, NCHW), formatted(op.weight.type, FRACTAL_Z, NCHW)]
             types += [_logical(b) for b in op.operands[2:]]
             return types, [formatted(op.output.type, NC1HWC0, NCHW)]
+        if isinstance(op, g.QuantizeOp | g.DequantizeOp) and op not in self.requant:
+            return None  # standalone: its C0 changes (f16 16 <-> i8 32 / i32 8), computed on plain tensors
         if rule == "feature_map" and _rank(op.operands[0]) == 4:
             x, *params = op.operands
             return [formatted(x.type, NC1HWC0, NCHW), *map(_logical, params)], [formatted(op.results[0].type, NC1HWC0, NCHW)]

@@ -127,9 +127,11 @@ class Fuser:
 
     def run(self) -> None:
         ops = list(self.block.ops)
-        self._anchored("TbeConvElemwiseFusionPass", ops, lambda o: isinstance(o, graph.Conv2dOp), self._epilogue)
+        self._anchored("TbeConvElemwiseFusionPass", ops, lambda o: isinstance(o, graph.Conv2dOp | graph.QuantConv2dOp),
+                       self._epilogue)
         self._anchored(
-            "TbeMatmulElemwiseFusionPass", ops, lambda o: isinstance(o, graph.MatMulOp | graph.GemmOp), self._epilogue
+            "TbeMatmulElemwiseFusionPass", ops,
+            lambda o: isinstance(o, graph.MatMulOp | graph.GemmOp | graph.QuantMatMulOp), self._epilogue
         )
         self._anchored("TbeReduceElemwiseFusionPass", ops, lambda o: isinstance(o, fr.REDUCE_OPS), self._reduction)
         self._anchored("TbePoolElemwiseFusionPass", ops, lambda o: isinstance(o, fr.POOL_OPS), self._forward_elementwise)
@@ -245,7 +247,7 @@ class Fuser:
     def _epilogue(self, cand: Candidate) -> None:
         """Cube op + bias/scale + activation + residual add + activation, in that order."""
         anchor = cand.ops[0]
-        channel_axis = 1 if isinstance(anchor, graph.Conv2dOp) else -1
+        channel_axis = 1 if isinstance(anchor, graph.Conv2dOp | graph.QuantConv2dOp) else -1
         stage = 0  # 0: bias/scale allowed; 1: after activation; 2: after residual; 3: done
         tail = anchor.results[0]
         while stage < 3 and (user := self._sole_user(cand, tail)) is not None:
@@ -255,6 +257,8 @@ class Fuser:
                 return
             if stage == 0 and self._is_affine(user, tail, channel_axis):
                 pass
+            elif isinstance(user, graph.QuantizeOp):  # int8: requantize for the next layer, last
+                stage = 3
             elif stage in (0, 2) and isinstance(user, fr.ACTIVATION_OPS) and self._constant_rest(user, tail):
                 stage = 1 if stage == 0 else 3
             elif stage in (0, 1) and self._is_residual(user, tail):
@@ -275,6 +279,10 @@ class Fuser:
         """A per-channel bias or scale: Add/Sub/Mul/Div with a constant, or BatchNorm."""
         if isinstance(op, graph.BatchNormOp):
             return op.input is tail and all(self._is_constant(v) for v in op.operands[1:])
+        if isinstance(op, graph.DequantizeOp):  # int8: the accumulator's per-channel deq scale
+            axis = channel_axis % max(len(graph.shape_of(tail.type)), 1)
+            return op.input is tail and self._is_constant(op.scale) and (
+                not graph.shape_of(op.scale.type) or op.axis.value.data == axis)
         if not isinstance(op, graph.AddOp | graph.SubOp | graph.MulOp | graph.DivOp) or op.lhs is not tail:
             return False
         other = op.rhs

@@ -220,7 +220,7 @@ SEQUENCES = (
     g.NegOp, g.SigmoidOp, g.LeakyReluOp, g.ClipOp, g.GeluOp, g.SoftplusOp, g.SoftsignOp, g.HardSigmoidOp,
     g.HardSwishOp, g.NotOp, g.WhereOp, g.ConstantOp, g.CastOp, g.PowOp, g.BatchNormOp, g.SoftmaxOp,
     g.LogSoftmaxOp, g.LayerNormOp, g.LrnOp, g.GlobalAvgPoolOp, g.GlobalMaxPoolOp, g.TransposeOp, lt.TransDataOp,
-    g.IdentityOp,
+    g.IdentityOp, g.QuantizeOp, g.DequantizeOp,
 )
 PRIMITIVES = frozenset((*UNARY, *BINARY, *COMPARE, *ROUNDING, *SEQUENCES))
 ROUND_LIMIT = 2.0**23  # f32 values of this magnitude are integers
@@ -919,6 +919,66 @@ class VectorLowering:
         self.ewise(isa.VAddOp, dst, [dst, replace(shift, shape=shape)])
         self.release(inv)
         self.release(shift)
+        self.env[o.results[0]] = dst
+
+    # -- int8 quantization (AscendQuant / AscendDequant) ---------------------------------
+
+    def op_quantize(self, o: Operation) -> None:
+        """q = saturate_int8(rint(x / scale) + offset): f32 vdiv by the scale (the
+        reference's x / scale, bit for bit), vconv to i32 in CAST_RINT, the zero point added
+        and the int8 range clamped in i32 (vadds, vmaxs, vmins), vconv to i8. (Ascend C's
+        AscendQuant multiplies by 1 / scale in f16 instead: within one step of this.)"""
+        from ge.dialects.graph import get_float, get_int
+
+        x = self.tensor(o.operands[0])
+        n = x.shape
+        xf = self.as_f32(x)
+        scale = self.temp([self.epb(f32)], f32)
+        self.dup(scale, get_float(o.properties, "scale"))
+        q = xf if xf is not x else self.temp(n, f32)
+        self.ewise(isa.VDivOp, q, [xf, replace(scale, shape=(1,), block_splat=True)])
+        self.release(scale)
+        whole = self.temp(n, i32)
+        self.flat(isa.VConvOp, whole, [q], round="rint")
+        if q is not x:
+            self.release(q)
+        if offset := get_int(o.properties, "offset"):
+            self.flat(isa.VAddsOp, whole, [whole], scalar=float(offset))
+        self.flat(isa.VMaxsOp, whole, [whole], scalar=-128.0)
+        self.flat(isa.VMinsOp, whole, [whole], scalar=127.0)
+        dst = self.dest(o.results[0])
+        self.convert(whole, dst)
+        self.release(whole)
+        self.env[o.results[0]] = dst
+
+    def op_dequantize(self, o: Operation) -> None:
+        """y = (x - offset) * scale: vconv to f32, vadds of -offset, vmul by the scale
+        broadcast along `axis` (one value, or a per-channel tile), vconv to the result type:
+        the reference's order of roundings."""
+        from ge.dialects.graph import get_int
+
+        x = self.tensor(o.operands[0])
+        n = x.shape
+        xf = self.temp(n, f32)
+        self.convert(x, xf)
+        if offset := get_int(o.properties, "offset"):
+            self.flat(isa.VAddsOp, xf, [xf], scalar=float(-offset))
+        s = self.tensor(o.operands[1])
+        sf = self.as_f32(s)
+        if len(sf.shape) == 1 and sf.size > 1 and len(n) > 1:  # [C] along `axis` of the tile
+            axis = get_int(o.properties, "axis")
+            sf = replace(sf, shape=(sf.size, *([1] * (len(n) - 1 - axis))))
+        elif sf.size == 1:
+            sf = self.block_of(replace(sf, shape=(1,)))
+        self.ewise(isa.VMulOp, xf, [xf, sf])
+        if sf is not s and sf.buf is not s.buf:
+            self.release(sf)
+        dst = self.dest(o.results[0])
+        if dst.elem == f32:
+            self.move(xf, dst)
+        else:
+            self.convert(xf, dst)
+        self.release(xf)
         self.env[o.results[0]] = dst
 
     def channel_shape(self, v: SSAValue, c: int) -> tuple[int, ...]:

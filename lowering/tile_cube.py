@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 import numpy as np
-from xdsl.dialects.builtin import IntegerAttr, TensorType, f32
+from xdsl.dialects.builtin import IntegerAttr, TensorType, f32, i32
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
@@ -80,7 +80,8 @@ class CubeProblem:
     a_fmt: str  # conv: "nc1hwc0" | "nchw"; matmul: "nd" | "nd_t" | "nz"
     b_fmt: str  # conv: "fz" | "nchw" (run-time weights converted on copy-in); matmul: "nd" | "nd_t" | "nz" | "nz_t"
     out_fmt: str  # "nc1hwc0" | "nchw" | "nd" | "nz"
-    c0: int = 16
+    c0: int = 16  # C0 of A / B (K blocks): 32 B of the input type
+    out_c0: int = 0  # C0 of the stored output's channel blocks (its own type's; 0: c0)
     # conv geometry
     conv: dict | None = None
     # matmul batch broadcasting: does A / B have the batch dim?
@@ -99,8 +100,17 @@ class CubeProblem:
     out_value: SSAValue | None = None  # a stored output (after a fused TransData)
     epilogue_ops: list[Operation] = field(default_factory=list)  # compute ops after the anchor
 
+    @property
+    def oc0(self) -> int:
+        return self.out_c0 or self.c0
 
-def _conv_problem(op: g.Conv2dOp, block: Block, weight_value: np.ndarray | None, x: SSAValue,
+    @property
+    def acc_elem(self) -> Attribute:
+        """L0C's type: i32 for int8 inputs (exact integer sums), else f32."""
+        return i32 if numpy_dtype(self.elem).kind in "iu" else f32
+
+
+def _conv_problem(op: g.Conv2dOp | g.QuantConv2dOp, block: Block, weight_value: np.ndarray | None, x: SSAValue,
                   out: SSAValue) -> CubeProblem:
     w = op.weight
     xe, we, oe = lt.layout_of(x.type), lt.layout_of(w.type), lt.layout_of(out.type)
@@ -157,7 +167,7 @@ def _conv_problem(op: g.Conv2dOp, block: Block, weight_value: np.ndarray | None,
     return prob
 
 
-def _matmul_problem(op: g.MatMulOp | g.GemmOp, block: Block) -> CubeProblem:
+def _matmul_problem(op: g.MatMulOp | g.GemmOp | g.QuantMatMulOp, block: Block) -> CubeProblem:
     a, b = op.operands[0], op.operands[1]
     ta = isinstance(op, g.GemmOp) and op.trans_a is not None
     tb = isinstance(op, g.GemmOp) and op.trans_b is not None
@@ -209,10 +219,23 @@ def _matmul_problem(op: g.MatMulOp | g.GemmOp, block: Block) -> CubeProblem:
     return prob
 
 
+CONV_OPS = (g.Conv2dOp, g.QuantConv2dOp)
+MATMUL_OPS = (g.MatMulOp, g.GemmOp, g.QuantMatMulOp)
+
+
+def _zero_point(op: Operation) -> int:
+    """The activation zero point of an int8 cube op (0 for the float ones)."""
+    if isinstance(op, g.QuantConv2dOp):
+        return op.input_offset.value.data
+    if isinstance(op, g.QuantMatMulOp):
+        return op.lhs_offset.value.data
+    return 0
+
+
 def is_cube_group(block: Block) -> bool:
     """A group whose first op after its input conversions is a Conv / MatMul / Gemm."""
     ops = [o for o in list(block.ops)[:-1] if not isinstance(o, lt.TransDataOp)]
-    return bool(ops) and isinstance(ops[0], g.Conv2dOp | g.MatMulOp | g.GemmOp)
+    return bool(ops) and isinstance(ops[0], CONV_OPS + MATMUL_OPS)
 
 
 def cube_problem(block: Block, weight_value: Callable[[SSAValue], np.ndarray | None]) -> CubeProblem:
@@ -242,7 +265,10 @@ def cube_problem(block: Block, weight_value: Callable[[SSAValue], np.ndarray | N
     outs = list(dict.fromkeys(block.last_op.operands))
     if len({lt.layout_of(v.type) is None for v in outs}) > 1:
         raise Unsupported("outputs in a storage format and in a plain one")
-    if isinstance(anchor, g.Conv2dOp):
+    if _zero_point(anchor):
+        raise Unsupported(f"{anchor.name} with an activation zero point ({_zero_point(anchor)}) on the Cube "
+                          "(quantize activations symmetrically: offset 0)")
+    if isinstance(anchor, CONV_OPS):
         x = anchor.input
         if isinstance(x.owner, lt.TransDataOp) and x.owner in ops:
             x = x.owner.input
@@ -255,7 +281,7 @@ def cube_problem(block: Block, weight_value: Callable[[SSAValue], np.ndarray | N
             prob.b_src, prob.b_fmt = w.owner.input, "nchw"
             if lt.layout_of(prob.b_src.type) is not None or prob.conv["ext"] > 1:
                 raise Unsupported("conv weights converted at run time from a storage format or for extended groups")
-    elif isinstance(anchor, g.MatMulOp | g.GemmOp):
+    elif isinstance(anchor, MATMUL_OPS):
         if len(epilogue) != len(ops) - 1:
             raise Unsupported("layout conversions fused into a matmul kernel")
         prob = _matmul_problem(anchor, block)
@@ -264,6 +290,12 @@ def cube_problem(block: Block, weight_value: Callable[[SSAValue], np.ndarray | N
     prob.a_src = prob.a_src or anchor.operands[0]
     prob.out_value = outs[0]
     prob.epilogue_ops = epilogue
+    if prob.out_fmt == "nc1hwc0":
+        prob.out_c0 = shape_of(outs[0])[4]
+        if any(shape_of(v)[4] != prob.out_c0 for v in outs[1:]):
+            raise Unsupported("outputs of two C0s (element sizes)")
+    elif prob.out_fmt == "nz" and any(shape_of(v)[-1] != prob.c0 for v in outs):
+        raise Unsupported("a FRACTAL_NZ output whose C0 is not the inputs'")
     return prob
 
 
@@ -324,7 +356,7 @@ def epilogue_operands(p: CubeProblem) -> list[SSAValue]:
     arguments the epilogue ops use."""
     out: list[SSAValue] = []
     anchor = p.anchor
-    if isinstance(anchor, g.Conv2dOp) and anchor.bias is not None:
+    if isinstance(anchor, CONV_OPS + (g.QuantMatMulOp,)) and anchor.bias is not None:
         out.append(anchor.bias)
     if isinstance(anchor, g.GemmOp) and anchor.c is not None:
         out.append(anchor.c)
@@ -420,6 +452,9 @@ def _m_candidates(p: CubeProblem, m0: int) -> list[int]:
 
 def _n_candidates(p: CubeProblem, n0: int) -> list[int]:
     top = _round(p.n, n0)
+    if p.out_fmt == "nc1hwc0":  # whole output C0 blocks
+        n0 = math.lcm(n0, p.oc0)
+        top = _round(p.n, n0)
     if p.groups > 1:  # a tile must not cross into the next group's channels
         return [d for d in _divisors(p.n) if d % n0 == 0] or [top]
     if "nz" in p.b_fmt or p.out_fmt == "nz":
@@ -558,7 +593,7 @@ class _OperandTile:
 
 def _acc_region_shape(p: CubeProblem, tm: int, tn: int) -> tuple[int, ...]:
     if p.out_fmt == "nc1hwc0":
-        return (1, tn // p.c0, tm, 1, p.c0)
+        return (1, tn // p.oc0, tm, 1, p.oc0)
     if p.out_fmt == "nchw":
         return (1, tn, tm, 1)
     rank = len(shape_of(p.anchor.results[0]))
@@ -571,7 +606,7 @@ def _conv_operand_tile(p: CubeProblem, v: SSAValue, tm: int, tn: int, channel_on
     """A conv epilogue operand: its GM tile in its own storage format (NC1HWC0 or plain
     NCHW), converted in UB to the epilogue's tile layout when the two differ."""
     cv = p.conv
-    oh, ow, co, c0 = cv["oh"], cv["ow"], cv["co"], p.c0
+    oh, ow, co, c0 = cv["oh"], cv["ow"], cv["co"], p.oc0
     mg_e = cv["mg_e"]
     s = shape_of(v)
     enc = lt.layout_of(v.type)
@@ -586,6 +621,8 @@ def _conv_operand_tile(p: CubeProblem, v: SSAValue, tm: int, tn: int, channel_on
     elif enc is not None:
         if enc.fmt != Format.NC1HWC0 or enc.origin_fmt != Format.NCHW:
             raise Unsupported(f"a conv epilogue operand in {enc.fmt}")
+        if s[4] != c0:
+            raise Unsupported(f"a conv epilogue operand with C0 {s[4]} (the output's is {c0})")
         n_, c_, h_, w_ = lt.nchw_dims(enc.origin_fmt, enc.shape)
         hw = h_ * w_
     else:
@@ -714,10 +751,30 @@ def _batch_norm_ops(op: g.BatchNormOp, x: SSAValue, params: list[SSAValue], shap
     return ops, y
 
 
+def _dequantize_ops(op: g.DequantizeOp, x: SSAValue, scale: SSAValue) -> tuple[list[Operation], SSAValue]:
+    """Dequantize on an accumulator tile: (x - offset) converted to f32, times the scale
+    tile (per channel: shaped to broadcast over the tile), rounded once to the result type
+    (the reference kernel's order: bit-exact)."""
+    ops: list[Operation] = []
+
+    def add(o: Operation) -> SSAValue:
+        ops.append(o)
+        return o.results[0]
+
+    y = add(g.CastOp.to(x, f32))
+    if (offset := op.offset.value.data) != 0:
+        y = add(g.AddOp.make([y, add(_f32_scalar(-offset))]))
+    s = scale if scale.type.element_type == f32 else add(g.CastOp.to(scale, f32))
+    y = add(g.MulOp.make([y, s]))
+    if (elem := op.output.type.element_type) != f32:
+        y = add(g.CastOp.to(y, elem))
+    return ops, y
+
+
 def build_epilogue(p: CubeProblem, tm: int, tn: int, operands: list[SSAValue], tiles: dict) -> tuple[Block, list[SSAValue]]:
     """The tile.vector body: accumulator (+ bias / alpha, beta, C), cast, the group's ops."""
     acc_shape = _acc_region_shape(p, tm, tn)
-    arg_types = [TensorType(f32, list(acc_shape))] + [
+    arg_types = [TensorType(p.acc_elem, list(acc_shape))] + [
         TensorType(v.type.element_type, list(tiles[v].region)) for v in operands
     ]
     body = Block(arg_types=arg_types)
@@ -738,6 +795,8 @@ def build_epilogue(p: CubeProblem, tm: int, tn: int, operands: list[SSAValue], t
     anchor = p.anchor
     if isinstance(anchor, g.Conv2dOp) and anchor.bias is not None:
         y = add(g.AddOp.make([y, f32_of(env[anchor.bias])]))
+    if isinstance(anchor, g.QuantConv2dOp | g.QuantMatMulOp) and anchor.bias is not None:
+        y = add(g.AddOp.make([y, env[anchor.bias]]))  # i32 + i32
     if isinstance(anchor, g.GemmOp):
         alpha, beta = anchor.alpha.value.data, anchor.beta.value.data
         if alpha != 1.0:
@@ -748,7 +807,7 @@ def build_epilogue(p: CubeProblem, tm: int, tn: int, operands: list[SSAValue], t
                 cv = add(g.MulOp.make([cv, add(_f32_scalar(beta))]))
             y = add(g.AddOp.make([y, cv]))
     out_elem = anchor.results[0].type.element_type
-    if out_elem != f32:
+    if out_elem != p.acc_elem:
         y = add(g.CastOp.to(y, out_elem))
     env[anchor.results[0]] = y
     for op in list(p.block.ops)[:-1]:
@@ -757,6 +816,12 @@ def build_epilogue(p: CubeProblem, tm: int, tn: int, operands: list[SSAValue], t
                 env[op.output] = env[op.input]
             continue
         if op not in p.epilogue_ops:
+            continue
+        if isinstance(op, g.DequantizeOp):
+            ops, r = _dequantize_ops(op, env[op.input], env[op.scale])
+            for o in ops:
+                body.add_op(o)
+            env[op.results[0]] = r
             continue
         if isinstance(op, g.BatchNormOp):
             ops, r = _batch_norm_ops(op, env[op.input], [env[v] for v in op.operands[1:]], acc_shape)
@@ -983,7 +1048,7 @@ class _CubeEmitter:
 
     def acc_to_ub(self, l0c, acc_ub) -> None:
         p, b, pl = self.p, self.b, self.plan
-        tm, tn, c0 = pl.tm, pl.tn, p.c0
+        tm, tn, c0 = pl.tm, pl.tn, p.oc0
         if p.out_fmt == "nc1hwc0":
             b.copy(b.view(l0c, (tm, tn // c0, c0)), [0, 0, 0], b.view(acc_ub, (tn // c0, tm, c0)), None,
                    (tm, tn // c0, c0), perm=(1, 0, 2))
@@ -999,7 +1064,7 @@ class _CubeEmitter:
     def out_tile(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
         """(GM view of an output, UB tile shape) for the output layout."""
         p, pl = self.p, self.plan
-        tm, tn, c0 = pl.tm, pl.tn, p.c0
+        tm, tn, c0 = pl.tm, pl.tn, p.oc0
         s = shape_of(p.out_value)
         if p.out_fmt == "nc1hwc0":
             n_, c1, h_, w_, _ = s
@@ -1016,7 +1081,7 @@ class _CubeEmitter:
         if p.kind == "conv":
             ch = b.add_(b.mul(gi, p.conv["mg_e"]), n0)
             if p.out_fmt == "nc1hwc0":
-                return [bi, b.div(ch, p.c0), m0, 0]
+                return [bi, b.div(ch, p.oc0), m0, 0]
             return [bi, ch, m0]
         if p.out_fmt == "nd":
             return [bi, m0, n0]
@@ -1033,15 +1098,16 @@ class _CubeEmitter:
         b_l1 = b.alloc(t.MemSpace.L1, self.b_l1_shape(), elem, pl.l1_buffers, "b_l1")
         l0a = b.alloc(t.MemSpace.L0A, (tm, tk), elem, pl.l0_buffers, "a_l0")
         l0b = b.alloc(t.MemSpace.L0B, (tk, tn), elem, pl.l0_buffers, "b_l0")
-        l0c = b.alloc(t.MemSpace.L0C, (tm, tn), f32, pl.l0c_buffers, "c_l0")
+        l0c = b.alloc(t.MemSpace.L0C, (tm, tn), p.acc_elem, pl.l0c_buffers, "c_l0")
         view_shape, ub_shape = self.out_tile()
-        acc_ub = b.alloc(t.MemSpace.UB, ub_shape, f32, pl.ub_buffers, "acc_ub")
+        acc_ub = b.alloc(t.MemSpace.UB, ub_shape, p.acc_elem, pl.ub_buffers, "acc_ub")
         operands = epilogue_operands(p)
         anchor = p.anchor
         tiles = {}
         for v in operands:
-            channel_only = (isinstance(anchor, g.Conv2dOp) and v is anchor.bias) or any(
-                isinstance(o, g.BatchNormOp) and v in o.operands[1:] for o in p.epilogue_ops)
+            channel_only = (isinstance(anchor, CONV_OPS) and v is anchor.bias) or any(
+                isinstance(o, g.BatchNormOp) and v in o.operands[1:] for o in p.epilogue_ops) or (
+                p.kind == "conv" and any(isinstance(o, g.DequantizeOp) and v is o.scale for o in p.epilogue_ops))
             tiles[v] = _operand_tile(p, v, tm, tn, channel_only)
         op_ub = {v: b.alloc(t.MemSpace.UB, tiles[v].sizes, v.type.element_type, pl.ub_buffers,
                             f"{v.name_hint or 'operand'}_ub") for v in operands}

@@ -196,6 +196,12 @@ def backward(op: Operation, m: Maps) -> None:
             raise Unsupported(f"batch_norm on {fmt_of(res)}")
         for p in op.operands[1:]:
             m.set(p, [c])
+    elif isinstance(op, g.DequantizeOp):  # the scale follows the tile along `axis` (or is one value)
+        m.set(op.input, rd)
+        if shape_of(op.scale):
+            if fmt_of(res) is not None:
+                raise Unsupported(f"a standalone dequantize on {fmt_of(res)}")
+            m.set(op.scale, [rd[op.axis.value.data]])
     elif fr.is_elementwise(op):  # the Elementwise interface: operand tiles follow the result's
         for v in op.operands:
             m.set(v, _aligned(v, rd, res))

@@ -148,6 +148,8 @@ class ApplyPrecision(RewritePattern):
                 return v
             if isinstance(op, graph.CastOp):  # a cast converts whatever it is given
                 return v
+            if isinstance(op, graph.DequantizeOp) and v is op.scale:  # deq scales stay f32 (as GE's)
+                return v
             changed = True
             return self.convert(v, target, rewriter)
 

@@ -225,3 +225,152 @@ def test_builders_infer_types():
     assert str(d32.output.type) == "tensor<1x8x3x3xf32>" and str(d16.output.type) == "tensor<1x8x3x3xf16>"
     for op in (q, conv, d32, d16):
         op.verify()
+
+
+# --------------------------------------------------------------------------------------
+# The int8 Cube path on the simulated ascend910: int8 FRACTAL_Z / NC1HWC0 (C0 = 32), mmad
+# 16x32x16 into i32 L0C, dequantize / requantize in the epilogue (L0C -> UB -> Vector)
+# --------------------------------------------------------------------------------------
+
+
+def const(name: str, arr: np.ndarray) -> str:
+    t = T(arr.shape, arr.dtype)
+    return f"  %{name} = \"graph.constant\"() <{{value = dense<{arr.tolist()}> : {t}}}> : () -> {t}\n"
+
+
+class Net:
+    """A graph function written op by op (shapes from the reference kernels' own rules)."""
+
+    def __init__(self, x_shape, x_dtype):
+        self.args = f"%x: {T(x_shape, x_dtype)}"
+        self.body = ""
+        self.shapes = {"x": (tuple(x_shape), np.dtype(x_dtype))}
+        self.n = 0
+
+    def _new(self, shape, dtype) -> str:
+        self.n += 1
+        name = f"v{self.n}"
+        self.shapes[name] = (tuple(shape), np.dtype(dtype))
+        return name
+
+    def t(self, v: str) -> str:
+        return T(*self.shapes[v])
+
+    def quantize(self, v: str, scale: float, offset: int = 0) -> str:
+        r = self._new(self.shapes[v][0], np.int8)
+        self.body += (f"  %{r} = graph.quantize %{v} {{scale = {scale} : f32, offset = {offset} : i64}} "
+                      f": {self.t(v)} to {self.t(r)}\n")
+        return r
+
+    def conv(self, v: str, w: np.ndarray, bias=None, strides=(1, 1), pads=(1, 1, 1, 1)) -> str:
+        (n, _, h, wd), _ = self.shapes[v]
+        m, _, kh, kw = w.shape
+        oh = (h + pads[0] + pads[2] - kh) // strides[0] + 1
+        ow = (wd + pads[1] + pads[3] - kw) // strides[1] + 1
+        r = self._new((n, m, oh, ow), np.int32)
+        self.body += const(f"{r}_w", w)
+        operands, types = f"%{v}, %{r}_w", f"{self.t(v)}, {T(w.shape, np.int8)}"
+        if bias is not None:
+            self.body += const(f"{r}_b", bias)
+            operands, types = operands + f", %{r}_b", types + f", {T(bias.shape, np.int32)}"
+        self.body += (f"  %{r} = graph.quant_conv2d {operands} {{{conv_props(strides, pads, 0)}}} "
+                      f": ({types}) -> {self.t(r)}\n")
+        return r
+
+    def matmul(self, v: str, w: np.ndarray, bias=None) -> str:
+        shape, _ = self.shapes[v]
+        r = self._new((*shape[:-1], w.shape[1]), np.int32)
+        self.body += const(f"{r}_w", w)
+        operands, types = f"%{v}, %{r}_w", f"{self.t(v)}, {T(w.shape, np.int8)}"
+        if bias is not None:
+            self.body += const(f"{r}_b", bias)
+            operands, types = operands + f", %{r}_b", types + f", {T(bias.shape, np.int32)}"
+        self.body += f"  %{r} = graph.quant_matmul {operands} {{lhs_offset = 0 : i64}} : ({types}) -> {self.t(r)}\n"
+        return r
+
+    def dequantize(self, v: str, scale: np.ndarray, axis: int = 1, dtype=np.float32) -> str:
+        r = self._new(self.shapes[v][0], dtype)
+        self.body += const(f"{r}_s", scale.astype(np.float32))
+        self.body += (f"  %{r} = graph.dequantize %{v}, %{r}_s {{axis = {axis} : i64, offset = 0 : i64}} "
+                      f": ({self.t(v)}, {T(scale.shape, np.float32)}) -> {self.t(r)}\n")
+        return r
+
+    def relu(self, v: str) -> str:
+        r = self._new(*self.shapes[v])
+        self.body += f"  %{r} = graph.relu %{v} : {self.t(r)}\n"
+        return r
+
+    def module(self, out: str) -> ModuleOp:
+        return parse(f"func.func @main({self.args}) -> {self.t(out)} {{\n{self.body}"
+                     f"  func.return %{out} : {self.t(out)}\n}}")
+
+
+def npu_run(net: Net, out: str, x: np.ndarray, precision: str = "must_keep_origin_dtype"):
+    """(simulated ascend910 output, reference output, the compiled model)."""
+    import ge
+
+    (want,) = reference.run(net.module(out), [x])
+    compiled = ge.compile(net.module(out), ge.CompileOptions(soc_version="ascend910", precision_mode=precision))
+    (got,) = compiled.run({"x": x}).values()
+    return got, want, compiled
+
+
+def weights(shape, seed: int) -> np.ndarray:
+    return i8(shape, seed, -127, 128)
+
+
+@pytest.mark.parametrize("c,m,hw,strides,pads", [
+    (40, 24, 9, (2, 2), (1, 1, 1, 1)),   # C not a multiple of 32, M not of 16
+    (64, 32, 8, (1, 1), (1, 1, 1, 1)),   # two C0 blocks
+    (3, 16, 10, (2, 2), (1, 0, 2, 1)),   # a first layer: 3 channels, uneven pads
+])
+def test_quant_conv2d_int32_is_bit_exact_on_the_npu(c, m, hw, strides, pads):
+    net = Net((2, c, hw, hw), np.int8)
+    bias = rng(20).integers(-5000, 5000, m).astype(np.int32)
+    out = net.conv("x", weights((m, c, 3, 3), 21), bias, strides, pads)
+    x = i8((2, c, hw, hw), 22)
+    got, want, _ = npu_run(net, out, x)
+    assert got.dtype == np.int32 and np.abs(want).max() > 2**15
+    np.testing.assert_array_equal(got, want)
+
+
+def test_quant_conv2d_dequantized_to_f16_rounds_once():
+    """force_fp16: the epilogue's f32 product is rounded once to f16 (the graph output is cast
+    back to f32 at the boundary): equal to the reference rounded to f16."""
+    net = Net((1, 40, 9, 9), np.int8)
+    acc = net.conv("x", weights((24, 40, 3, 3), 23), strides=(2, 2))
+    y = net.dequantize(acc, (rng(24).random(24) * 1e-3 + 1e-4).astype(np.float32))
+    got, want, _ = npu_run(net, y, i8((1, 40, 9, 9), 25), precision="force_fp16")
+    np.testing.assert_array_equal(got, want.astype(np.float16).astype(np.float32))
+
+
+@pytest.mark.parametrize("m,k,n,bias", [(20, 40, 24, True), (64, 96, 48, False)])
+def test_quant_matmul_on_the_npu(m, k, n, bias):
+    net = Net((m, k), np.int8)
+    b = rng(26).integers(-3000, 3000, n).astype(np.int32) if bias else None
+    acc = net.matmul("x", weights((k, n), 27), b)
+    x = i8((m, k), 28)
+    got, want, _ = npu_run(net, acc, x)
+    np.testing.assert_array_equal(got, want)
+    y = net.dequantize(acc, (rng(29).random(n) * 1e-3).astype(np.float32), axis=1)
+    got, want, _ = npu_run(net, y, x)
+    np.testing.assert_array_equal(got, want)
+
+
+def small_cnn(c: int = 8) -> tuple[Net, str]:
+    """quantize -> quant_conv2d -> dequantize -> relu -> quantize -> quant_conv2d -> dequantize."""
+    net = Net((2, c, 12, 12), np.float32)
+    q = net.quantize("x", 0.03)
+    a1 = net.conv(q, weights((40, c, 3, 3), 30), rng(31).integers(-400, 400, 40).astype(np.int32), (2, 2))
+    h = net.relu(net.dequantize(a1, np.full(40, 0.03 * 0.004, np.float32)))
+    a2 = net.conv(net.quantize(h, 0.02), weights((16, 40, 3, 3), 32))
+    return net, net.dequantize(a2, (rng(33).random(16) * 2e-4 + 1e-4).astype(np.float32))
+
+
+def test_small_int8_cnn_end_to_end():
+    net, y = small_cnn()
+    x = rng(34).standard_normal((2, 8, 12, 12)).astype(np.float32)
+    got, want, compiled = npu_run(net, y, x)
+    np.testing.assert_array_equal(got, want)  # f32 everywhere: the same roundings in the same order
+    kernels = compiled.last_run.kernels
+    assert len(kernels) == 3, [k.kernel for k in kernels]  # quantize; conv+deq+relu+quantize; conv+deq
