@@ -32,7 +32,8 @@ Addresses. Every buffer operand takes an optional element offset `%buf[%off]` (a
 
 Sync (ascend.md §1.5): `isa.set_flag [P, Q, e]` fires when every earlier instruction of pipe
 P has finished; `isa.wait_flag [P, Q, e]` holds pipe Q until then; `isa.pipe_barrier [P]`
-holds P until its earlier instructions finished. Event ids are 0 .. 7 per pipe pair.
+holds P until its earlier instructions finished. Event ids are 0 .. 7 per pipe pair in the
+encoding, and below the chip's `isa.event_ids` (4 on the 910) in a module that names it.
 
 What each instruction computes lives in `ge.runtime.isa_kernels`; how long it takes in
 `ge.runtime.sim_timing`.
@@ -206,20 +207,23 @@ def _int(attr: IntegerAttr | None, default: int = 0) -> int:
     return default if attr is None else attr.value.data
 
 
-def target_for(op: Operation) -> targets.Target:
-    """The target named by the nearest enclosing module's `ge.target` (the default chip
-    when no module names one)."""
+def named_target(op: Operation) -> targets.Target | None:
+    """The target named by the nearest enclosing module's `ge.target`, or None."""
     p: Operation | None = op
     while p is not None:
         if isinstance(p, ModuleOp) and targets.TARGET_ATTR in p.attributes:
             try:
-                t = targets.target_of(p)
+                return targets.target_of(p)
             except targets.TargetError as e:
                 raise VerifyException(str(e)) from None
-            assert t is not None
-            return t
         p = p.parent_op()
-    return targets.load_target(targets.DEFAULT_TARGET)
+    return None
+
+
+def target_for(op: Operation) -> targets.Target:
+    """The target named by the nearest enclosing module's `ge.target` (the default chip
+    when no module names one)."""
+    return named_target(op) or targets.load_target(targets.DEFAULT_TARGET)
 
 
 def alignment_of(target: targets.Target, space: MemSpace) -> int:
@@ -512,6 +516,10 @@ class _FlagOp(IRDLOperation):
 
     def verify_(self) -> None:
         _check_pair(*self.key)
+        target = named_target(self)
+        if target is not None and self.event.value.data >= target.isa.event_ids:
+            raise VerifyException(f"event id {self.event.value.data} is out of range 0..{target.isa.event_ids - 1} "
+                                  f"on {target.name}")
 
 
 @irdl_op_definition

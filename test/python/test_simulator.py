@@ -14,6 +14,7 @@ import json
 import numpy as np
 import pytest
 from xdsl.dialects.builtin import FloatAttr, IntegerAttr, ModuleOp, StringAttr, f16, f32, f64, i64
+from xdsl.utils.exceptions import VerifyException
 
 from ge.dialects import isa
 from ge.dialects.isa import MemSpace as S
@@ -557,3 +558,14 @@ def test_random_kernels_are_hazard_free_and_their_sync_is_needed():
     for key in ("pairs", "barriers"):
         tried, caught = counts[key]
         assert caught >= 0.85 * tried, counts
+
+
+def test_event_ids_are_those_of_the_chip():
+    """The 910 has event ids 0..3 per pipe pair, the 910B 0..7: event 5 verifies on the
+    910B only."""
+    body = """    isa.set_flag [MTE2, V, 3]
+    isa.wait_flag [MTE2, V, 3]"""
+    text = print_module(text_kernel(body))
+    parse_module(text.replace(", 3]", ", 5]").replace('"ascend910"', '"ascend910b"')).verify()
+    with pytest.raises(VerifyException, match=r"event id 5 is out of range 0\.\.3 on ascend910"):
+        parse_module(text.replace(", 3]", ", 5]")).verify()
