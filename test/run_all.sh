@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ruff check .
 # The example plugin (README "Extending ge") that test/python/test_plugins.py exercises.
-python -c "import importlib.metadata as m; m.distribution('ge-plugin-example')" 2>/dev/null \
-  || python -m pip install -q --no-deps -e examples/ge_plugin_example
+# Installed every run (a few seconds): its entry points change with the example.
+python -m pip install -q --no-deps -e examples/ge_plugin_example
 lit -sv test
 python -m pytest -n auto --durations=25 "$@"
