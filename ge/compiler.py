@@ -69,6 +69,7 @@ class CompileOptions:
     keep_ir_text: bool = True  # store the task-level IR in the model file (for inspection)
     double_buffer: bool = True  # ge's own switch (not ATC's): to-isa{double-buffer=false} to measure what it buys
     passes: str | Sequence[str] = ()  # custom passes (ge.register_pass / `ge.passes` entry points) to run at their stage
+    kernels_once: bool = True  # lower identical kernels once and copy them (same result; False: each on its own)
 
 
 Progress = Callable[[str, int, int], None]  # (stage, number of stages done, total)
@@ -191,6 +192,20 @@ class _Pipeline:
         log.info("%s: %s took %.3f s", self.name, stage, elapsed)
         return result
 
+    def untimed(self, what: str, fn: Callable[[], Any]) -> Any:
+        """`fn` timed under `what` but not counted as a stage (for progress)."""
+        start = time.perf_counter()
+        result = fn()
+        self.seconds[what] = self.seconds.get(what, 0.0) + time.perf_counter() - start
+        return result
+
+    def kernels_once(self, stages: list[tuple[str, Any]]) -> bool:
+        """Lower each distinct kernel once? Not when the IR of every stage is dumped or
+        custom passes run among the isa stages (they see the whole module)."""
+        names = [s for s, _ in stages]
+        return (self.options.kernels_once and self.options.dump_ir is None
+                and names[names.index(ISA_STAGES[0]):] == list(ISA_STAGES))
+
     def dump(self, module: ModuleOp, prefix: str, number: int, stage: str) -> None:
         if self.options.dump_ir is None:
             return
@@ -210,8 +225,16 @@ class _Pipeline:
         result = _GearResult(gear, module)
         ctx = make_context()
         _pass("quant-fold").apply(ctx, module)  # QDQ -> int8 Cube ops with the import (README "INT8 quantization")
-        for number, (stage, p) in enumerate(pass_stages(self.options, self.target), start=1):
-            self.timed(stage, lambda p=p: (p.apply(ctx, module), module.verify()))
+        stages = pass_stages(self.options, self.target)
+        once = None  # the isa stages on one copy of each distinct kernel (lowering/kernel_dedup.py)
+        for number, (stage, p) in enumerate(stages, start=1):
+            if stage == ISA_STAGES[0] and self.kernels_once(stages):
+                once = self.untimed("kernel-copies", lambda: _distinct_kernels(module))
+            on = module if once is None else once.work
+            self.timed(stage, lambda p=p, on=on: (p.apply(ctx, on), on.verify()))
+            if once is not None and stage == ISA_STAGES[-1]:
+                self.untimed("kernel-copies", once.finish)
+                result.stats["distinct_kernels"], once = once.distinct, None
             self.dump(module, prefix, number, stage)
             if stage == "graph-optimize":
                 result.stats["graph_ops"] = _count(module, _is_graph_compute)
@@ -222,6 +245,12 @@ class _Pipeline:
         self.dump(module, prefix, number + 1, "build-model")
         result.stats["build"] = reports[0]
         return result
+
+
+def _distinct_kernels(module: ModuleOp):
+    from ge.lowering.kernel_dedup import DistinctKernels
+
+    return DistinctKernels(module)
 
 
 def _import(source, shapes: dict[str, tuple[int, ...]], name: str) -> ModuleOp:
@@ -266,6 +295,7 @@ def _gear_stats(result: _GearResult) -> dict[str, Any]:
     return {
         "graph_ops": result.stats["graph_ops"], "trans_data": result.stats["trans_data"],
         "kernels": len(_kernel_symbols(result.module)),
+        "distinct_kernels": result.stats.get("distinct_kernels"),  # lowered once each (None: not counted)
         "launches": build.launches, "copies": build.copies,
         "streams": build.schedule.num_streams, "events": len(build.schedule.events),
         "memory": {

@@ -46,10 +46,9 @@ analysed once; the others get the same sync ops at the same places.
 
 from __future__ import annotations
 
-import io
 import itertools
-import re
 from collections import defaultdict
+from collections.abc import Hashable
 from dataclasses import dataclass, field, replace
 
 from xdsl.context import Context
@@ -57,7 +56,6 @@ from xdsl.dialects import scf
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Operation
 from xdsl.passes import ModulePass
-from xdsl.printer import Printer
 from xdsl.utils.exceptions import PassFailedException
 
 from ge import targets
@@ -652,7 +650,7 @@ class InsertSyncPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         target = module_target(op)
-        done: dict[str, isa.KernelOp] = {}
+        done: dict[Hashable, isa.KernelOp] = {}
         for kernel in [k for k in op.walk() if isinstance(k, isa.KernelOp)]:
             if any(isinstance(o, isa.SYNC_OPS) for o in kernel_ops(kernel.body.block)):
                 continue
@@ -665,17 +663,14 @@ class InsertSyncPass(ModulePass):
                 replay_sync(twin.body.block, kernel.body.block)
 
 
-_NAME = re.compile(r"%[\w.$-]+")
+def structure_key(kernel: isa.KernelOp):
+    """The kernel without its names (`ge.lowering.kernel_dedup.structure_key`: ops,
+    properties, types and operand numbering): two kernels with one key have the same
+    instructions, buffers, offsets and loops (resnet50's 58 kernels have 29 keys), so they
+    need the same synchronization."""
+    from ge.lowering.kernel_dedup import structure_key as key
 
-
-def structure_key(kernel: isa.KernelOp) -> str:
-    """The kernel's body as text with its SSA names numbered in order of appearance: two
-    kernels with one key have the same instructions, buffers, offsets and loops (resnet50's
-    58 kernels have 29 keys), so they need the same synchronization."""
-    text = io.StringIO()
-    Printer(stream=text).print_region(kernel.body)
-    ids: dict[str, str] = {}
-    return _NAME.sub(lambda m: ids.setdefault(m.group(0), f"%{len(ids)}"), text.getvalue())
+    return key(kernel)
 
 
 def replay_sync(src: Block, dst: Block) -> None:
