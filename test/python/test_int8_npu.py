@@ -374,3 +374,32 @@ def test_small_int8_cnn_end_to_end():
     np.testing.assert_array_equal(got, want)  # f32 everywhere: the same roundings in the same order
     kernels = compiled.last_run.kernels
     assert len(kernels) == 3, [k.kernel for k in kernels]  # quantize; conv+deq+relu+quantize; conv+deq
+
+
+def _roofline_helper():
+    """test_sim_roofline's bound of one launch (tests import in importlib mode: loaded by path)."""
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location("sim_roofline", Path(__file__).with_name("test_sim_roofline.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.roofline
+
+
+def test_int8_kernels_respect_the_roofline():
+    """Every launch of the int8 CNN (and of an int8 matmul) takes at least its bound: Cube
+    fractals at the int8 rate (16x32x16 per cycle), Vector repeats, HBM bytes."""
+    from ge.targets import load_target
+
+    roofline = _roofline_helper()
+    target = load_target("ascend910")
+    net, y = small_cnn(40)
+    _, _, compiled = npu_run(net, y, rng(35).standard_normal((2, 40, 12, 12)).astype(np.float32))
+    mm = Net((256, 512), np.int8)
+    _, _, compiled_mm = npu_run(mm, mm.matmul("x", weights((512, 384), 36)), i8((256, 512), 37))
+    runs = compiled.last_run.kernels + compiled_mm.last_run.kernels
+    assert sum(r.work["fractals"] > 0 for r in runs) == 3
+    for r in runs:
+        bound = roofline(target, r)
+        assert r.alone >= max(bound.values()), f"{r.kernel} ({r.node}): {r.alone:.0f} cycles < bound {bound}"
