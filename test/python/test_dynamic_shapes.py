@@ -19,6 +19,7 @@ import ge
 from ge import zoo
 from ge.errors import InputError, ShapeError
 from ge.gears import MAX_GEARS, parse_gears
+from ge.zoo_dynamic import dynamic_bert
 
 F32 = "must_keep_origin_dtype"
 TOLERANCE = 1e-3
@@ -52,24 +53,6 @@ def small_cnn() -> onnx.ModelProto:
     graph = helper.make_graph(nodes, "small_cnn", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, "h", "w"])],
                               [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, 10])], inits)
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-
-
-def dynamic_bert(max_seq: int = 128) -> onnx.ModelProto:
-    """`zoo.bert_encoder` (small: 1 layer, hidden 32) with a symbolic sequence length: the
-    position-ids slice ends at Shape(input_ids)[1] instead of a constant, as exporters emit."""
-    model = zoo.bert_encoder(batch=1, seq=max_seq, hidden=32, heads=2, layers=1, max_pos=max_seq)
-    g = model.graph
-    sliced = next(n for n in g.node if n.name == "embeddings/Slice")
-    g.node.insert(0, helper.make_node("Shape", ["input_ids"], ["seq_len"], name="embeddings/seq_len", start=1, end=2))
-    sliced.input[2] = "seq_len"
-    g.initializer.remove(next(t for t in g.initializer if t.name == "p.end"))
-    for vi in [*g.input, *g.output]:
-        dims = vi.type.tensor_type.shape.dim
-        if vi.name != "pooler_output":
-            dims[1].ClearField("dim_value")
-            dims[1].dim_param = "seq"
-    onnx.checker.check_model(model)
-    return model
 
 
 def reference(model: onnx.ModelProto, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
