@@ -16,6 +16,11 @@ StorageFormats rule (feature_map, conv, matmul, channel_concat) and Elementwise.
   inserted at the boundary, once per value and format. Graph inputs and outputs keep the
   user's format.
 
+int8: an activation zero point of a quant_conv2d / quant_matmul with constant weights is
+first folded into its i32 bias (`absorb_zero_points`: the Cube has no zero point), and a
+quantize / dequantize that the conv epilogue will compute (`_cube_epilogue_quant_ops`)
+changes C0 in NC1HWC0 (i32 8 -> f16 16 -> i8 32); a standalone one computes on plain tensors.
+
 The module's `ge.target` names the chip (`assign-layouts{target=ascend910b}` sets it when
 absent; ascend910 by default); the pass checks that the chip's Cube fractals and vector
 blocks are the ones the layout formats are defined with.
@@ -25,9 +30,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
@@ -108,6 +114,51 @@ def _nz_results(block: Block) -> set[SSAValue]:
         if uses and _rank(r) >= 2 and all(takes_nz(r, u.operation, u.index) for u in uses):
             wanted.add(r)
     return wanted
+
+
+def absorb_zero_points(block: Block) -> None:
+    """The Cube multiplies int8 by int8 with no zero point: an activation zero point z of a
+    quant_conv2d / quant_matmul with constant weights goes into the i32 bias, exactly:
+    sum((x - z) * w) + b = sum(x * w) + (b - z * sum(w)) -- per output channel (the filter's
+    sum) or column (the column sum of B). A padded convolution first pads its input with z
+    explicitly (`graph.pad`, then no pads: the padded taps hold z like the real ones)."""
+    from ge.transforms.graph_utils import constant_value, make_constant
+
+    for op in list(block.ops):
+        if not isinstance(op, g.QuantConv2dOp | g.QuantMatMulOp):
+            continue
+        conv = isinstance(op, g.QuantConv2dOp)
+        z = (op.input_offset if conv else op.lhs_offset).value.data
+        w = constant_value(op.operands[1])
+        if z == 0 or w is None or (not conv and w.ndim != 2):
+            continue  # (the tile pass names what it cannot run)
+        sums = w.astype(np.int64).sum(axis=(1, 2, 3) if conv else 0)
+        b = constant_value(op.bias) if op.bias is not None else np.zeros(sums.shape, np.int64)
+        if b is None:
+            continue
+        name = f"{op.results[0].name_hint or 'acc'}_bias_zp"
+        new_bias = make_constant((b.astype(np.int64) - z * sums).astype(np.int32), None, name, like=op)
+        block.insert_op_before(new_bias, op)
+        props = dict(op.properties)
+        x = op.operands[0]
+        if conv:
+            props["input_offset"] = g.int_attr(0)
+            pads = g.get_ints(props, "pads")
+            if any(pads):
+                pad = g.PadOp.make([x], {"pads": g.int_array((0, 0, pads[0], pads[1], 0, 0, pads[2], pads[3])),
+                                         "mode": StringAttr("constant"), "value": g.float_attr(z)})
+                pad.location = op.location
+                block.insert_op_before(pad, op)
+                x = pad.output
+                props["pads"] = g.int_array((0, 0, 0, 0))
+        else:
+            props["lhs_offset"] = g.int_attr(0)
+        new = type(op).make([x, op.operands[1], new_bias.output], props)
+        new.location = op.location
+        new.results[0].name_hint = op.results[0].name_hint
+        block.insert_op_before(new, op)
+        op.results[0].replace_all_uses_with(new.results[0])
+        block.erase_op(op)
 
 
 def _cube_epilogue_quant_ops(block: Block) -> set[Operation]:
@@ -288,4 +339,5 @@ class AssignLayoutsPass(ModulePass):
         check_target(target)
         for f in op.ops:
             if isinstance(f, func.FuncOp) and f.body.blocks:
+                absorb_zero_points(f.body.block)
                 _Assigner(f.body.block).run()

@@ -262,7 +262,7 @@ class Net:
                       f": {self.t(v)} to {self.t(r)}\n")
         return r
 
-    def conv(self, v: str, w: np.ndarray, bias=None, strides=(1, 1), pads=(1, 1, 1, 1)) -> str:
+    def conv(self, v: str, w: np.ndarray, bias=None, strides=(1, 1), pads=(1, 1, 1, 1), offset: int = 0) -> str:
         (n, _, h, wd), _ = self.shapes[v]
         m, _, kh, kw = w.shape
         oh = (h + pads[0] + pads[2] - kh) // strides[0] + 1
@@ -273,11 +273,11 @@ class Net:
         if bias is not None:
             self.body += const(f"{r}_b", bias)
             operands, types = operands + f", %{r}_b", types + f", {T(bias.shape, np.int32)}"
-        self.body += (f"  %{r} = graph.quant_conv2d {operands} {{{conv_props(strides, pads, 0)}}} "
+        self.body += (f"  %{r} = graph.quant_conv2d {operands} {{{conv_props(strides, pads, offset)}}} "
                       f": ({types}) -> {self.t(r)}\n")
         return r
 
-    def matmul(self, v: str, w: np.ndarray, bias=None) -> str:
+    def matmul(self, v: str, w: np.ndarray, bias=None, offset: int = 0) -> str:
         shape, _ = self.shapes[v]
         r = self._new((*shape[:-1], w.shape[1]), np.int32)
         self.body += const(f"{r}_w", w)
@@ -285,7 +285,7 @@ class Net:
         if bias is not None:
             self.body += const(f"{r}_b", bias)
             operands, types = operands + f", %{r}_b", types + f", {T(bias.shape, np.int32)}"
-        self.body += f"  %{r} = graph.quant_matmul {operands} {{lhs_offset = 0 : i64}} : ({types}) -> {self.t(r)}\n"
+        self.body += f"  %{r} = graph.quant_matmul {operands} {{lhs_offset = {offset} : i64}} : ({types}) -> {self.t(r)}\n"
         return r
 
     def dequantize(self, v: str, scale: np.ndarray, axis: int = 1, dtype=np.float32) -> str:
@@ -403,3 +403,19 @@ def test_int8_kernels_respect_the_roofline():
     for r in runs:
         bound = roofline(target, r)
         assert r.alone >= max(bound.values()), f"{r.kernel} ({r.node}): {r.alone:.0f} cycles < bound {bound}"
+
+
+@pytest.mark.parametrize("pads", [(1, 1, 1, 1), (0, 0, 0, 0)])
+def test_activation_zero_points_on_the_npu(pads):
+    """A nonzero activation zero point: absorbed into the i32 bias (and, for a padded conv,
+    an explicit pad with the zero point): still bit-exact."""
+    net = Net((1, 40, 9, 9), np.int8)
+    out = net.conv("x", weights((24, 40, 3, 3), 40), None, (2, 2), pads, offset=-7)
+    x = i8((1, 40, 9, 9), 41)
+    got, want, compiled = npu_run(net, out, x)
+    np.testing.assert_array_equal(got, want)
+    assert len(compiled.last_run.kernels) == (2 if any(pads) else 1)  # the pad kernel
+    mm = Net((20, 40), np.int8)
+    acc = mm.matmul("x", weights((40, 24), 42), rng(43).integers(-99, 99, 24).astype(np.int32), offset=11)
+    got, want, _ = npu_run(mm, acc, i8((20, 40), 44))
+    np.testing.assert_array_equal(got, want)
