@@ -11,7 +11,9 @@ defaulting to must_keep_origin_dtype as ONNX semantics want) and runs it on the
 executor; a model the compiler refuses (an unsupported operator, a kernel it cannot lower)
 falls back to the reference interpreter with a warning. Input shapes are taken from the
 arrays given to the first `run` when the model has symbolic dims (as onnxruntime does),
-and the prepared module (or compiled model) is cached per input signature.
+and the prepared module (or compiled model) is cached per input signature. With
+`input_shape_range=...` (device="NPU") the model is one `ge.dynamic` dynamic-shape model:
+its kernels per input shape are cached on disk too and shared across processes.
 """
 
 from __future__ import annotations
@@ -115,6 +117,8 @@ class GeCompiledRep(GeBackendRep):
 
         shapes = {**self._input_shape, **{n: a.shape for n, a in zip(self.input_names, arrays)}}
         try:
+            if self.options.get("input_shape_range"):  # one ge.dynamic model serves every signature
+                return next(iter(self._compiled.values()), None) or ge.compile(self.model, ge.CompileOptions(**self.options))
             return ge.compile(self.model, ge.CompileOptions(input_shape=shapes, **self.options))
         except (UnsupportedModelError, ge.CompileError) as e:
             self.fallbacks.append(str(e))

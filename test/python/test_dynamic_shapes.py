@@ -350,3 +350,18 @@ def test_bert_dynamic_mode_7_16_33_16(tmp_path, monkeypatch):
     inputs = zoo.bert_inputs(1, 7)
     assert_matches(fresh.run(inputs), reference(model, inputs), "seq 7 rebuilt")
     assert fresh.cache_stats.corrupt == 1 and fresh.cache_stats.compiles == 1 and fresh.last_run.cache == "compiled"
+
+
+def test_backend_with_input_shape_range_uses_one_dynamic_model(tmp_path, monkeypatch):
+    import ge.backend
+
+    monkeypatch.setenv("GE_CACHE_DIR", str(tmp_path / "cache"))
+    model = small_sequence_model()
+    rep = ge.backend.prepare(model, device="NPU", input_shape_range="x:[1,1~64,16]")
+    for seq in (3, 6, 3):
+        (got,) = rep.run([seq_input(seq)["x"]])
+        assert_matches({"y": got}, reference(model, seq_input(seq)), f"seq {seq}")
+    assert len(set(map(id, rep._compiled.values()))) == 1  # one dynamic model for both signatures
+    stats = next(iter(rep._compiled.values())).cache_stats
+    assert (stats.compiles, stats.memory_hits, stats.disk_hits) == (2, 1, 0)
+    assert len(list((tmp_path / "cache").glob("*/*.om"))) == 2
