@@ -4,10 +4,12 @@ small CNN trained here on scikit-learn's 8x8 digits.
 The CNN (conv 1->8, conv 8->16, max pool, fc 256->64, fc 64->10) trains for 8 epochs with
 torch (seeded, one thread: a few seconds) on 1,257 images; the other 540 are held out.
 The ONNX model is written by hand from the trained weights. Each calibration method
-quantizes it on 200 training images; the QDQ model is imported by ge, folded into
-quant_conv2d / quant_matmul by quant-fold, and run by ge's reference interpreter (the
-int8 ops' numpy semantics, ge.runtime.reference) -- the held-out top-1 accuracy must be
-within 1 point of the f32 model's.
+quantizes it on 200 training images (conv2 and fc1 int8; conv1 and fc2, first and last,
+stay float by rule); the held-out top-1 accuracy must be within 1 point of the f32
+model's, measured twice: with the QDQ model imported by ge, folded into quant_conv2d /
+quant_matmul by quant-fold and run by the reference interpreter (the int8 ops' numpy
+semantics, ge.runtime.reference), and compiled by ge.compile onto the int8 Cube path and
+run on the AI Core simulator (slow).
 """
 
 from __future__ import annotations
@@ -190,6 +192,25 @@ def test_digits_int8_accuracy_within_one_point(digits, method):
     (expected,) = session.run(None, {"x": x[held_out]})
     assert float(np.abs(logits - expected).max()) <= 0.02 * float(np.abs(expected).max())
     assert np.mean(logits.argmax(1) == expected.argmax(1)) >= 0.99
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("method", ["minmax", "percentile", "entropy"])
+def test_digits_int8_accuracy_on_the_simulator(digits, method):
+    """The same QDQ models compiled by ge.compile (quant-fold -> the int8 Cube kernels,
+    precision force_fp16 for the float layers) and run on the AI Core simulator, 60 images
+    per run: held-out top-1 within 1 point of the f32 model (onnxruntime), and the same
+    predictions as the reference interpreter's int8 run on all but at most 1% of the images."""
+    model, x, y, train, held_out = digits
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    f32_acc = accuracy(session.run(None, {"x": x[held_out]})[0], y[held_out])
+    quantized = ge.quantize(model, {"x": x[train[:200]]}, method=method)
+    compiled = ge.compile(quantized.model, ge.CompileOptions(input_shape={"x": [60, 1, 8, 8]}))
+    logits = np.concatenate([compiled.run({"x": x[held_out[i:i + 60]]})["logits"] for i in range(0, len(held_out), 60)])
+    int8_acc = accuracy(logits, y[held_out])
+    assert abs(int8_acc - f32_acc) <= 0.01, f"{method}: int8 on the simulator {int8_acc:.4f} vs f32 {f32_acc:.4f}"
+    reference, _ = ge_logits(quantized.model, x[held_out])
+    assert np.mean(logits.argmax(1) == reference.argmax(1)) >= 0.99
 
 
 def test_digits_every_layer_int8(digits):
