@@ -419,3 +419,27 @@ def test_activation_zero_points_on_the_npu(pads):
     acc = mm.matmul("x", weights((40, 24), 42), rng(43).integers(-99, 99, 24).astype(np.int32), offset=11)
     got, want, _ = npu_run(mm, acc, i8((20, 40), 44))
     np.testing.assert_array_equal(got, want)
+
+
+def test_int8_conv_halves_the_cube_work_of_f16():
+    """The same 3x3 conv (64 -> 64 channels, 28 x 28, batch 4) in f16 and in int8: the int8
+    Cube does half the fractals (16x32x16 instead of 16x16x16, one per cycle), so its Cube
+    pipe is busy about half as long."""
+    import ge
+    from onnx import TensorProto, helper, numpy_helper
+
+    w = rng(50).standard_normal((64, 64, 3, 3)).astype(np.float32) * 0.05
+    graph = helper.make_graph(
+        [helper.make_node("Conv", ["x", "w"], ["y"], pads=[1, 1, 1, 1])], "conv",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 64, 28, 28])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [numpy_helper.from_array(w, "w")])
+    f16 = ge.compile(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]),
+                     ge.CompileOptions(soc_version="ascend910"))
+    f16.run({"x": rng(51).standard_normal((4, 64, 28, 28)).astype(np.float32)}, timing_only=True)
+    net = Net((4, 64, 28, 28), np.int8)
+    acc = net.conv("x", weights((64, 64, 3, 3), 52))
+    _, _, int8 = npu_run(net, acc, i8((4, 64, 28, 28), 53))
+    (k16,) = [k for k in f16.last_run.kernels if k.work["fractals"]]
+    (k8,) = [k for k in int8.last_run.kernels if k.work["fractals"]]
+    assert k8.work["fractals"] * 2 == k16.work["fractals"]
+    assert k8.pipe_busy["M"] < 0.6 * k16.pipe_busy["M"], (k8.pipe_busy, k16.pipe_busy)
