@@ -1,5 +1,5 @@
-// RUN: ge-opt %s -p 'fuse,bufferize,tile' | filecheck %s
-// RUN: ge-opt %s -p 'fuse,bufferize,tile,to-isa' | filecheck %s --check-prefix=ISA
+// RUN: ge-opt %s -p 'fuse,bufferize,tile' --split-input-file | filecheck %s
+// RUN: ge-opt %s -p 'fuse,bufferize,tile,to-isa' --split-input-file | filecheck %s --check-prefix=ISA
 // The int8 Cube path (issue 21) on the 910: a quantized 3x3 stride-2 conv of 40 channels
 // (two int8 C0 = 32 blocks, the second padded) into 24 filters, dequantized per channel,
 // ReLU, requantized for the next layer -- one cube_epilogue kernel. The feature map is i8
@@ -55,3 +55,34 @@ func.func @conv(%x: tensor<1x2x8x8x32xi8, #layout.fmt<NC1HWC0, origin NCHW [1, 4
 // ISA-NEXT:    isa.vmaxs %[[I]], %[[I]] scalar -1.280000e+02 : f64 repeat 8 : memref<512xi32, #isa.space<ub>>, memref<512xi32, #isa.space<ub>>
 // ISA-NEXT:    isa.vmins %[[I]], %[[I]] scalar 1.270000e+02 : f64 repeat 8 : memref<512xi32, #isa.space<ub>>, memref<512xi32, #isa.space<ub>>
 // ISA-NEXT:    isa.vconv %q_ub, %[[I]] repeat 8 : memref<512xi8, #isa.space<ub>>, memref<512xi32, #isa.space<ub>>
+
+// -----
+
+// quant_matmul + i32 bias + per-column dequantize: A i8 ND rows, B i8 FRACTAL_NZ
+// [N1 = 2, K1 = 6, 16, C0 = 32] (K = 96 = 6 x 16 rows, N = 48 padded to 64); the L1 -> L0B
+// copy re-lays B's fractals; mmad 16 x 96 x 32 (1 x 3 x 2 int8 fractals) into i32; the epilogue
+// adds the bias in i32, then converts and scales in f32.
+func.func @matmul(%x: tensor<64x96xi8>) -> tensor<64x48xf32> {
+  %w = graph.constant dense<1> : tensor<2x6x16x32xi8, #layout.fmt<FRACTAL_NZ, origin ND [96, 48]>>
+  %b = graph.constant dense<7> : tensor<48xi32>
+  %s = graph.constant dense<1.0e-03> : tensor<48xf32>
+  %acc = graph.quant_matmul %x, %w, %b {lhs_offset = 0 : i64} : (tensor<64x96xi8>, tensor<2x6x16x32xi8, #layout.fmt<FRACTAL_NZ, origin ND [96, 48]>>, tensor<48xi32>) -> tensor<64x48xi32>
+  %y = graph.dequantize %acc, %s {axis = 1 : i64, offset = 0 : i64} : (tensor<64x48xi32>, tensor<48xf32>) -> tensor<64x48xf32>
+  func.return %y : tensor<64x48xf32>
+}
+// CHECK-LABEL: tile.kernel @k0_acc
+// CHECK-SAME:    kind "cube_epilogue"
+// CHECK:         %b_l1 = tile.alloc buffers 2 : memref<1x1x6x16x32xi8, #tile.space<l1>>
+// CHECK-NEXT:    %a_l0 = tile.alloc buffers 2 : memref<16x96xi8, #tile.space<l0a>>
+// CHECK-NEXT:    %b_l0 = tile.alloc buffers 2 : memref<96x32xi8, #tile.space<l0b>>
+// CHECK-NEXT:    %c_l0 = tile.alloc buffers 2 : memref<16x32xi32, #tile.space<l0c>>
+// CHECK-NEXT:    %acc_ub = tile.alloc buffers 2 : memref<1x16x32xi32, #tile.space<ub>>
+// CHECK-NEXT:    %b_ub = tile.alloc buffers 2 : memref<1x1x32xi32, #tile.space<ub>>
+// CHECK:         tile.copy %{{.*}} sizes [1, 6, 16, 32] perm [1, 2, 0, 3] : memref<1x6x16x32xi8, #tile.space<l1>> to memref<6x16x1x32xi8, #tile.space<l0b>>
+// CHECK:         tile.mmad %a_l0, %b_l0, %c_l0 init %{{.*}} : memref<16x96xi8, #tile.space<l0a>>, memref<96x32xi8, #tile.space<l0b>>, memref<16x32xi32, #tile.space<l0c>>
+// CHECK:         %{{.*}} = graph.add %acc, %b_1 : (tensor<16x32xi32>, tensor<32xi32>) -> tensor<16x32xi32>
+// CHECK-NEXT:    %{{.*}} = graph.cast %{{.*}} : tensor<16x32xi32> to tensor<16x32xf32>
+// CHECK-NEXT:    %{{.*}} = graph.mul %{{.*}}, %s_1 : (tensor<16x32xf32>, tensor<32xf32>) -> tensor<16x32xf32>
+// ISA-LABEL: isa.kernel @k0_acc
+// ISA:         isa.mmad %c_l0, %a_l0, %b_l0 m 16 k 96 n 32 init %{{.*}} : memref<512xi32, #isa.space<l0c>>, memref<1536xi8, #isa.space<l0a>>, memref<3072xi8, #isa.space<l0b>>
+// ISA-NEXT:    isa.copy_l0c_to_ub %c_l0 to %acc_ub sizes [2, 16, 16] dst_strides [16, 32, 1] : memref<512xi32, #isa.space<l0c>> to memref<512xi32, #isa.space<ub>>
