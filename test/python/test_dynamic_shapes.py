@@ -365,3 +365,42 @@ def test_backend_with_input_shape_range_uses_one_dynamic_model(tmp_path, monkeyp
     stats = next(iter(rep._compiled.values())).cache_stats
     assert (stats.compiles, stats.memory_hits, stats.disk_hits) == (2, 1, 0)
     assert len(list((tmp_path / "cache").glob("*/*.om"))) == 2
+
+
+def test_precheck_of_a_dynamic_model_uses_the_smallest_shapes():
+    from ge.precheck import check_support
+
+    report = check_support(small_sequence_model(), ge.CompileOptions(input_shape_range="x:[1,2~64,16]"))
+    assert [(n.node, n.status) for n in report.nodes] == [("proj", "supported"), ("act", "supported")]
+
+
+def test_kernel_cache_concurrent_writers_leave_a_whole_entry(tmp_path):
+    """Writers of one entry race (threads here; processes behave alike: each writes its own
+    temp file and os.replace swaps whole files): every read sees a complete, valid entry."""
+    import threading
+
+    from ge.runtime.kernel_cache import KernelCache
+
+    built = ge.compile(small_sequence_model(), ge.CompileOptions(input_shape="x:1,4,16")).model
+    cache = KernelCache("k", tmp_path)
+    seen, errors = [], []
+
+    def write():
+        for _ in range(10):
+            cache.store("x=1x4x16", built)
+
+    def read():
+        for _ in range(30):
+            model, corrupt = cache.load("x=1x4x16")
+            if corrupt:
+                errors.append("corrupt")
+            elif model is not None:
+                seen.append(model.metadata["cache_signature"])
+
+    threads = [threading.Thread(target=write) for _ in range(3)] + [threading.Thread(target=read)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == [] and set(seen) <= {"x=1x4x16"}
+    assert cache.load("x=1x4x16")[0] is not None and not list(tmp_path.glob("k/*.tmp"))
