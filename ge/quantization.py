@@ -55,6 +55,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from ge.errors import GeError, InputError
+from ge.transforms.quant_fold import quantize_bias  # onnxruntime's bias rule, shared with quant-fold
 
 METHODS = ("minmax", "percentile", "entropy")
 QUANTIZABLE = ("Conv", "MatMul", "Gemm")
@@ -158,13 +159,6 @@ def quantize_weight(w: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray]:
     shape[axis] = -1
     q = np.clip(np.round(w / scale.reshape(shape)), -WEIGHT_QMAX, WEIGHT_QMAX).astype(np.int8)
     return q, scale
-
-
-def quantize_bias(b: np.ndarray, scale: np.ndarray) -> np.ndarray:
-    """onnxruntime's bias rule: int32 = round(b / (scale_x * scale_w)) in f64, clipped."""
-    q = np.round(np.asarray(b, np.float64) / np.asarray(scale, np.float64))
-    info = np.iinfo(np.int32)
-    return np.clip(q, info.min, info.max).astype(np.int32)
 
 
 # --------------------------------------------------------------------------------------

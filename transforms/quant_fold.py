@@ -122,22 +122,25 @@ def _product_scale(sx: np.ndarray, sw: np.ndarray, alpha: float = 1.0) -> np.nda
     return (np.float64(alpha) * sx.astype(np.float64).reshape(()) * sw.astype(np.float64)).astype(np.float32)
 
 
-def _replace(rewriter: PatternRewriter, op: Operation, new_ops: list[Operation], result: SSAValue) -> None:
-    """Put `new_ops` before `op` (with its location), make `result` replace it, and erase
-    the dequantize ops and constants this leaves unused."""
-    for n in new_ops:
+def _rewrite(rewriter: PatternRewriter, op: Operation, cls, x: SSAValue, w_i8: np.ndarray, bias: np.ndarray | None,
+             props: dict, scale: np.ndarray, axis: int) -> None:
+    """Replace the float `op` by `cls`(x, w_i8, bias) -> dequantize(scale along `axis`), with
+    op's location, and erase the dequantize ops and constants this leaves unused."""
+    name = loc_name(op)
+    w = make_constant(w_i8, I8, f"{name}_w_i8", op)
+    new: list[Operation] = [w]
+    if bias is not None:
+        new.append(make_constant(bias, I32, f"{name}_b_i32", op))
+    acc = cls.make([x, w.output, new[1].results[0] if bias is not None else None], props)
+    s = make_constant(scale, None, f"{name}_deq_scale", op)
+    deq = graph.DequantizeOp.to(acc.output, s.output, elem_of(op.results[0]), axis if scale.ndim else 0, 0)
+    new += [acc, s, deq]
+    for n in new:
         n.location = op.location
-    rewriter.insert(new_ops)
+    rewriter.insert(new)
     old = list(op.operands)
-    rewriter.replace(op, [], [result])
+    rewriter.replace(op, [], [deq.output])
     erase_dead(rewriter, old)
-
-
-def _dequantize_acc(acc: SSAValue, scale: np.ndarray, axis: int, like: Operation, out_elem) -> list[Operation]:
-    """Constants and the dequantize op that turns the int32 accumulator back into floats."""
-    s = make_constant(scale, None, f"{loc_name(like)}_deq_scale", like)
-    deq = graph.DequantizeOp.to(acc, s.output, out_elem, axis if scale.ndim else 0, 0)
-    return [s, deq]
 
 
 class FoldQuantConv(RewritePattern):
@@ -155,18 +158,9 @@ class FoldQuantConv(RewritePattern):
         bias = _bias(op.bias, np.broadcast_to(scale, (channels,)), channels)
         if bias is False:
             return
-        name = loc_name(op)
-        new: list[Operation] = [make_constant(w_i8, I8, f"{name}_w_i8", op)]
-        b_val = None
-        if bias is not None:
-            new.append(make_constant(bias, I32, f"{name}_b_i32", op))
-            b_val = new[-1].results[0]
         props = {k: op.properties[k] for k in ("strides", "pads", "dilations", "group")}
         props["input_offset"] = int_attr(x.offset)
-        conv = graph.QuantConv2dOp.make([x.value, new[0].results[0], b_val], props)
-        new.append(conv)
-        new += _dequantize_acc(conv.output, scale, 1, op, elem_of(op.output))
-        _replace(rewriter, op, new, new[-1].results[0])
+        _rewrite(rewriter, op, graph.QuantConv2dOp, x.value, w_i8, bias, props, scale, 1)
 
 
 class FoldQuantMatMul(RewritePattern):
@@ -194,16 +188,8 @@ class FoldQuantMatMul(RewritePattern):
         bias = _bias(op.c, np.broadcast_to(scale, (n,)), n) if is_gemm else None
         if bias is False:
             return
-        name = loc_name(op)
-        new: list[Operation] = [make_constant(w_i8, I8, f"{name}_w_i8", op)]
-        b_val = None
-        if bias is not None:
-            new.append(make_constant(bias, I32, f"{name}_b_i32", op))
-            b_val = new[-1].results[0]
-        mm = graph.QuantMatMulOp.make([x.value, new[0].results[0], b_val], {"lhs_offset": int_attr(x.offset)})
-        new.append(mm)
-        new += _dequantize_acc(mm.output, scale, len(shape_of(mm.output)) - 1, op, elem_of(op.output))
-        _replace(rewriter, op, new, new[-1].results[0])
+        _rewrite(rewriter, op, graph.QuantMatMulOp, x.value, w_i8, bias, {"lhs_offset": int_attr(x.offset)}, scale,
+                 len(shape_of(op.results[0])) - 1)
 
 
 @dataclass(frozen=True)
