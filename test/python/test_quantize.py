@@ -271,3 +271,24 @@ def test_ge_quantize_tool(digits, tmp_path, capsys):
         "ge-quantize: error: the skip list names node(s) the model does not have: nope"
     assert ge_compile.main([str(tmp_path / "digits.onnx"), "-o", str(tmp_path / "d.om"), "--quant-method", "entropy"]) == 1
     assert "ge-compile: error: --quant-method and --quant-skip need --calibration-data" in capsys.readouterr().err
+
+
+def test_ge_compile_with_calibration_data(digits, tmp_path, capsys):
+    """ge-compile --calibration-data quantizes, then compiles the QDQ model for the NPU;
+    the model file runs and gives the int8 reference interpreter's predictions."""
+    from ge.tools import ge_compile
+
+    model, x, _, train, held_out = digits
+    onnx.save_model(model, str(tmp_path / "digits.onnx"))
+    np.savez(tmp_path / "calib.npz", x=x[train[:64]])
+    rc = ge_compile.main([str(tmp_path / "digits.onnx"), "-o", str(tmp_path / "d.om"), "--input-shape", "x:60,1,8,8",
+                          "--calibration-data", str(tmp_path / "calib.npz"), "--quant-method", "percentile",
+                          "--quant-skip", "fc1"])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    assert "quantization (percentile): 1 layer(s) int8, 3 kept float" in out and "d.om:" in out
+    images = x[held_out[:60]]
+    logits = ge.load_model(tmp_path / "d.om").run({"x": images})["logits"]
+    reference, ops = ge_logits(ge.quantize(model, {"x": x[train[:64]]}, method="percentile", skip=["fc1"]).model, images)
+    assert ops.count("graph.quant_conv2d") == 1 and "graph.quant_matmul" not in ops
+    assert np.mean(logits.argmax(1) == reference.argmax(1)) >= 0.98
