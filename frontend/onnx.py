@@ -242,8 +242,8 @@ class Importer:
         self.ops: list[Operation] = []
         self.used: set[str] = set()
         self._const_cache: dict[tuple, SSAValue] = {}
-        # uint8 quantized values carried as int8 (q - 128) for the int8 graph ops (onnx_ops.py)
-        self.shifted_u8: set[SSAValue] = set()
+        # uint8 quantized values -> their int8-carried form (q - 128) for the int8 graph ops (onnx_ops.py)
+        self.shifted_u8: dict[SSAValue, SSAValue] = {}
 
     # -- building blocks -----------------------------------------------------------
 

@@ -659,8 +659,9 @@ def _trilu(ctx: NodeContext):
 # quant_matmul (/tmp/ge_team/INT8_SPEC.md). The int8 graph ops carry int8 values only: a
 # uint8 tensor q with zero point z is carried as the int8 tensor q - 128 with zero point
 # z - 128, which is exact (q - z is unchanged, and z - 128 is in [-128, 127] for any uint8
-# z). Such values are listed in `Importer.shifted_u8`; a uint8 result read by an op that is
-# not quantization-aware (or a graph output) is converted back to true uint8.
+# z). `Importer.shifted_u8` maps such values to their int8 form; a uint8 result read by an op
+# that is not quantization-aware (or a graph output) is also converted back to true uint8,
+# and the quantization-aware readers keep the int8 form.
 # --------------------------------------------------------------------------------------
 
 # Consumers that read the int8-carried uint8 form (each handles the shift itself).
@@ -719,8 +720,10 @@ def _i8_to_u8(ctx: NodeContext, v):
 def _int8_operand(ctx: NodeContext, i: int) -> tuple:
     """Input i as an int8 value and the shift of its zero point (0, or -128 for uint8)."""
     v = ctx.input(i)
+    if v in ctx.importer.shifted_u8:
+        return ctx.importer.shifted_u8[v], -128
     if _elem_is(v.type, np.int8):
-        return v, (-128 if v in ctx.importer.shifted_u8 else 0)
+        return v, 0
     if _elem_is(v.type, np.uint8):
         return _u8_to_i8(ctx, v), -128
     raise NodeError(f"input #{i} must be int8 or uint8, got {v.type}")
@@ -734,8 +737,10 @@ def _int8_result(ctx: NodeContext, y, is_uint8: bool):
     name = ctx.node.output[0]
     readers = [n.op_type for n in ctx.importer.model.graph.node if name in n.input]
     if name in {o.name for o in ctx.importer.model.graph.output} or any(r not in _QUANT_AWARE for r in readers):
-        return _i8_to_u8(ctx, y)
-    ctx.importer.shifted_u8.add(y)
+        u8 = _i8_to_u8(ctx, y)
+        ctx.importer.shifted_u8[u8] = y  # quantization-aware readers keep using the int8 form
+        return u8
+    ctx.importer.shifted_u8[y] = y
     return y
 
 
