@@ -20,6 +20,10 @@ compile), and the cached run path reads only model files (kernel code, no MLIR).
 `cache_stats` counts memory hits, disk hits, misses, compiles and corrupt entries rebuilt;
 `last_run.cache` says how the last run found its kernels ("memory hit", "disk hit",
 "compiled"), and `ge-run` prints it.
+
+`compile_module_cached` is the same disk cache for an already imported graph-level module
+(the torch.compile backend's dynamic-shape graphs, one module per concrete shape): keyed by
+the module's text with its weight blobs, so a new process finds the shapes compiled before.
 """
 
 from __future__ import annotations
@@ -166,6 +170,42 @@ def compile_dynamic(model, options: CompileOptions, progress=None) -> DynamicCom
         progress("done", 1, 1)
     compiled = DynamicCompiledModel(Model(definition, [], b"", {}, metadata, graph=graph), report)
     compiled._proto = proto
+    return compiled
+
+
+MODULE_CACHE_STATS = CacheStats()  # the counts of `compile_module_cached` in this process
+
+
+def _canonical(text: str) -> str:
+    """The module text with its resource handles renamed in order of appearance: the blob
+    registry uniques handle names per process (`w`, then `w_0`), the blobs stay in the text."""
+    names = dict.fromkeys(re.findall(r"dense_resource<([^>]+)>", text))
+    if not names:
+        return text
+    renamed = {n: f"r{i}" for i, n in enumerate(names)}
+    text = re.sub(r"dense_resource<([^>]+)>", lambda m: f"dense_resource<{renamed[m.group(1)]}>", text)
+    return re.sub(r"^(\s*)([^\s:]+)(: \"0x)", lambda m: m.group(1) + renamed.get(m.group(2), m.group(2)) + m.group(3),
+                  text, flags=re.MULTILINE)
+
+
+def compile_module_cached(module, options: CompileOptions, cache_dir=None) -> CompiledModel:
+    """`ge.compile(module, options)` through the on-disk kernel cache (see the module docstring)."""
+    import ge
+    from ge.ir import print_module
+    from ge.runtime.kernel_cache import KernelCache, model_key
+
+    stored = {k: v for k, v in dataclasses.asdict(options).items() if k not in _SHAPE_OPTIONS}
+    cache = KernelCache(model_key(_canonical(print_module(module)).encode(), resolve_target(options.soc_version).name,
+                                  stored), cache_dir)
+    built, corrupt = cache.load("module")
+    MODULE_CACHE_STATS.corrupt += corrupt
+    if built is not None:
+        MODULE_CACHE_STATS.disk_hits += 1
+        return CompiledModel(built)
+    MODULE_CACHE_STATS.misses += 1
+    compiled = ge.compile(module, dataclasses.replace(options, keep_ir_text=False))
+    MODULE_CACHE_STATS.compiles += 1
+    cache.store("module", compiled.model)
     return compiled
 
 

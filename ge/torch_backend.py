@@ -198,7 +198,7 @@ def _weight_name(placeholder: str) -> str:
 class GeGraph:
     """A captured graph compiled by ge: called with the graph's inputs, returns torch tensors."""
 
-    def __init__(self, module, kept: list[int], options, executor: str):
+    def __init__(self, module, kept: list[int], options, executor: str, cached: bool = False):
         from ge.dialects.graph import argument_names
         from ge.runtime.reference import find_function
 
@@ -207,8 +207,9 @@ class GeGraph:
         self.compiled = None
         if executor == "simulator":
             from ge.compiler import compile as ge_compile
+            from ge.dynamic import compile_module_cached  # dynamic-shape graphs: the on-disk kernel cache
 
-            self.compiled = ge_compile(module, options)
+            self.compiled = compile_module_cached(module, options) if cached else ge_compile(module, options)
 
     def __call__(self, *args):
         torch = _torch()
@@ -251,7 +252,7 @@ class ShapeSpecialized:
 
     def _build(self, args: Sequence) -> Callable:
         try:
-            return GeGraph(*import_dynamo_graph(self.gm, args), self.options, self.executor)
+            return GeGraph(*import_dynamo_graph(self.gm, args), self.options, self.executor, cached=True)
         except UnsupportedModelError as e:
             if not self.fallback:
                 raise UnsupportedModelError(f"torch.compile(backend='ge'): {e}") from None
@@ -263,14 +264,15 @@ def ge_backend(gm, example_inputs, options: dict[str, Any] | None = None) -> Cal
     """The Dynamo backend registered as "ge" (entry point `torch_dynamo_backends`)."""
     compile_options, fallback, executor = _split_options(options)
     args = [_concrete(x) for x in example_inputs]
+    symbolic = any(a is not x for a, x in zip(args, example_inputs))  # sizes were symbolic
     try:
         module, kept = import_dynamo_graph(gm, args)
-        compiled = GeGraph(module, kept, compile_options, executor)
+        compiled = GeGraph(module, kept, compile_options, executor, cached=symbolic)
     except UnsupportedModelError as e:
         if not fallback or _fullgraph():
             raise UnsupportedModelError(f"torch.compile(backend='ge'): {e}") from None
         log.warning("ge: running this graph eagerly: %s", e)
         return gm.forward
-    if any(a is not x for a, x in zip(args, example_inputs)):  # sizes were symbolic
+    if symbolic:
         return ShapeSpecialized(gm, compile_options, executor, fallback and not _fullgraph(), args, compiled)
     return compiled

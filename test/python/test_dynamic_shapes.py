@@ -9,6 +9,8 @@ exp / erf / tanh.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import onnx
 import onnxruntime as ort
@@ -298,6 +300,8 @@ def test_dynamic_mode_input_errors(tmp_path, monkeypatch):
 
 _SECOND_PROCESS = """
 import json, sys
+import dataclasses
+
 import numpy as np
 import ge
 from ge import zoo
@@ -404,3 +408,31 @@ def test_kernel_cache_concurrent_writers_leave_a_whole_entry(tmp_path):
         t.join()
     assert errors == [] and set(seen) <= {"x=1x4x16"}
     assert cache.load("x=1x4x16")[0] is not None and not list(tmp_path.glob("k/*.tmp"))
+
+
+@pytest.mark.slow
+def test_torch_compile_dynamic_uses_the_disk_cache(tmp_path, monkeypatch):
+    """torch.compile(dynamic=True): each concrete shape compiled once; after a Dynamo reset
+    (as in a new process) the same shapes come from the disk cache, nothing compiles."""
+    torch = pytest.importorskip("torch")
+    from ge.dynamic import MODULE_CACHE_STATS
+
+    monkeypatch.setenv("GE_CACHE_DIR", str(tmp_path / "cache"))
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2)).eval()
+
+    def run_all() -> None:
+        torch._dynamo.reset()
+        compiled = torch.compile(model, backend="ge", dynamic=True)
+        for batch in (3, 5):
+            x = torch.randn(batch, 4, generator=torch.Generator().manual_seed(batch))
+            with torch.no_grad():
+                got, want = compiled(x).numpy(), model(x).numpy()
+            assert np.abs(got - want).max() <= TOLERANCE * np.abs(want).max()
+
+    before = dataclasses.replace(MODULE_CACHE_STATS)
+    run_all()
+    assert (MODULE_CACHE_STATS.compiles - before.compiles, MODULE_CACHE_STATS.disk_hits - before.disk_hits) == (2, 0)
+    run_all()
+    assert (MODULE_CACHE_STATS.compiles - before.compiles, MODULE_CACHE_STATS.disk_hits - before.disk_hits) == (2, 2)
+    torch._dynamo.reset()
