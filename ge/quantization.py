@@ -341,6 +341,11 @@ class _QdqWriter:
         self.dequantized: dict[str, str] = {}
 
     def _init(self, name: str, arr: np.ndarray) -> str:
+        """A new initializer, renamed if the model already has a value of that name."""
+        taken = {t.name for t in self.model.graph.initializer} | {o for n in self.model.graph.node for o in n.output}
+        base, i = name, 1
+        while name in taken:
+            name, i = f"{base}_{i}", i + 1
         self.model.graph.initializer.append(numpy_helper.from_array(arr, name))
         return name
 
@@ -378,10 +383,20 @@ class _QdqWriter:
         keep = [t for t in self.model.graph.initializer if t.name in used]
         del self.model.graph.initializer[:]
         self.model.graph.initializer.extend(keep)
-        for imp in self.model.opset_import:
-            if imp.domain in ("", "ai.onnx") and imp.version < 13:
-                imp.version = 13  # per-channel DequantizeLinear (axis) needs opset 13
         return self.model
+
+
+def _at_least_opset_13(model: onnx.ModelProto) -> onnx.ModelProto:
+    """The model converted to opset 13 if older: per-channel DequantizeLinear (axis) needs it."""
+    version = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 13)
+    if version >= 13:
+        return model
+    from onnx import version_converter
+
+    try:
+        return version_converter.convert_version(model, 13)
+    except Exception as e:  # the converter raises several kinds
+        raise QuantizeError(f"the model's opset {version} cannot be converted to 13 for quantization: {e}") from None
 
 
 def _bias_index(node: onnx.NodeProto) -> int | None:
@@ -416,7 +431,7 @@ def quantize(
 
     if method not in METHODS:
         raise QuantizeError(f"unknown calibration method '{method}'; choose one of {', '.join(METHODS)}")
-    proto = load_onnx_model(model)
+    proto = _at_least_opset_13(load_onnx_model(model))
     init_names = {t.name for t in proto.graph.initializer}
     inputs = load_calibration_data(calibration_data, [i.name for i in proto.graph.input if i.name not in init_names])
     chosen, kept = select_layers(proto, list(skip), keep_first_last)

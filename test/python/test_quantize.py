@@ -292,3 +292,21 @@ def test_ge_compile_with_calibration_data(digits, tmp_path, capsys):
     reference, ops = ge_logits(ge.quantize(model, {"x": x[train[:64]]}, method="percentile", skip=["fc1"]).model, images)
     assert ops.count("graph.quant_conv2d") == 1 and "graph.quant_matmul" not in ops
     assert np.mean(logits.argmax(1) == reference.argmax(1)) >= 0.98
+
+
+def test_old_opset_converted_and_names_kept_apart(digits):
+    """An opset-11 model is converted to 13 (per-channel DequantizeLinear needs it), and a
+    tensor already named like a new scale is not overwritten."""
+    model, x, _, train, held_out = digits
+    old = onnx.ModelProto()
+    old.CopyFrom(model)
+    old.opset_import[0].version = 11
+    old.graph.initializer.append(numpy_helper.from_array(np.array(7.0, np.float32), "r1_scale"))
+    quantized = ge.quantize(old, {"x": x[train[:32]]})
+    assert quantized.model.opset_import[0].version == 13
+    q = next(n for n in quantized.model.graph.node if n.op_type == "QuantizeLinear" and n.input[0] == "r1")
+    assert q.input[1] == "r1_scale_1"
+    session = ort.InferenceSession(quantized.model.SerializeToString(), providers=["CPUExecutionProvider"])
+    (expected,) = session.run(None, {"x": x[held_out[:50]]})
+    logits, _ = ge_logits(quantized.model, x[held_out[:50]])
+    assert np.mean(logits.argmax(1) == expected.argmax(1)) >= 0.98
