@@ -21,10 +21,12 @@ Activation ranges, per tensor (calibration on the float model, run by onnxruntim
   with TensorRT", GTC 2017): a 2048-bin histogram of |x|; for each candidate cut i >= 128
   the clipped reference P (outliers folded into the last kept bin) is compared with its
   128-level quantization Q expanded back over P's non-empty bins; the cut with the smallest
-  KL(P || Q) is the threshold. Distributions are smoothed as MXNet's `_get_optimal_threshold`
-  and onnxruntime's `get_entropy_threshold` (calibrate.py) do, so an empty Q bin under a
-  non-empty P bin is a large, finite divergence; the threshold is the upper edge of the last
-  kept bin (onnxruntime, MXNet). Same [0, T] / [-T, T] rule as percentile.
+  KL(P || Q) is the threshold. The merging of bins into levels, the smoothing (so that an
+  empty Q bin under a non-empty P bin is a large, finite divergence) and the threshold (the
+  upper edge of the last kept bin) follow MXNet's `_get_optimal_threshold`
+  (python/mxnet/contrib/quantization.py), which onnxruntime's `get_entropy_threshold`
+  (calibrate.py) also follows, here on the histogram of |x| as TensorRT describes it.
+  Same [0, T] / [-T, T] rule as percentile.
 Activations are symmetric by default (zero point 0, scale = max(|lo|, |hi|) / 127, as
 TensorRT and ge's int8 Cube path want); with `symmetric=False` scale and zero point follow
 onnxruntime's `compute_scale_zp` (the range always includes 0; qmin = -128, qmax = 127). Weights: int8 in [-127, 127],
@@ -88,7 +90,8 @@ def _smooth(p: np.ndarray, eps: float = 1e-4) -> np.ndarray | None:
 
 
 def entropy_threshold(abs_values: np.ndarray, num_bins: int = 2048, num_levels: int = 128) -> float:
-    """TensorRT's KL-divergence threshold for |x| (see the module docstring)."""
+    """TensorRT's KL-divergence threshold for |x|, step for step as MXNet's
+    `_get_optimal_threshold` computes it (see the module docstring)."""
     absmax = float(np.max(abs_values)) if abs_values.size else 0.0
     if absmax == 0.0:
         return 0.0
@@ -96,17 +99,18 @@ def entropy_threshold(abs_values: np.ndarray, num_bins: int = 2048, num_levels: 
     hist = hist.astype(np.float64)
     best_i, best_kl = num_bins, np.inf
     for i in range(num_levels, num_bins + 1):
-        p = hist[:i].copy()
-        p[i - 1] += hist[i:].sum()
         kept = hist[:i]
-        # Q: the i kept bins merged into `num_levels` levels, each level's count spread
-        # evenly over the non-empty bins it covers (empty bins stay empty).
-        starts = (np.arange(num_levels) * i) // num_levels
-        level_sum = np.add.reduceat(kept, starts)
-        level_nonzero = np.add.reduceat((kept != 0).astype(np.float64), starts)
-        level_of_bin = np.repeat(np.arange(num_levels), np.diff(np.append(starts, i)))
+        p = kept.copy()
+        p[i - 1] += hist[i:].sum()  # the clipped outliers land in the last kept bin
+        # Q: the i bins merged into `num_levels` levels of i // num_levels bins (the last
+        # level takes the remainder), each level's count spread evenly over the bins where
+        # P is not empty; empty P bins stay empty in Q.
+        merged = i // num_levels
+        level_of_bin = np.minimum(np.arange(i) // merged, num_levels - 1)
+        level_sum = np.bincount(level_of_bin, weights=kept, minlength=num_levels)
+        level_nonzero = np.bincount(level_of_bin, weights=(p != 0).astype(np.float64), minlength=num_levels)
         per_bin = np.divide(level_sum, level_nonzero, out=np.zeros(num_levels), where=level_nonzero > 0)
-        q = np.where(kept != 0, per_bin[level_of_bin], 0.0)
+        q = np.where(p != 0, per_bin[level_of_bin], 0.0)
         ps, qs = _smooth(p), _smooth(q)
         if ps is None or qs is None:
             continue

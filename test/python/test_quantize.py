@@ -78,6 +78,51 @@ def test_entropy_threshold_clips_outliers():
     assert entropy_threshold(np.zeros(10)) == 0.0
 
 
+def _mxnet_threshold(values: np.ndarray, num_bins: int, num_levels: int) -> float:
+    """MXNet's `_get_optimal_threshold` (python/mxnet/contrib/quantization.py) transcribed
+    loop for loop, on the one-sided histogram of |x| (TensorRT's form): the reference the
+    vectorized `entropy_threshold` must agree with."""
+    hist, edges = np.histogram(values, bins=num_bins, range=(0.0, float(values.max())))
+    best, best_kl = None, np.inf
+    for i in range(num_levels, num_bins + 1):
+        sliced = hist[:i].astype(np.float64)
+        p = sliced.copy()
+        p[-1] += hist[i:].sum()
+        is_nonzeros = (p != 0).astype(np.int64)
+        merged = sliced.size // num_levels
+        quantized = np.zeros(num_levels)
+        for j in range(num_levels):
+            quantized[j] = sliced[j * merged:(j + 1) * merged].sum()
+        quantized[-1] += sliced[num_levels * merged:].sum()
+        q = np.zeros(sliced.size)
+        for j in range(num_levels):
+            start = j * merged
+            stop = len(is_nonzeros) if j == num_levels - 1 else start + merged
+            norm = is_nonzeros[start:stop].sum()
+            if norm != 0:
+                q[start:stop] = quantized[j] / norm
+        q[p == 0] = 0
+        smoothed = []
+        for d in (p, q):
+            zeros = (d == 0).astype(np.float64)
+            n_zeros = zeros.sum()
+            eps1 = 1e-4 * n_zeros / (d.size - n_zeros)
+            smoothed.append(d + 1e-4 * zeros - eps1 * (1 - zeros))
+        ps, qs = (d / d.sum() for d in smoothed)
+        kl = float(np.sum(ps * np.log(ps / qs)))
+        if kl < best_kl:
+            best, best_kl = float(edges[i]), kl
+    return best
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_entropy_threshold_matches_mxnet_transcription(seed):
+    r = np.random.default_rng(seed)
+    values = np.abs(np.concatenate([r.standard_normal(20_000), r.standard_normal(200) * 8])).astype(np.float32)
+    values[r.random(values.size) < 0.3] = 0.0  # a ReLU's zeros
+    assert entropy_threshold(values, num_bins=256, num_levels=16) == _mxnet_threshold(values, 256, 16)
+
+
 def test_activation_range_methods():
     r = np.random.default_rng(1)
     relu = np.maximum(r.standard_normal(100_000), 0).astype(np.float32)
