@@ -22,7 +22,7 @@ import sys
 import tempfile
 import time
 
-from _common import RESULTS, markdown, parser
+from _common import markdown, parser
 
 import ge
 from ge import zoo
@@ -96,8 +96,7 @@ def main(argv=None) -> int:
     args.json.write_text(json.dumps({"model": "dynamic_bert(hidden=32, layers=1)", "options": OPTIONS,
                                      "rows": results, "gears_compile_s": round(gears_compile, 3),
                                      "cache_stats": stats}, indent=2))
-    if args.json == RESULTS / "dynamic.json":
-        (RESULTS / "dynamic.txt").write_text(text)
+    args.json.with_suffix(".txt").write_text(text)
     return 0
 
 
