@@ -10,7 +10,7 @@ fresh process per side: "load" is `ge.load_model` + building the executor (decod
 kernels), "run" the first simulated inference (numerics, timing and checks of every
 distinct kernel), "rerun" a second one (numerics only: the timing and checks are reused),
 "timing-only" a `timing_only` run with nothing reused (the simulated instructions per
-second). "Whole process" is `ge-run model.om --inputs in.npz --output out.npz` and, for
+second); "simulated cycles" the first run's total (the chip's time, not the host's). "Whole process" is `ge-run model.om --inputs in.npz --output out.npz` and, for
 onnxruntime, a script that starts, builds the session (ORT_ENABLE_ALL, one intra-op
 thread), runs once and writes the outputs: medians of `--repeats` alternating runs. Times
 are CPU seconds (user + system) of the process: the machine may be shared, and the wall
@@ -175,13 +175,14 @@ def _fmt(before: dict | None, after: dict, key: str, fmt: str) -> str:
 
 def table(rows: list[dict]) -> str:
     header = ["model", "load s", "run s", "rerun s", "ge-run whole process s", "onnxruntime whole process s",
-              "ratio", "timing-only instructions / s", "kernels / bodies", "problems"]
+              "ratio", "timing-only instructions / s", "simulated cycles", "kernels / bodies", "problems"]
     out = []
     for r in rows:
         b, a = r.get("before"), r["after"]
         out.append([r["model"], _fmt(b, a, "load_s", ".2f"), _fmt(b, a, "run_s", ".2f"), _fmt(b, a, "rerun_s", ".2f"),
                     _fmt(b, a, "whole_s", ".2f"), _fmt(b, a, "ort_whole_s", ".2f"), _fmt(b, a, "ratio", ".1f"),
-                    _fmt(b, a, "instructions_per_s", ",.0f"), f"{a['kernels']} / {a['bodies'] or a['kernels']}",
+                    _fmt(b, a, "instructions_per_s", ",.0f"), _fmt(b, a, "cycles", ",.0f"),
+                    f"{a['kernels']} / {a['bodies'] or a['kernels']}",
                     _fmt(b, a, "problems", "d")])
     return markdown(header, out)
 
