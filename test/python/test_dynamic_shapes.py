@@ -436,3 +436,32 @@ def test_torch_compile_dynamic_uses_the_disk_cache(tmp_path, monkeypatch):
     run_all()
     assert (MODULE_CACHE_STATS.compiles - before.compiles, MODULE_CACHE_STATS.disk_hits - before.disk_hits) == (2, 2)
     torch._dynamo.reset()
+
+
+def test_command_line_gears_and_dynamic_mode(tmp_path, monkeypatch, capsys):
+    """ge-compile --dynamic-image-size / --input-shape-range; ge-run --gear picks the gear of
+    its random inputs; ge-run on a dynamic model prints how it got its kernels (and --profile
+    writes it into the timeline): compiled in the first process, a disk hit in the next."""
+    import json
+
+    from ge.tools.ge_compile import main as compile_main
+    from ge.tools.ge_run import main as run_main
+
+    monkeypatch.setenv("GE_CACHE_DIR", str(tmp_path / "cache"))
+    cnn, seq = tmp_path / "cnn.onnx", tmp_path / "seq.onnx"
+    onnx.save(small_cnn(), cnn)
+    onnx.save(small_sequence_model(), seq)
+    assert compile_main([str(cnn), "-o", str(tmp_path / "cnn.om"), "--input-shape", "x:1,3,-1,-1",
+                         "--dynamic-image-size", "32,32;48,48"]) == 0
+    assert "gears 32x32, 48x48 (kernels " in capsys.readouterr().out
+    assert run_main([str(tmp_path / "cnn.om"), "--gear", "48x48"]) == 0
+    assert ", gear 48x48" in capsys.readouterr().out
+    assert compile_main([str(seq), "-o", str(tmp_path / "seq.om"), "--input-shape-range", "x:[1,1~64,16]"]) == 0
+    assert "dynamic shapes x:[1,1~64,16]" in capsys.readouterr().out
+    timeline = tmp_path / "t.json"
+    for how in ("compiled", "disk hit"):
+        assert run_main([str(tmp_path / "seq.om"), "--shape", "x:1,9,16", "--profile", str(timeline)]) == 0
+        assert f"kernel cache: {how} (" in capsys.readouterr().out
+        assert json.loads(timeline.read_text())["otherData"]["kernel_cache"] == how
+    assert run_main([str(tmp_path / "seq.om"), "--shape", "x:1,99,16"]) != 0
+    assert "outside its input_shape_range [1,1~64,16]" in capsys.readouterr().err
