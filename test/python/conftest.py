@@ -11,3 +11,14 @@ def _free_weights():
     model-level tests would otherwise keep every model's weights alive (over 20 GB)."""
     with blob_scope():
         yield
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_kernel_cache(tmp_path_factory):
+    """Dynamic-shape models and torch.compile(dynamic=True) cache kernels on disk: give the
+    test session its own empty cache so that no test reads an entry an earlier run wrote
+    (a disk hit would skip the compile under test) or writes into the user's ~/.cache/ge."""
+    patch = pytest.MonkeyPatch()
+    patch.setenv("GE_CACHE_DIR", str(tmp_path_factory.mktemp("ge-kernel-cache")))
+    yield
+    patch.undo()
