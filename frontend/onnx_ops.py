@@ -764,25 +764,96 @@ def _channel_shape(rank: int, axis: int) -> list[int]:
     return shape
 
 
+def _q_range(dtype: np.dtype) -> tuple[int, int]:
+    if dtype.kind not in "iu" or dtype.itemsize > 2:
+        raise NodeError(f"{dtype} quantization is not supported (int8, uint8, int16, uint16 are)")
+    info = np.iinfo(dtype)
+    return int(info.min), int(info.max)
+
+
+def _along_axis(ctx: NodeContext, i: int, rank: int, default=None):
+    """Input i (a scale or zero point, scalar or [C] along `axis`) as a broadcastable f32
+    tensor of the given rank, or `default` when absent."""
+    from ge.dialects import dtypes
+
+    if not ctx.has_input(i):
+        return default
+    v = _emit_cast(ctx, ctx.input(i), dtypes.element_type(np.float32))
+    if len(shape_of(ctx.type(i))) == 1 and shape_of(ctx.type(i))[0] > 1 and rank > 1:
+        axis = _axis(ctx, ctx.attr("axis", 1), rank)
+        shape = [-1] + [1] * (rank - 1 - axis)
+        v = ctx.emit(graph.ReshapeOp, [v, ctx.constant(np.array(shape, np.int64), "channel_shape")]).results[0]
+    return v
+
+
+def _quantize_decomposed(ctx: NodeContext, out_dtype: np.dtype):
+    """QuantizeLinear in elementwise graph ops, for what graph.quantize does not take (a
+    scale or zero point computed at run time, per-channel scales, 16-bit types):
+    saturate(round_half_even(x / scale) + zero_point), in f32 as onnxruntime does."""
+    from ge.dialects import dtypes
+
+    lo, hi = _q_range(out_dtype)
+    f32 = dtypes.element_type(np.float32)
+    rank = ctx.rank(0)
+    x = _emit_cast(ctx, ctx.input(0), f32) if ctx.type(0).element_type != f32 else ctx.input(0)
+    y = ctx.emit(graph.DivOp, [x, _along_axis(ctx, 1, rank)]).results[0]
+    y = ctx.emit(graph.RoundOp, [y]).results[0]
+    if (zp := _along_axis(ctx, 2, rank)) is not None:
+        y = ctx.emit(graph.AddOp, [y, zp]).results[0]
+    y = ctx.emit(graph.ClipOp, [y], {"min": float_attr(lo), "max": float_attr(hi)}).results[0]
+    return _emit_cast(ctx, y, dtypes.element_type(out_dtype))
+
+
+def _dequantize_decomposed(ctx: NodeContext):
+    """DequantizeLinear in elementwise graph ops: (x - zero_point) * scale in f32, cast to
+    the scale's type (run-time scales or zero points, per-channel zero points, 16-bit x)."""
+    from ge.dialects import dtypes
+
+    f32 = dtypes.element_type(np.float32)
+    rank = ctx.rank(0)
+    y = _emit_cast(ctx, ctx.input(0), f32)
+    if (zp := _along_axis(ctx, 2, rank)) is not None:
+        y = ctx.emit(graph.SubOp, [y, zp]).results[0]
+    y = ctx.emit(graph.MulOp, [y, _along_axis(ctx, 1, rank)]).results[0]
+    out = ctx.type(1).element_type
+    return _emit_cast(ctx, y, out) if out != f32 else y
+
+
+def _is_float(t) -> bool:
+    from ge.dialects import dtypes
+
+    return dtypes.is_float(t.element_type)
+
+
+def _known(ctx: NodeContext, i: int) -> np.ndarray | None:
+    """Input i's value if known at compile time (absent inputs count as known: None)."""
+    return ctx.values[i] if ctx.has_input(i) else None
+
+
+def _out_dtype(ctx: NodeContext) -> np.dtype:
+    """QuantizeLinear's output type: the zero point's, else `output_dtype`, else uint8."""
+    if ctx.has_input(2):
+        from ge.dialects import dtypes
+
+        return dtypes.numpy_dtype(ctx.type(2).element_type)
+    to = ctx.attr("output_dtype", 0)
+    return np.dtype(onnx.helper.tensor_dtype_to_np_dtype(to)) if to else np.dtype(np.uint8)
+
+
 @converts("QuantizeLinear")
 def _quantize_linear(ctx: NodeContext):
     _no_blocks(ctx)
-    scale = _param(ctx, 1, "y_scale", np.float32)
-    zp = _zero_point(ctx, 2)
-    is_u8 = _check_quant_dtype(zp, "QuantizeLinear")
-    rank = ctx.rank(0)
-    x = ctx.values[0]
-    if scale.size > 1 or zp.size > 1:
-        if x is None:
-            raise NodeError("per-channel QuantizeLinear of a non-constant tensor is not supported "
-                            "(activations are quantized per tensor)")
-        axis = _axis(ctx, ctx.attr("axis", 1), rank)
-        shape = _channel_shape(rank, axis)
-        lo, hi = (0, 255) if is_u8 else (-128, 127)
-        q = np.rint(x.astype(np.float32) / scale.reshape(shape)) + zp.astype(np.float32).reshape(shape)
-        return [ctx.constant(np.clip(q, lo, hi).astype(zp.dtype), "quantized")]
-    offset = int(_per_tensor(zp, "y_zero_point")) - (128 if is_u8 else 0)
-    props = {"scale": float_attr(_per_tensor(scale, "y_scale")), "offset": int_attr(offset)}
+    out_dtype = _out_dtype(ctx)
+    _q_range(out_dtype)
+    scale, zp = ctx.values[1], _known(ctx, 2)
+    constant_params = scale is not None and (zp is not None or not ctx.has_input(2))
+    zp = zp if zp is not None else np.zeros((), out_dtype)
+    if (not constant_params or scale.size > 1 or zp.size > 1 or out_dtype not in (np.int8, np.uint8)
+            or not _is_float(ctx.type(0))):
+        return [_quantize_decomposed(ctx, out_dtype)]
+    is_u8 = out_dtype == np.uint8
+    offset = int(zp.reshape(-1)[0]) - (128 if is_u8 else 0)
+    props = {"scale": float_attr(float(scale.reshape(-1)[0])), "offset": int_attr(offset)}
     y = ctx.emit(graph.QuantizeOp, [ctx.input(0)], props).results[0]
     return [_int8_result(ctx, y, is_u8)]
 
@@ -794,28 +865,31 @@ def _scale_value(ctx: NodeContext, scale: np.ndarray, hint: str = "scale"):
 
 @converts("DequantizeLinear")
 def _dequantize_linear(ctx: NodeContext):
+    """graph.dequantize when the scale is a constant, the zero point one constant and x
+    int8 / uint8 / int32; a constant x with per-channel zero points folds here; anything
+    else runs as elementwise graph ops (`_dequantize_decomposed`)."""
+    from ge.dialects import dtypes
+
     _no_blocks(ctx)
-    scale = _param(ctx, 1, "x_scale")
-    x_type = ctx.type(0)
-    is_i32 = _elem_is(x_type, np.int32)
-    zp = _zero_point(ctx, 2, np.int32 if is_i32 else np.uint8)
+    scale, zp, x_known = ctx.values[1], _known(ctx, 2), ctx.values[0]
+    x_dtype = dtypes.numpy_dtype(ctx.type(0).element_type)
+    zp = zp if zp is not None or ctx.has_input(2) else np.zeros((), x_dtype)
     rank = ctx.rank(0)
-    axis = _axis(ctx, ctx.attr("axis", 1), max(rank, 1)) if scale.size > 1 else 0
-    if is_i32:
+    per_channel_zp = zp is not None and zp.size > 1 and np.any(zp != zp.reshape(-1)[0])
+    if scale is None or zp is None or x_dtype not in (np.int8, np.uint8, np.int32) or per_channel_zp:
+        if x_known is not None and scale is not None and zp is not None:  # constant weights: fold here
+            axis = _axis(ctx, ctx.attr("axis", 1), max(rank, 1))
+            shape = _channel_shape(rank, axis) if scale.size > 1 or zp.size > 1 else [1] * rank
+            y = (x_known.astype(np.int64) - zp.astype(np.int64).reshape(shape)).astype(np.float32) * scale.reshape(shape)
+            return [ctx.constant(y.astype(scale.dtype), "dequantized")]
+        return [_dequantize_decomposed(ctx)]
+    if x_dtype == np.int32:
         if np.any(zp != 0):
             raise NodeError("an int32 DequantizeLinear must have zero point 0 (ONNX)")
         x, shift = ctx.input(0), 0
     else:
         x, shift = _int8_operand(ctx, 0)
-    if zp.size > 1 and np.any(zp != zp.reshape(-1)[0]):
-        known = ctx.values[0]
-        if known is None:
-            raise NodeError("per-channel zero points on a non-constant tensor are not supported")
-        shape = _channel_shape(rank, axis)
-        y = (known.astype(np.int64) - zp.astype(np.int64).reshape(shape)).astype(np.float32) * scale.reshape(shape)
-        return [ctx.constant(y.astype(scale.dtype), "dequantized")]
-    from ge.dialects import dtypes
-
+    axis = _axis(ctx, ctx.attr("axis", 1), max(rank, 1)) if scale.size > 1 else 0
     offset = int(zp.reshape(-1)[0]) + shift if zp.size else shift
     op = graph.DequantizeOp.to(x, _scale_value(ctx, scale), dtypes.element_type(scale.dtype), axis, offset)
     return [_register(ctx, op).results[0]]

@@ -180,13 +180,33 @@ def test_conv_integer_and_matmul_integer():
         np.testing.assert_array_equal(got, expected)
 
 
+def test_quantize_linear_in_graph_ops():
+    """What graph.quantize / graph.dequantize do not take runs as elementwise graph ops:
+    per-channel QuantizeLinear of an activation, a run-time scale, int16, per-channel zero
+    points on an activation -- exact against onnxruntime."""
+    x = (rng.standard_normal((2, 4, 3)) * 4).astype(np.float32)
+    s = np.array([0.1, 0.02, 0.5, 0.05], np.float32)
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"], name="per_channel_q", axis=1),
+             helper.make_node("DequantizeLinear", ["q", "s", "z"], ["y"], name="per_channel_dq", axis=1),
+             helper.make_node("QuantizeLinear", ["x", "rs", "z16"], ["q16"], name="int16_q"),
+             helper.make_node("DequantizeLinear", ["q16", "rs", "z16"], ["y16"], name="int16_dq")]
+    model = _model(nodes, {"x": x, "rs": np.array(0.003, np.float32)},
+                   {"q": (np.uint8, None), "y": (np.float32, None), "y16": (np.float32, None)},
+                   {"s": s, "z": np.array([0, 128, 7, 255], np.uint8), "z16": np.array(-5, np.int16)}, opset=21)
+    inputs = {"x": x, "rs": np.array(0.003, np.float32)}
+    for got, expected in zip(run_ge(model, inputs, fold=False), run_ort(model, inputs)):
+        assert got.dtype == expected.dtype
+        np.testing.assert_array_equal(got, expected)
+    assert "graph.quantize" not in _ops(model, {}, fold=False)
+
+
 def test_unsupported_quantization_names_the_node():
     x = np.zeros((2, 4), np.float32)
-    nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"], name="per_channel_q", axis=1),
-             helper.make_node("DequantizeLinear", ["q", "s", "z"], ["y"], name="dq", axis=1)]
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"], name="blocked_q", axis=1, block_size=2),
+             helper.make_node("DequantizeLinear", ["q", "s", "z"], ["y"], name="dq", axis=1, block_size=2)]
     model = _model(nodes, {"x": x}, {"y": (np.float32, None)},
-                   {"s": np.full(4, 0.1, np.float32), "z": np.zeros(4, np.int8)})
-    with pytest.raises(UnsupportedModelError, match=r"'per_channel_q'.*per-channel QuantizeLinear of a non-constant"):
+                   {"s": np.full((2, 2), 0.1, np.float32), "z": np.zeros((2, 2), np.int8)}, opset=21)
+    with pytest.raises(UnsupportedModelError, match=r"'blocked_q'.*blocked quantization \(block_size\)"):
         ge.load_onnx(model)
     w = np.array([[0, 255]], np.uint8)
     nodes = [helper.make_node("MatMulInteger", ["a", "w", "az", "wz"], ["m"], name="asym_w")]
