@@ -137,7 +137,7 @@ def test_deleting_any_wait_on_the_910_route_is_caught(monkeypatch):
     assert tried >= 10 and not missed, "\n".join(missed)
 
 
-@pytest.mark.slow  # squeezenet compiles and runs in ~15 s per chip
+@pytest.mark.slow  # squeezenet compiles and runs in 30-60 s per chip
 @pytest.mark.parametrize("target", ["ascend910", "ascend910b"])
 def test_f16_squeezenet_follows_the_chip_and_matches_onnxruntime(target):
     raw = with_random_weights(light_model_path("squeezenet"), seed=1)
