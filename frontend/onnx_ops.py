@@ -895,18 +895,30 @@ def _dequantize_linear(ctx: NodeContext):
     return [_register(ctx, op).results[0]]
 
 
-def _centered_weight(ctx: NodeContext, i: int, zp_index: int, axis: int) -> np.ndarray:
-    """A constant int8/uint8 weight minus its zero point, which must fit int8 (symmetric
-    int8 weights have zero point 0; uint8 ones usually 128)."""
+def _weight_parts(ctx: NodeContext, i: int, zp_index: int, axis: int) -> list[np.ndarray]:
+    """A constant int8/uint8 weight minus its zero point, as int8 tensors that sum to it:
+    one for symmetric weights (int8 with zero point 0, uint8 with 128: the Cube's case);
+    two or three when the centered values leave int8 (an asymmetric uint8 weight spans
+    [-255, 255]). The products with each part add up exactly in int32."""
     w = ctx.const(i, "the quantized weight")
     zp = _zero_point(ctx, zp_index, w.dtype.type).astype(np.int64)
     if zp.size > 1:
         zp = zp.reshape(_channel_shape(w.ndim, axis))
-    centered = w.astype(np.int64) - zp
-    if centered.min(initial=0) < -128 or centered.max(initial=0) > 127:
-        raise NodeError("the weight minus its zero point does not fit int8; ge's int8 Cube path needs "
-                        "symmetric weights (int8 with zero point 0, or uint8 with zero point 128)")
-    return centered.astype(np.int8)
+    rest = w.astype(np.int64) - zp
+    parts = [np.clip(rest, -128, 127)]
+    while np.any(rest := rest - parts[-1]):
+        parts.append(np.clip(rest, -128, 127))
+    return [p.astype(np.int8) for p in parts]
+
+
+def _sum_parts(ctx: NodeContext, cls, x, parts: list[np.ndarray], bias, props: dict):
+    """`cls`(x, part) for each weight part (the bias on the first), added in int32."""
+    acc = None
+    for part in parts:
+        y = ctx.emit(cls, [x, ctx.constant(part, "weight"), bias], props).results[0]
+        acc = y if acc is None else ctx.emit(graph.AddOp, [acc, y]).results[0]
+        bias = None
+    return acc
 
 
 def _requantize(ctx: NodeContext, acc, scale: np.ndarray, axis: int, y_scale_i: int, y_zp_i: int):
@@ -926,8 +938,8 @@ def _quant_conv(ctx: NodeContext, x_i: int, x_zp_i: int, w_i: int, w_zp_i: int, 
     _require_2d(ctx)
     x, shift = _int8_operand(ctx, x_i)
     x_zp = _param(ctx, x_zp_i, "x_zero_point") if ctx.has_input(x_zp_i) else np.zeros((), np.int8)
-    w = ctx.constant(_centered_weight(ctx, w_i, w_zp_i, 0), "weight")
-    kernel = tuple(ctx.attr("kernel_shape", shape_of(w.type)[2:]))
+    parts = _weight_parts(ctx, w_i, w_zp_i, 0)
+    kernel = tuple(ctx.attr("kernel_shape", parts[0].shape[2:]))
     strides, pads, dilations = _window(ctx, kernel)
     props = {
         "strides": int_array(strides), "pads": int_array(pads), "dilations": int_array(dilations),
@@ -935,7 +947,7 @@ def _quant_conv(ctx: NodeContext, x_i: int, x_zp_i: int, w_i: int, w_zp_i: int, 
         "input_offset": int_attr(int(_per_tensor(x_zp, "x_zero_point")) + shift),
     }
     bias = ctx.input(bias_i) if bias_i is not None and ctx.has_input(bias_i) else None
-    return ctx.emit(graph.QuantConv2dOp, [x, w, bias], props).results[0]
+    return _sum_parts(ctx, graph.QuantConv2dOp, x, parts, bias, props)
 
 
 @converts("ConvInteger")
@@ -955,9 +967,9 @@ def _quant_mm(ctx: NodeContext, a_i: int, a_zp_i: int, b_i: int, b_zp_i: int):
     a, shift = _int8_operand(ctx, a_i)
     a_zp = _param(ctx, a_zp_i, "a_zero_point") if ctx.has_input(a_zp_i) else np.zeros((), np.int8)
     b_rank = len(shape_of(ctx.type(b_i)))
-    b = ctx.constant(_centered_weight(ctx, b_i, b_zp_i, b_rank - 1), "weight")
+    parts = _weight_parts(ctx, b_i, b_zp_i, b_rank - 1)
     props = {"lhs_offset": int_attr(int(_per_tensor(a_zp, "a_zero_point")) + shift)}
-    return ctx.emit(graph.QuantMatMulOp, [a, b, None], props).results[0]
+    return _sum_parts(ctx, graph.QuantMatMulOp, a, parts, None, props)
 
 
 @converts("MatMulInteger")

@@ -208,12 +208,19 @@ def test_unsupported_quantization_names_the_node():
                    {"s": np.full((2, 2), 0.1, np.float32), "z": np.zeros((2, 2), np.int8)}, opset=21)
     with pytest.raises(UnsupportedModelError, match=r"'blocked_q'.*blocked quantization \(block_size\)"):
         ge.load_onnx(model)
-    w = np.array([[0, 255]], np.uint8)
+
+
+def test_asymmetric_weights_as_sums_of_int8_products():
+    """A uint8 weight with zero point 0 centers to [0, 255]: two int8 parts (127 + 128 ->
+    three) whose int32 products add up exactly."""
+    a = rng.integers(0, 256, (3, 8)).astype(np.uint8)
+    w = rng.integers(0, 256, (8, 5)).astype(np.uint8)
+    w[0, 0] = 255
     nodes = [helper.make_node("MatMulInteger", ["a", "w", "az", "wz"], ["m"], name="asym_w")]
-    model = _model(nodes, {"a": np.zeros((1, 1), np.uint8)}, {"m": (np.int32, None)},
-                   {"w": w, "az": np.array(0, np.uint8), "wz": np.array(10, np.uint8)}, opset=13)
-    with pytest.raises(UnsupportedModelError, match=r"'asym_w'.*does not fit int8"):
-        ge.load_onnx(model)
+    model = _model(nodes, {"a": a}, {"m": (np.int32, None)},
+                   {"w": w, "az": np.array(3, np.uint8), "wz": np.array(0, np.uint8)}, opset=13)
+    np.testing.assert_array_equal(run_ge(model, {"a": a}, fold=False)[0], run_ort(model, {"a": a})[0])
+    assert _ops(model, {}, fold=False).count("graph.quant_matmul") == 3
 
 
 # --------------------------------------------------------------------------------------
