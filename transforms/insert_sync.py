@@ -412,30 +412,41 @@ def _prune(candidates: dict[Pair, list[Dep]], nested: dict[int, list[Pair]], inn
     return kept
 
 
-Barriers = dict[Block, dict[isa.Pipe, set[int]]]  # block -> pipe -> gaps holding a barrier
-_LOOPS: dict[Block, list[tuple[int, scf.ForOp]]] = {}  # per kernel (cleared by insert_sync)
+class Barriers:
+    """The barriers placed so far in one kernel (block -> pipe -> gaps holding one), and
+    its blocks' op lists and always-running loops (the ops do not move until `_emit`)."""
 
+    def __init__(self) -> None:
+        self.at: dict[Block, dict[isa.Pipe, set[int]]] = {}
+        self._ops: dict[Block, list[Operation]] = {}
+        self._loops: dict[Block, list[tuple[int, scf.ForOp]]] = {}
 
-def _running_loops(block: Block) -> list[tuple[int, scf.ForOp]]:
-    """(index, loop) of the loops in `block` that run at least once."""
-    if block not in _LOOPS:
-        _LOOPS[block] = [(i, op) for i, op in enumerate(block.ops) if isinstance(op, scf.ForOp) and min_trips(op) >= 1]
-    return _LOOPS[block]
+    def ops(self, block: Block) -> list[Operation]:
+        if block not in self._ops:
+            self._ops[block] = list(block.ops)
+        return self._ops[block]
+
+    def running_loops(self, block: Block) -> list[tuple[int, scf.ForOp]]:
+        """(index, loop) of the loops in `block` that run at least once."""
+        if block not in self._loops:
+            self._loops[block] = [(i, op) for i, op in enumerate(self.ops(block))
+                                  if isinstance(op, scf.ForOp) and min_trips(op) >= 1]
+        return self._loops[block]
 
 
 def _has_barrier(block: Block, pipe: isa.Pipe, bars: Barriers, lo: int | None = None, hi: int | None = None) -> bool:
     """Is there a barrier on `pipe` in `block` at a gap in (lo, hi] -- between ops lo and
     hi -- or inside a loop strictly between them that runs at least once?"""
-    if any((lo is None or g > lo) and (hi is None or g <= hi) for g in bars.get(block, {}).get(pipe, ())):
+    if any((lo is None or g > lo) and (hi is None or g <= hi) for g in bars.at.get(block, {}).get(pipe, ())):
         return True
-    for i, op in _running_loops(block):
+    for i, op in bars.running_loops(block):
         if (lo is None or i > lo) and (hi is None or i < hi) and _has_barrier(op.body.block, pipe, bars):
             return True
     return False
 
 
-def _nested_body(block: Block, at: int) -> Block | None:
-    op = list(block.ops)[at]
+def _nested_body(block: Block, at: int, bars: Barriers) -> Block | None:
+    op = bars.ops(block)[at]
     return op.body.block if isinstance(op, scf.ForOp) else None
 
 
@@ -443,7 +454,7 @@ def _barrier_after(block: Block, xs: tuple[int, ...], pipe: isa.Pipe, bars: Barr
     """A barrier after the op at xs, in the same run of `block`."""
     if _has_barrier(block, pipe, bars, lo=xs[0]):
         return True
-    inner = _nested_body(block, xs[0]) if len(xs) > 1 else None
+    inner = _nested_body(block, xs[0], bars) if len(xs) > 1 else None
     return inner is not None and _barrier_after(inner, xs[1:], pipe, bars)
 
 
@@ -451,7 +462,7 @@ def _barrier_before(block: Block, ys: tuple[int, ...], pipe: isa.Pipe, bars: Bar
     """A barrier before the op at ys, in the same run of `block`."""
     if _has_barrier(block, pipe, bars, hi=ys[0]):
         return True
-    inner = _nested_body(block, ys[0]) if len(ys) > 1 else None
+    inner = _nested_body(block, ys[0], bars) if len(ys) > 1 else None
     return inner is not None and _barrier_before(inner, ys[1:], pipe, bars)
 
 
@@ -460,20 +471,21 @@ def _barriers(deps: list[Dep], level: Level, bars: Barriers) -> list[tuple[Block
     dep is covered by a barrier between its two sides -- in the block, in a loop between
     them that always runs, or inside the loops holding them -- or by flags (step 4)."""
     block = deps[0].block
-    mine = bars.setdefault(block, defaultdict(set))
+    mine = bars.at.setdefault(block, defaultdict(set))
     placed: list[tuple[Block, int, isa.Pipe]] = []
-    todo = [d for d in deps if not implied(d, level)]
-    for d in sorted(todo, key=lambda d: (d.carried, d.y, d.x, d.xs, d.ys)):
+    # A dep flags order, or one a barrier already covers, places nothing: the cheap barrier
+    # test first, the chain search only for the deps it leaves.
+    for d in sorted(deps, key=lambda d: (d.carried, d.y, d.x, d.xs, d.ys)):
         p = d.src
-        inner_x = _nested_body(block, d.x) if len(d.xs) > 1 else None
-        inner_y = _nested_body(block, d.y) if len(d.ys) > 1 else None
+        inner_x = _nested_body(block, d.x, bars) if len(d.xs) > 1 else None
+        inner_y = _nested_body(block, d.y, bars) if len(d.ys) > 1 else None
         covered = (inner_x is not None and _barrier_after(inner_x, d.xs[1:], p, bars)) or (
             inner_y is not None and _barrier_before(inner_y, d.ys[1:], p, bars))
         if d.carried:
             covered = covered or _has_barrier(block, p, bars, lo=d.x) or _has_barrier(block, p, bars, hi=d.y)
         else:
             covered = covered or _has_barrier(block, p, bars, lo=d.x, hi=d.y)
-        if not covered:
+        if not covered and not implied(d, level):
             mine[p].add(d.y)
             placed.append((block, d.y, p))
     return placed
@@ -558,7 +570,6 @@ def _depth(block: Block) -> int:
 def insert_sync(kernel: isa.KernelOp, target: targets.Target) -> None:
     if any(isinstance(op, isa.SYNC_OPS) for op in kernel_ops(kernel.body.block)):
         return
-    _LOOPS.clear()
     try:
         instrs = instructions(kernel, target)
     except UnplacedBufferError as e:
@@ -570,7 +581,7 @@ def insert_sync(kernel: isa.KernelOp, target: targets.Target) -> None:
     blocks.add(kernel.body.block)
     placed: dict[Block, list[Pair]] = {}
     levels: dict[Block, Level] = {}
-    bars: Barriers = {}
+    bars = Barriers()
     pairs: list[Pair] = []
     barriers: list[tuple[Block, int, isa.Pipe]] = []
     # Innermost blocks first: a block's dependencies may be ordered by the pairs of the
@@ -606,7 +617,6 @@ def insert_sync(kernel: isa.KernelOp, target: targets.Target) -> None:
             if not _merge_closest(pairs, e.src, e.dst):
                 raise SyncError(f"insert-sync: {describe_kernel(kernel)}: more than {target.isa.event_ids} "
                                 f"{e.src.value} -> {e.dst.value} events are live at once") from None
-    _LOOPS.clear()
     _emit(pairs, ids, barriers)
 
 

@@ -100,6 +100,40 @@ class MemAccess:
     buffer: SSAValue
     rects: tuple[isa.Rect, ...] = field(default=(), compare=False)  # the elements, when known
 
+    # Computed once per access (an access lives as long as one kernel's analysis).
+    @functools.cached_property
+    def form(self) -> Affine:
+        """The byte offset's affine form (element offset times the element size)."""
+        return self.offset.scaled(self.size)
+
+    @functools.cached_property
+    def span(self) -> tuple[int, int] | None:
+        return _span(self)
+
+    patterns: Patterns | None = field(default=None, compare=False, repr=False)  # the kernel's memo
+
+
+class Patterns:
+    """One kernel analysis' memo of byte patterns and of which shifted patterns meet
+    (vector instructions repeat a few rectangle shapes many times)."""
+
+    def __init__(self) -> None:
+        self.bytes: dict[tuple, np.ndarray | None] = {}
+        self.meets: dict[tuple, bool] = {}
+
+    def meet(self, x: MemAccess, y: MemAccess, shift: int) -> bool:
+        key = (x.rects, x.size, y.rects, y.size, shift)
+        hit = self.meets.get(key)
+        if hit is None:
+            hit = self.meets[key] = _patterns_meet(self.pattern(x), self.pattern(y), shift)
+        return hit
+
+    def pattern(self, a: MemAccess) -> np.ndarray | None:
+        key = (a.rects, a.size)
+        if key not in self.bytes:
+            self.bytes[key] = _bytes(a.rects, a.size)
+        return self.bytes[key]
+
 
 @dataclass
 class Instr:
@@ -157,6 +191,7 @@ class UnplacedBufferError(Exception):
 def instructions(kernel: isa.KernelOp, target: targets.Target) -> list[Instr]:
     """Every instruction of the kernel in program order, with its resolved accesses."""
     out = []
+    memo = Patterns()
     for op in kernel_ops(kernel.body.block):
         if not isinstance(op, isa.InstructionOp):
             continue
@@ -173,7 +208,7 @@ def instructions(kernel: isa.KernelOp, target: targets.Target) -> list[Instr]:
                 raise UnplacedBufferError(f"{op.name} uses a buffer without an offset")
             key, base, _ = loc
             size = isa.itemsize(a.buffer.type)
-            accesses.append(MemAccess(key, base, size, affine(a.offset), a.lo, a.hi, a.write, a.buffer, a.rects))
+            accesses.append(MemAccess(key, base, size, affine(a.offset), a.lo, a.hi, a.write, a.buffer, a.rects, memo))
         out.append(Instr(op, op.PIPE, path, accesses, len(out)))
     return out
 
@@ -216,7 +251,7 @@ def may_overlap(x: MemAccess, y: MemAccess, block: Block, loop: scf.ForOp | None
     xl, xh = _ranges(x)
     yl, yh = _ranges(y)
     # x starts at base_x + size_x * off_x; const is that minus the same for y.
-    diff = x.offset.scaled(x.size).minus(y.offset.scaled(y.size))
+    diff = x.form.minus(y.form)
     const = x.base - y.base + diff.const
     if _apart(x, y):
         return False
@@ -253,7 +288,11 @@ def may_overlap(x: MemAccess, y: MemAccess, block: Block, loop: scf.ForOp | None
 def access_span(a: MemAccess) -> tuple[int, int] | None:
     """All bytes `a` may touch in any iteration, when its offset ranges over loop counters
     with constant bounds (or is constant)."""
-    form = a.offset.scaled(a.size)
+    return a.span
+
+
+def _span(a: MemAccess) -> tuple[int, int] | None:
+    form = a.form
     r = _range(form) if form.terms else (0, 0)
     if r is None:
         return None
@@ -263,7 +302,7 @@ def access_span(a: MemAccess) -> tuple[int, int] | None:
 
 def _apart(x: MemAccess, y: MemAccess) -> bool:
     """Are the whole byte ranges x and y may ever touch disjoint?"""
-    sx, sy = access_span(x), access_span(y)
+    sx, sy = x.span, y.span
     return sx is not None and sy is not None and (sx[1] <= sy[0] or sy[1] <= sx[0])
 
 
@@ -276,12 +315,11 @@ def _touch(x: MemAccess, y: MemAccess, shift: int) -> bool:
     is enough when a pattern is unknown or large."""
     if not x.rects or not y.rects:
         return True
-    return _patterns_meet(x.rects, x.size, y.rects, y.size, shift)
+    memo = x.patterns or y.patterns or Patterns()
+    return memo.meet(x, y, shift)
 
 
-@functools.lru_cache(maxsize=1 << 16)
-def _patterns_meet(xr: tuple[isa.Rect, ...], xs: int, yr: tuple[isa.Rect, ...], ys: int, shift: int) -> bool:
-    xb, yb = _bytes(xr, xs), _bytes(yr, ys)
+def _patterns_meet(xb: np.ndarray | None, yb: np.ndarray | None, shift: int) -> bool:
     if xb is None or yb is None:
         return True
     moved = xb + shift
@@ -290,7 +328,6 @@ def _patterns_meet(xr: tuple[isa.Rect, ...], xs: int, yr: tuple[isa.Rect, ...], 
     return bool(yb.size and (yb[hits] == moved).any())
 
 
-@functools.lru_cache(maxsize=4096)
 def _bytes(rects: tuple[isa.Rect, ...], size: int) -> np.ndarray | None:
     if sum(r.count for r in rects) > EXACT_LIMIT:
         return None
@@ -301,7 +338,8 @@ def _bytes(rects: tuple[isa.Rect, ...], size: int) -> np.ndarray | None:
             elems = elems[..., None] + np.arange(n, dtype=np.int64) * st
         parts.append(elems.reshape(-1))
     elems = np.unique(np.concatenate(parts)) if parts else np.zeros(0, np.int64)
-    return np.unique((elems[:, None] * size + np.arange(size)).reshape(-1))
+    # distinct sorted elements: their byte ranges are disjoint and in order already
+    return (elems[:, None] * size + np.arange(size)).reshape(-1)
 
 
 def _range(form: Affine) -> tuple[int, int] | None:
