@@ -223,6 +223,38 @@ def test_asymmetric_weights_as_sums_of_int8_products():
     assert _ops(model, {}, fold=False).count("graph.quant_matmul") == 3
 
 
+_QUANT_OPS = {"QuantizeLinear", "DequantizeLinear", "QLinearConv", "QLinearMatMul", "ConvInteger", "MatMulInteger"}
+# Node cases of these operators ge does not run: (name regex, reason).
+_NOT_RUN = ((r"blocked", "blocked quantization (block_size)"),
+            (r"e4m3fn|e5m2|float4|int4|int2", "float8 / 4-bit / 2-bit types have no graph-level element type"))
+
+
+def _quant_node_cases():
+    import re
+    import warnings
+
+    from onnx.backend.test.case.node import collect_testcases
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cases = collect_testcases()
+    return sorted((c for c in cases if {n.op_type for n in c.model.graph.node} & _QUANT_OPS
+                   and not any(re.search(p, c.name) for p, _ in _NOT_RUN)), key=lambda c: c.name)
+
+
+@pytest.mark.parametrize("case", _quant_node_cases(), ids=lambda c: c.name)
+def test_onnx_node_case(case):
+    """The official ONNX node cases of the six operators (their expected outputs), through
+    ge.backend as ge/conformance.py runs the claimed operators' cases."""
+    from ge.conformance import run_case
+
+    run_case(case)
+
+
+def test_onnx_node_cases_counted():
+    assert len(_quant_node_cases()) == 23
+
+
 # --------------------------------------------------------------------------------------
 # QDQ models written by onnxruntime's quantizer
 # --------------------------------------------------------------------------------------
