@@ -100,6 +100,9 @@ def check(model: onnx.ModelProto, inputs: dict[str, np.ndarray], precision: str 
         want = reference(model, inputs)
     except Exception as e:  # the generator made a graph onnxruntime rejects
         return "invalid", f"onnxruntime: {e}".splitlines()[0], 0.0
+    from ge.lowering.fusion_legality import PROBE_BUGS
+
+    probe_bugs = len(PROBE_BUGS)
     try:
         options = ge.CompileOptions(precision_mode=PRECISIONS[precision], kernel_level="isa", keep_ir_text=False)
         compiled = ge.compile(model, options)
@@ -109,6 +112,8 @@ def check(model: onnx.ModelProto, inputs: dict[str, np.ndarray], precision: str 
         frame = traceback.extract_tb(e.__traceback__)[-1]
         where = f"{Path(frame.filename).name}:{frame.lineno}"
         return "traceback", f"{type(e).__name__} at {where}: {e}".splitlines()[0], 0.0
+    if len(PROBE_BUGS) > probe_bugs:  # a fusion probe hit an internal error (it refused the group)
+        return "traceback", f"fusion probe: {PROBE_BUGS[-1]}", 0.0
     try:
         outs = compiled.run(inputs)
     except ge.GeError as e:  # a compiled model that fails to run (e.g. KernelProblemError) is a bug

@@ -79,6 +79,7 @@ class Fuser:
         self.group_of: dict[Operation, Candidate] = {}
         self.groups: list[Candidate] = []
         self.verdicts: dict[tuple[Operation, ...], str | None] = {}  # group -> why it does not build
+        self.by_structure: dict[tuple, str | None] = {}  # (target, group structure) -> the same, per run
 
     # -- structure ---------------------------------------------------------------
 
@@ -204,7 +205,7 @@ class Fuser:
         """None if the group `ops` builds as one kernel, else why not (asked once per group)."""
         key = tuple(sorted(ops, key=self.order.__getitem__))
         if key not in self.verdicts:
-            self.verdicts[key] = group_tiles(key, self.target)
+            self.verdicts[key] = group_tiles(key, self.target, self.by_structure)
         return self.verdicts[key]
 
     def _shrink_until_legal(self, cand: Candidate) -> None:
@@ -248,9 +249,11 @@ class Fuser:
         """Cube op + bias/scale + activation + residual add + activation, in that order."""
         anchor = cand.ops[0]
         channel_axis = 1 if isinstance(anchor, graph.Conv2dOp | graph.QuantConv2dOp) else -1
-        stage = 0  # 0: bias/scale allowed; 1: after activation; 2: after residual; 3: done
+        stage = 0  # 0: bias/scale allowed; 1: after activation; 2: after residual; 3: done (but a quantize); 4: done
         tail = anchor.results[0]
-        while stage < 3 and (user := self._sole_user(cand, tail)) is not None:
+        while stage < 4 and (user := self._sole_user(cand, tail)) is not None:
+            if stage == 3 and not isinstance(user, graph.QuantizeOp):
+                return  # done; only an int8 requantize may still follow
             group = set(cand.ops)
             if (reason := self.can_join(user, group)) is not None:
                 self.log.append(f"{cand.rule}: {op_label(user)} not fused: {reason}")
@@ -258,7 +261,7 @@ class Fuser:
             if stage == 0 and self._is_affine(user, tail, channel_axis):
                 pass
             elif isinstance(user, graph.QuantizeOp):  # int8: requantize for the next layer, last
-                stage = 3
+                stage = 4
             elif stage in (0, 2) and isinstance(user, fr.ACTIVATION_OPS) and self._constant_rest(user, tail):
                 stage = 1 if stage == 0 else 3
             elif stage in (0, 1) and self._is_residual(user, tail):

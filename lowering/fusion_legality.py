@@ -8,11 +8,16 @@ launched as constants), then runs `tile`, `to-isa` and `plan-local-memory` on it
 answer is None when the group builds, else the reason it does not (the stage's message),
 so that `fuse` forms the group or tries a smaller one (see lowering/fuse.py).
 
-A probe costs one kernel's compile; `fuse` asks only about groups of two ops or more.
+A probe costs one kernel's compile; `fuse` asks only about groups of two ops or more, once
+per structure in one run. A probe that fails with a refusal (a GeError, a pass or verify
+failure: capacity, an unsupported lowering) answers why; any other exception is a bug in a
+later stage: the group is still refused, and the error is logged under `ge.fusion_legality`
+and kept in `PROBE_BUGS` (the fuzzer reports it).
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 
 from xdsl.context import Context
@@ -110,19 +115,24 @@ def structure(ops: Sequence[Operation]) -> tuple:
     return tuple(key)
 
 
-_VERDICTS: dict[tuple, str | None] = {}
+log = logging.getLogger("ge.fusion_legality")
+# Internal errors a probe met (not refusals): each is logged and kept here, so the fuzzer
+# (ge/fuzz.py) reports a compile during which one happened as a traceback.
+PROBE_BUGS: list[str] = []
 
 
-def group_tiles(ops: Sequence[Operation], target: targets.Target | None = None) -> str | None:
+def group_tiles(ops: Sequence[Operation], target: targets.Target | None = None,
+                verdicts: dict[tuple, str | None] | None = None) -> str | None:
     """None if the candidate group `ops` (in block order) tiles, lowers to isa and fits
-    the local memories of `target`; else why not (asked once per structure and target)."""
+    the local memories of `target`; else why not. `verdicts` (one `fuse` run's) keeps the
+    answer per structure, so repeated blocks are probed once."""
     target = target or targets.load_target(targets.DEFAULT_TARGET)
+    if verdicts is None:
+        return _probe(ops, target)
     key = (target.name, structure(ops))
-    if key not in _VERDICTS:
-        if len(_VERDICTS) > 4096:
-            _VERDICTS.clear()
-        _VERDICTS[key] = _probe(ops, target)
-    return _VERDICTS[key]
+    if key not in verdicts:
+        verdicts[key] = _probe(ops, target)
+    return verdicts[key]
 
 
 def _probe(ops: Sequence[Operation], target: targets.Target) -> str | None:
@@ -134,8 +144,12 @@ def _probe(ops: Sequence[Operation], target: targets.Target) -> str | None:
         ctx = Context()
         for name in ("tile", "to-isa", "plan-local-memory"):
             passes[name]()().apply(ctx, module)
-    except (PassFailedException, DiagnosticException, VerifyException, GeError) as e:
+    except (PassFailedException, DiagnosticException, VerifyException, GeError) as e:  # a refusal: the group does not build
         return str(e).splitlines()[0] if str(e) else type(e).__name__
-    except Exception as e:  # an internal error in a later stage: the group is not safe to form
-        return f"{type(e).__name__} in a later stage: {e}".splitlines()[0]
+    except Exception as e:  # an internal error in a later stage: a bug; the group is not safe to form
+        what = f"{type(e).__name__} in a later stage: {e}".splitlines()[0]
+        log.warning("fusion probe of %s: %s", ", ".join(op.name for op in ops), what, exc_info=True)
+        if len(PROBE_BUGS) < 1000:
+            PROBE_BUGS.append(what)
+        return what
     return None

@@ -220,6 +220,7 @@ class _KernelTiler:
                candidates: int) -> KernelReport:
         new.properties["block_dim"] = IntegerAttr(blocks, i64)
         new.attributes["tile.plan"] = StringAttr(plan)
+        cycles += self.mach.launch()  # what the simulator charges each launch on top of its cores
         new.attributes["tile.cycles"] = IntegerAttr(math.ceil(cycles), i64)
         new.attributes["tile.bound"] = IntegerAttr(math.ceil(bound.bound), i64)
         self.module.body.block.insert_op_before(new, self.kernel)

@@ -18,9 +18,16 @@ as the Ascend C paradigms run it:
   loop of n iterations costs n * (slowest stage) + the other stages once (fill and
   drain); with single buffers the stages of an iteration run one after another.
 
-The model ignores bank conflicts, L2 hits, per-op vector costs, scalar overhead and
-instruction issue limits; it is a ranking device (which tiling is better) and a
-lower-bound estimate. The roofline (`Roofline`, `tile.bound`) takes the Cube at one
+- A vector op costs what the simulator charges for the instructions `to-isa` emits for
+  it (`op_program`): a row reduction (Softmax, LayerNorm) is a handful of f32
+  instructions plus one fold per repeat-wide slice of its rows; the per-instruction cost
+  (start-up + repeats x the op's cycles per repeat for its element type) is the
+  simulator's own (`ge.runtime.sim_timing.CostModel.vector`).
+- A kernel pays the chip's launch overhead once (`launch`, added by `tile`).
+
+The model ignores bank conflicts, L2 hits, scalar overhead and instruction issue limits;
+it is a ranking device (which tiling is better) and an estimate calibrated against the
+simulator (bench/tile_cost_accuracy.py). The roofline (`Roofline`, `tile.bound`) takes the Cube at one
 fractal per cycle and the Vector unit at one repeat per cycle on every core, and the GM
 bytes at the chip's HBM rate.
 """
@@ -32,6 +39,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ge.dialects.dtypes import numpy_dtype
+from ge.runtime.sim_timing import CostModel
 from ge.targets import Target
 
 # DMA path -> (target.dma field (GB/s) for GM paths, target.onchip field (bytes / cycle) for
@@ -55,6 +63,22 @@ class Machine:
     target: Target
 
     _bpc: dict = field(default_factory=dict, compare=False, repr=False)  # memo of bytes_per_cycle
+    _sim: list = field(default_factory=list, compare=False, repr=False)  # the simulator's CostModel, made once
+
+    def launch(self) -> float:
+        """Cycles every kernel launch costs on top of its slowest core."""
+        return float(self.target.overhead.launch)
+
+    def instruction(self, op: str, elem: str, repeats: int) -> float:
+        """Cycles of one vector instruction, as the simulator charges it."""
+        if not self._sim:
+            self._sim.append(CostModel(self.target))
+        startup, busy, _ = self._sim[0].vector(repeats, op, elem)
+        return startup + busy
+
+    def program(self, instrs: Sequence[tuple[str, str, int]]) -> float:
+        """Cycles of vector instructions (op, element type, repeats) run one after another."""
+        return sum(self.instruction(op, elem, reps) for op, elem, reps in instrs)
 
     def bytes_per_cycle(self, path: str, blocks: int = 1) -> float:
         key = (path, blocks)
@@ -92,8 +116,7 @@ class Machine:
         repeat of the target's `[vector_cost]`)."""
         if ops <= 0:
             return 0.0
-        per_repeat = self.target.vector_cycles("default", "f16")
-        return ops * (self.target.startup.vector + per_repeat * math.ceil(nbytes / self.target.vector.bytes_per_repeat))
+        return ops * self.instruction("default", "f16", math.ceil(nbytes / self.target.vector.bytes_per_repeat))
 
     def cores(self, cube: bool) -> int:
         return self.target.cores.cube if cube else self.target.cores.vector
@@ -130,17 +153,32 @@ def elem_name(attr) -> str:
             "int32": "i32", "int64": "i64", "uint8": "ui8", "bool": "i1"}.get(dt.name, dt.name)
 
 
-def pipelined(iterations: int, stages: Sequence[float], double: bool) -> float:
+def pipelined(iterations: int, stages: Sequence[float], double: bool, port: float = 0.0) -> float:
     """Cycles of a loop whose iterations run `stages` (one per pipe): overlapped across
     iterations with double buffering (slowest stage per iteration + fill/drain), one after
-    another without."""
+    another without. `port` (the cycles of an iteration's bytes at the core's HBM share)
+    is a throughput limit, not a stage: the DMAs that move those bytes overlap it, so the
+    loop takes at least `iterations` x `port` but the port adds no fill or drain."""
     if iterations <= 0:
         return 0.0
     total = sum(stages)
     if not double:
-        return iterations * total
+        return max(iterations * total, iterations * port)
     slowest = max(stages, default=0.0)
-    return iterations * slowest + (total - slowest)
+    return max(iterations * slowest + (total - slowest), iterations * port)
+
+
+# How much of the overlap double buffering promises the Cube kernels' K loop gets in the
+# simulator: their MTE2 / MTE1 / Cube busy cycles mostly add up (a 3x3 conv: 5.5k + 5.6k
+# + 2.8k busy per core in 13.9k cycles), a GEMV overlaps in part. Calibrated on
+# bench/tile_cost_accuracy.py (0: the stages overlap fully, 1: one after another).
+K_LOOP_SERIAL = 0.5
+
+
+def partly_pipelined(iterations: int, stages: Sequence[float], double: bool) -> float:
+    """`pipelined` with only part of the promised overlap (`K_LOOP_SERIAL`)."""
+    overlapped = pipelined(iterations, stages, double)
+    return overlapped + K_LOOP_SERIAL * (pipelined(iterations, stages, False) - overlapped)
 
 
 def align(nbytes: int, alignment: int) -> int:
@@ -157,3 +195,74 @@ class Roofline:
     @property
     def bound(self) -> float:
         return max(self.compute, self.memory)
+
+
+# graph op -> the isa vector instruction that computes it elementwise (others: "default")
+ELEMENTWISE = {
+    "add": "vadd", "sub": "vsub", "mul": "vmul", "div": "vdiv", "max": "vmax", "min": "vmin", "exp": "vexp",
+    "log": "vln", "sqrt": "vsqrt", "abs": "vabs", "relu": "vrelu", "cast": "vconv", "erf": "verf",
+    "tanh": "vtanh", "reciprocal": "vrec", "where": "vsel",
+}
+
+
+def op_program(mach: Machine, op, tile_shape: Sequence[int]) -> list[tuple[str, str, int]]:
+    """The vector instructions (op, element type, repeats) `to-isa` emits for graph op `op`
+    on a tile of `tile_shape` (its largest operand or result): one instruction over the
+    tile for an elementwise op; for Softmax / LogSoftmax / LayerNorm the f32 row program of
+    lowering/isa_vector.py (conversions, a fold per repeat-wide slice of a row and a
+    `vreduce` per reduction, `vbrcb` broadcasts, the elementwise steps)."""
+    name = op.name.split(".", 1)[1]
+    ty = op.operands[0].type if op.operands else op.results[0].type
+    elem = elem_name(ty.element_type)
+    size = numpy_dtype_size(elem)
+    n = math.prod(tile_shape)
+    bpr = mach.target.vector.bytes_per_repeat
+    if name not in ("softmax", "log_softmax", "layer_norm") or not tile_shape:
+        return [(ELEMENTWISE.get(name, "default"), elem, math.ceil(n * size / bpr))]
+    axis = op.properties["axis"].value.data % len(tile_shape)
+    row = math.prod(tile_shape[axis:]) if name == "layer_norm" else tile_shape[axis]
+    rows = max(n // max(row, 1), 1)
+    per = bpr // 4  # f32 per repeat
+    whole = ("f32", rows * math.ceil(row / per))  # an f32 row op: one repeat per slice of each row
+    one = ("f32", math.ceil(rows * 4 / bpr))  # an op on one value per row
+    conv = [("vconv", "f16", whole[1])] if elem != "f32" else []
+
+    def reduce(kind: str) -> list[tuple[str, str, int]]:
+        folds = math.ceil(row / per) if row > per else 0  # a copy, then one fold per further slice
+        return [("default", "f32", rows)] * min(folds, 1) + [(kind, "f32", rows)] * max(folds - 1, 0) + \
+            [(f"vreduce_{'max' if kind == 'vmax' else 'sum'}", "f32", rows), ("default", "f32", rows)]
+
+    if name == "layer_norm":
+        steps = [*reduce("vadd"), ("vmuls", *one), ("vsub", *whole), ("vmul", *whole), *reduce("vadd"),
+                 ("vmuls", *one), ("vadds", *one), ("vsqrt", *one), ("vrec", *one), ("default", *one),
+                 ("vmul", *whole), ("vmul", *whole), ("vadd", *whole)]
+        params = [("vconv", "f16", math.ceil(row * 2 / bpr))] * 2 if elem != "f32" else []
+        return conv + params + steps + conv
+    steps = [*reduce("vmax"), ("vsub", *whole), ("vexp", *whole), *reduce("vadd"), ("vdiv", *whole)]
+    if name == "log_softmax":
+        steps[-1] = ("vln", *one)
+        steps.append(("vsub", *whole))
+    return conv + steps + conv
+
+
+def pool_program(mach: Machine, pool, out_tile: Sequence[int], positions: int) -> list[tuple[str, str, int]]:
+    """The instructions lowering/isa_pool.py emits for a max / average pool over an
+    NC1HWC0 output tile [n, c1, OH, OW, c0]: a clean copy of the source, a `vdup` of the
+    accumulator, then per kernel position one pass of `vmax` / `vadd` whose repeats (8
+    output pixels each) run over rows, planes or row chunks, whichever gives the fewest
+    instructions (f16 averages run on f32: twice the repeats, and a `vconv` at the end)."""
+    n, c1, oh, ow, _ = (list(out_tile) + [1] * 5)[:5] if len(out_tile) == 5 else (1, 1, 1, math.prod(out_tile), 1)
+    elem = elem_name(pool.operands[0].type.element_type)
+    is_max = pool.name.endswith("max_pool")
+    planes, chunks = n * c1, math.ceil(ow / 8)
+    total = planes * oh * chunks
+    instrs = min(planes * chunks, oh * chunks, planes * oh)
+    op, width = ("vmax", elem) if is_max else ("vadd", "f32")
+    if not is_max and elem != "f32":
+        total *= 2
+    per = max(total // max(instrs, 1), 1)
+    out = [("default", elem, total), ("default", width, total)]  # the clean copy, the accumulator's vdup
+    out += [(op, width, per)] * (instrs * positions)
+    if not is_max:
+        out += [("vmuls", "f32", total)] + ([("vconv", "f16", total)] if elem != "f32" else [])
+    return out

@@ -37,7 +37,7 @@ from ge.dialects.blobs import dense_attr
 from ge.dialects.dtypes import numpy_dtype
 from ge.dialects.layout import Format
 from ge.lowering import fusion_rules as fr
-from ge.lowering.tile_cost import Machine, Roofline, align, elem_name, pipelined
+from ge.lowering.tile_cost import Machine, Roofline, align, elem_name, partly_pipelined, pipelined
 from ge.lowering.tile_ir import Index, KernelBuilder
 from ge.lowering.tile_vector import CapacityShortfall, Unsupported, shape_of
 
@@ -426,16 +426,18 @@ def cube_cost(p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl1: int
     mte2 = mach.dma("gm_to_l1", a_in + b_in, blocks, count=(a_in > 0) + (b_in > 0))
     mte1 = mach.dma("l1_to_l0a", s.l0a) + mach.dma("l1_to_l0b", s.l0b)
     cube = mach.cube(tm, tk, tn, elem_name(p.elem))
-    chunk = pipelined(steps, [mte1, cube], l0d)
-    main = pipelined(chunks, [mte2, chunk], l1d)
+    chunk = partly_pipelined(steps, [mte1, cube], l0d)
+    main = partly_pipelined(chunks, [mte2, chunk], l1d)
     fix = mach.dma("l0c_to_ub", s.l0c)
     epi_in = mach.dma("gm_to_ub", s.epi_in, blocks)
     vec = mach.vector(tm * tn * 4, s.vec_ops)
     mte3 = mach.dma("ub_to_gm", s.out, blocks)
     gm = mach.hbm(chunks * (a_in + b_in) + s.epi_in + s.out, blocks)  # reads and writes share HBM
     # without FixPipe (the 910) the L0C read-out runs on the Vector pipe, with the epilogue
-    stages = [main, fix, epi_in, vec, mte3, gm] if mach.target.isa.fixpipe else [main, epi_in, fix + vec, mte3, gm]
-    per_outer = hoisted + pipelined(inner, stages, epid)
+    # (there the read-out is the epilogue's first step: one vector instruction fewer)
+    read_out = fix + mach.vector(tm * tn * 4, s.vec_ops - 1)
+    stages = [main, fix, epi_in, vec, mte3] if mach.target.isa.fixpipe else [main, epi_in, read_out, mte3]
+    per_outer = hoisted + pipelined(inner, stages, epid, port=gm)
     return _ceil(p.batch * p.groups * outer * split, blocks) * per_outer
 
 

@@ -35,7 +35,7 @@ from ge.dialects import tile as t
 from ge.dialects.dtypes import numpy_dtype
 from ge.dialects.layout import Format
 from ge.lowering import fusion_rules as fr
-from ge.lowering.tile_cost import Machine, align, pipelined
+from ge.lowering.tile_cost import Machine, align, op_program, pipelined, pool_program
 from ge.lowering.tile_ir import KernelBuilder, tile_type
 
 
@@ -449,14 +449,14 @@ class VectorKernel:
         vec = 0.0
         if self.pool is not None:
             k = g.get_ints(self.pool.properties, "kernel_shape")
-            vec += mach.vector(nbytes(self.pool.results[0], self.shape(self.pool.results[0], tiles)), k[0] * k[1])
+            vec += mach.program(pool_program(mach, self.pool, self.shape(self.pool.results[0], tiles), k[0] * k[1]))
         for op in self.region_ops:
-            sizes = [nbytes(v, self.shape(v, tiles)) for v in (*op.operands, *op.results) if v in self.maps.maps]
-            vec += mach.vector(max(sizes, default=0))
+            shapes = [self.shape(v, tiles) for v in (*op.operands, *op.results) if v in self.maps.maps]
+            vec += mach.program(op_program(mach, op, max(shapes, key=math.prod, default=())))
         mte3 = sum(mach.dma("ub_to_gm", nbytes(v, self.shape(v, tiles)), blocks) for v in self.stored())
         gm = mach.hbm(sum(nbytes(v, self.shape(v, tiles)) for v in (*self.inputs, *self.stored()) if v not in once), blocks)
         per_core = math.ceil(math.prod(counts) / blocks)
-        return hoisted + pipelined(per_core, [mte2, vec, mte3, gm], double)
+        return hoisted + pipelined(per_core, [mte2, vec, mte3], double, port=gm)
 
 
 def _sizes(extent: int) -> list[int]:

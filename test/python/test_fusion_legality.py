@@ -275,3 +275,57 @@ def test_conv_with_run_time_weights_and_extended_groups_is_refused():
     reason = npu_refusal(model)
     assert reason is not None and "conv" in reason and "compile time" in reason
     assert not is_compatible(model, device="NPU")
+
+
+def test_a_probe_bug_is_logged_and_counted_a_refusal_is_not(monkeypatch, caplog):
+    from ge.errors import GeError
+    from ge.lowering import fusion_legality
+
+    _, fn = layout_function(conv_relu_model())
+    ops = list(fn.body.block.ops)
+    group = [next(o for o in ops if isinstance(o, graph.Conv2dOp)), next(o for o in ops if isinstance(o, graph.ReluOp))]
+    bugs = len(fusion_legality.PROBE_BUGS)
+
+    def refuse(*_):
+        raise GeError("does not fit")
+
+    monkeypatch.setattr(fusion_legality, "probe_module", refuse)
+    with caplog.at_level("WARNING", logger="ge.fusion_legality"):
+        assert group_tiles(group) == "does not fit"
+    assert len(fusion_legality.PROBE_BUGS) == bugs and not caplog.records
+
+    def crash(*_):
+        raise IndexError("list index out of range")
+
+    monkeypatch.setattr(fusion_legality, "probe_module", crash)
+    with caplog.at_level("WARNING", logger="ge.fusion_legality"):
+        reason = group_tiles(group)
+    assert reason == "IndexError in a later stage: list index out of range"
+    assert fusion_legality.PROBE_BUGS[bugs:] == [reason]
+    assert [r.name for r in caplog.records] == ["ge.fusion_legality"] and "graph.conv2d, graph.relu" in caplog.text
+
+
+def test_one_probe_per_structure_in_a_fuse_run(monkeypatch):
+    """Four identical conv + relu blocks (the first and last also take a layout conversion):
+    the two in the middle are one structure, probed once."""
+    from ge.lowering import fusion_legality
+
+    c = 4
+    rng = np.random.default_rng(1)
+    nodes, inits, x = [], [], "x"
+    for i in range(4):
+        inits.append(helper.make_tensor(f"w{i}", onnx.TensorProto.FLOAT, [c, c, 3, 3], rng.standard_normal(c * c * 9).tolist()))
+        nodes += [helper.make_node("Conv", [x, f"w{i}"], [f"c{i}"], name=f"conv{i}", pads=[1, 1, 1, 1]),
+                  helper.make_node("Relu", [f"c{i}"], [f"r{i}"], name=f"relu{i}")]
+        x = f"r{i}"
+    g = helper.make_graph(nodes, "blocks", [helper.make_tensor_value_info("x", 1, [1, c, 6, 6])],
+                          [helper.make_tensor_value_info(x, 1, [1, c, 6, 6])], initializer=inits)
+    _, fn = layout_function(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]))
+    probed: list[tuple[str, ...]] = []
+    real = fusion_legality._probe
+    monkeypatch.setattr(fusion_legality, "_probe", lambda ops, t: probed.append(tuple(o.name for o in ops)) or real(ops, t))
+    fuser = fuse.Fuser(fn.body.block, fuse.enabled_rules(None), [])
+    fuser.run()
+    groups = [[o.name for o in g.ops] for g in fuser.groups]
+    assert groups.count(["graph.conv2d", "graph.relu"]) == 2
+    assert probed.count(("graph.conv2d", "graph.relu")) == 1

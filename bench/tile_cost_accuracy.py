@@ -1,0 +1,119 @@
+"""How far the tiling cost model's prediction is from the simulated cycles, per kernel.
+
+    python bench/tile_cost_accuracy.py [--quick] [--models a,b] [--json bench/results/tile_cost_accuracy.json]
+
+Each model (seeded, calibrated weights, `force_fp16`, ascend910) is compiled once with
+`ge.compile`; the `tile` pass's choice per kernel (`KernelReport`: what, plan, modeled
+cycles) is recorded while it compiles, then the model runs once on the simulator in
+timing-only mode (cycles do not depend on the data). Per kernel: the cost model's cycles
+(`tile.cycles`), the simulated cycles of the launch alone, and their ratio predicted /
+simulated; per model and per kind (cube / vector / copy) the median and the worst ratio
+(farthest from 1 either way) and the share of kernels within 15%. Cycles are simulated:
+one run is exact.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+
+from _common import markdown, parser
+
+import ge
+from ge.dialects.blobs import blob_scope
+from ge.lowering import tile as tile_pass
+from ge.testing import calibrated_model, random_inputs
+
+MODELS = ("squeezenet", "resnet50", "encoder_layer")
+QUICK = ("squeezenet", "encoder_layer")
+
+
+def _kind(what: str) -> str:
+    return what.split(" ", 1)[0] if what else "?"
+
+
+def measure(name: str) -> dict:
+    """Compile `name` recording the tile reports, run it timing-only, pair up the kernels."""
+    reports: dict[str, tile_pass.KernelReport] = {}
+    original = tile_pass.tile_module
+
+    def recording(module, target):
+        out = original(module, target)
+        reports.update((r.name, r) for r in out)
+        return out
+
+    tile_pass.tile_module = recording
+    try:
+        with blob_scope():
+            model = calibrated_model(name)
+            compiled = ge.compile(model, ge.CompileOptions(keep_ir_text=False))
+            compiled.run(random_inputs(model, seed=2), timing_only=True)
+    finally:
+        tile_pass.tile_module = original
+    rows = []
+    for k in compiled.last_run.kernels:
+        r = reports.get(k.kernel)
+        if r is None or not r.cycles:
+            continue
+        simulated = k.alone or k.cycles
+        rows.append({"kernel": k.kernel, "kind": _kind(r.what), "what": r.what, "plan": r.plan,
+                     "blocks": k.blocks, "predicted": round(r.cycles), "simulated": round(simulated),
+                     "ratio": r.cycles / simulated, "bound": k.bound})
+    return {"model": name, "kernels": rows, **summary(rows)}
+
+
+def off(ratio: float) -> float:
+    """How far a ratio is from 1, either way (2.0 and 0.5 are equally far)."""
+    return max(ratio, 1 / ratio) if ratio > 0 else float("inf")
+
+
+def summary(rows: list[dict]) -> dict:
+    if not rows:
+        return {"median": None, "worst": None, "within_15": 0.0, "predicted": 0, "simulated": 0}
+    ratios = [r["ratio"] for r in rows]
+    worst = max(rows, key=lambda r: off(r["ratio"]))
+    return {"median": statistics.median(ratios), "worst": worst["ratio"], "worst_kernel": worst["kernel"],
+            "within_15": sum(abs(x - 1) <= 0.15 for x in ratios) / len(ratios),
+            "predicted": sum(r["predicted"] for r in rows), "simulated": sum(r["simulated"] for r in rows)}
+
+
+def model_table(results: list[dict]) -> str:
+    header = ["model", "kind", "kernels", "predicted", "simulated", "median ratio", "worst ratio", "within 15%"]
+    body = []
+    for res in results:
+        kinds = sorted({r["kind"] for r in res["kernels"]})
+        for kind in (None, *kinds):
+            rows = [r for r in res["kernels"] if kind is None or r["kind"] == kind]
+            s = summary(rows)
+            body.append([res["model"], kind or "all", len(rows), f"{s['predicted']:,}", f"{s['simulated']:,}",
+                         f"{s['median']:.2f}", f"{s['worst']:.2f}", f"{s['within_15']:.0%}"])
+    return markdown(header, body)
+
+
+def kernel_table(res: dict) -> str:
+    header = ["kernel", "what", "blocks", "predicted", "simulated", "predicted / simulated"]
+    body = ([r["kernel"], r["what"][:70], r["blocks"], f"{r['predicted']:,}", f"{r['simulated']:,}",
+             f"{r['ratio']:.2f}"] for r in res["kernels"])
+    return f"{res['model']}, per kernel:\n\n" + markdown(header, body)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parser(__doc__, "tile_cost_accuracy", QUICK).parse_args(argv)
+    names = args.models.split(",") if args.models else QUICK if args.quick else MODELS
+    results = []
+    for name in names:
+        results.append(measure(name))
+        s = results[-1]
+        print(f"{name}: median {s['median']:.2f}, worst {s['worst']:.2f}, within 15% {s['within_15']:.0%}",
+              file=sys.stderr)
+    print(model_table(results))
+    for res in results:
+        print()
+        print(kernel_table(res))
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps({"target": "ascend910", "precision": "force_fp16", "models": results}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
