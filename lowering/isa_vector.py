@@ -925,9 +925,10 @@ class VectorLowering:
 
     def op_quantize(self, o: Operation) -> None:
         """q = saturate_int8(rint(x / scale) + offset): f32 vdiv by the scale (the
-        reference's x / scale, bit for bit), vconv to i32 in CAST_RINT, the zero point added
-        and the int8 range clamped in i32 (vadds, vmaxs, vmins), vconv to i8. (Ascend C's
-        AscendQuant multiplies by 1 / scale in f16 instead: within one step of this.)"""
+        reference's x / scale, bit for bit), then with offset 0 one vconv to i8 in CAST_RINT
+        (saturating); else vconv to i32 in CAST_RINT, the zero point added and the int8 range
+        clamped in i32 (vadds, vmaxs, vmins), vconv to i8. (Ascend C's AscendQuant multiplies
+        by 1 / scale in f16 and converts f16 -> s8 instead: within one step of this.)"""
         from ge.dialects.graph import get_float, get_int
 
         x = self.tensor(o.operands[0])
@@ -938,12 +939,19 @@ class VectorLowering:
         q = xf if xf is not x else self.temp(n, f32)
         self.ewise(isa.VDivOp, q, [xf, replace(scale, shape=(1,), block_splat=True)])
         self.release(scale)
+        offset = get_int(o.properties, "offset")
+        if not offset:  # vconv rounds (CAST_RINT) and saturates to the int8 range itself
+            dst = self.dest(o.results[0])
+            self.flat(isa.VConvOp, dst, [q], round="rint")
+            if q is not x:
+                self.release(q)
+            self.env[o.results[0]] = dst
+            return
         whole = self.temp(n, i32)
         self.flat(isa.VConvOp, whole, [q], round="rint")
         if q is not x:
             self.release(q)
-        if offset := get_int(o.properties, "offset"):
-            self.flat(isa.VAddsOp, whole, [whole], scalar=float(offset))
+        self.flat(isa.VAddsOp, whole, [whole], scalar=float(offset))
         self.flat(isa.VMaxsOp, whole, [whole], scalar=-128.0)
         self.flat(isa.VMinsOp, whole, [whole], scalar=127.0)
         dst = self.dest(o.results[0])

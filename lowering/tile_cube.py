@@ -623,7 +623,7 @@ def _conv_operand_tile(p: CubeProblem, v: SSAValue, tm: int, tn: int, channel_on
     elif enc is not None:
         if enc.fmt != Format.NC1HWC0 or enc.origin_fmt != Format.NCHW:
             raise Unsupported(f"a conv epilogue operand in {enc.fmt}")
-        if s[4] != c0:
+        if c0 % s[4] or (s[4] != c0 and p.out_fmt != "nc1hwc0"):
             raise Unsupported(f"a conv epilogue operand with C0 {s[4]} (the output's is {c0})")
         n_, c_, h_, w_ = lt.nchw_dims(enc.origin_fmt, enc.shape)
         hw = h_ * w_
@@ -643,6 +643,15 @@ def _conv_operand_tile(p: CubeProblem, v: SSAValue, tm: int, tn: int, channel_on
         def offs5(b, gi, m0, n0, bld):
             return [b if nb else 0, bld.div(ch(gi, n0, bld), c0), m0 if hw > 1 else 0, 0]
 
+        own = s[4]
+        if own != c0:  # an f16 residual (C0 16) of an int8 output (C0 32): r blocks per output block
+            r = c0 // own
+
+            def offs_own(b, gi, m0, n0, bld):
+                return [b if nb else 0, bld.div(ch(gi, n0, bld), own), m0 if hw > 1 else 0, 0]
+
+            return _OperandTile((n_, s[1], hw, own), offs_own, (1, tn // own, mt, own), (1, tn // c0, mt, 1, c0),
+                                ((tn // c0, r, mt, own), (0, 2, 1, 3), (tn // c0, mt, r, own)))
         view, offsets, sizes = (n_, shape_of(v)[1], hw, shape_of(v)[4]), offs5, (1, tn // c0, mt, c0)
         if region5:
             return _OperandTile(view, offsets, sizes, (1, tn // c0, mt, 1, c0))

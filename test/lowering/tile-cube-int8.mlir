@@ -39,8 +39,8 @@ func.func @conv(%x: tensor<1x2x8x8x32xi8, #layout.fmt<NC1HWC0, origin NCHW [1, 4
 
 // The isa: an int8 mmad (16 x 576 x 32: 1 x 18 x 2 fractals of 16x32x16) into an i32 L0C, the
 // accumulator read out by the Vector unit (no FixPipe on the 910) into an i32 UB tile, then
-// vconv i32 -> f32, vmul by the per-channel scale, vconv -> f16, ReLU, and the quantize:
-// vdiv by the scale, vconv f32 -> i32 in rint, clamp to [-128, 127], vconv i32 -> i8.
+// vconv i32 -> f32, vmul by the per-channel scale, vconv -> f16, ReLU, and the quantize
+// (offset 0): vdiv by the scale in f32, one saturating vconv f32 -> i8 in rint.
 // ISA-LABEL: isa.kernel @k0_acc
 // ISA:         isa.buffer slots 2 : memref<9216xi8, #isa.space<l0a>>
 // ISA:         isa.buffer slots 2 : memref<18432xi8, #isa.space<l0b>>
@@ -50,11 +50,8 @@ func.func @conv(%x: tensor<1x2x8x8x32xi8, #layout.fmt<NC1HWC0, origin NCHW [1, 4
 // ISA-NEXT:    isa.copy_l0c_to_ub %c_l0 to %acc_ub sizes [2, 16, 16] dst_strides [16, 32, 1] : memref<512xi32, #isa.space<l0c>> to memref<512xi32, #isa.space<ub>>
 // ISA:         isa.vconv %[[F:.*]], %acc_ub repeat 8 : memref<512xf32, #isa.space<ub>>, memref<512xi32, #isa.space<ub>>
 // ISA-NEXT:    isa.vmul %[[F]], %[[F]], %s_ub repeat 16 mask 32 blk_stride [1, 1, 1] rep_stride [4, 4, 0]
-// ISA:         isa.vdiv
-// ISA-NEXT:    isa.vconv %[[I:.*]], %{{.*}} round "rint" repeat 8 : memref<512xi32, #isa.space<ub>>, memref<512xf32, #isa.space<ub>>
-// ISA-NEXT:    isa.vmaxs %[[I]], %[[I]] scalar -1.280000e+02 : f64 repeat 8 : memref<512xi32, #isa.space<ub>>, memref<512xi32, #isa.space<ub>>
-// ISA-NEXT:    isa.vmins %[[I]], %[[I]] scalar 1.270000e+02 : f64 repeat 8 : memref<512xi32, #isa.space<ub>>, memref<512xi32, #isa.space<ub>>
-// ISA-NEXT:    isa.vconv %q_ub, %[[I]] repeat 8 : memref<512xi8, #isa.space<ub>>, memref<512xi32, #isa.space<ub>>
+// ISA:         isa.vdiv %[[Q:.*]], %[[Q]], %{{.*}} repeat 8 mask 64 blk_stride [1, 1, 0] rep_stride [8, 8, 0] : memref<512xf32, #isa.space<ub>>
+// ISA-NEXT:    isa.vconv %q_ub, %[[Q]] round "rint" repeat 8 : memref<512xi8, #isa.space<ub>>, memref<512xf32, #isa.space<ub>>
 
 // -----
 

@@ -426,7 +426,6 @@ def test_int8_conv_halves_the_cube_work_of_f16():
     Cube does half the fractals (16x32x16 instead of 16x16x16, one per cycle), so its Cube
     pipe is busy about half as long."""
     import ge
-    from onnx import TensorProto, helper, numpy_helper
 
     w = rng(50).standard_normal((64, 64, 3, 3)).astype(np.float32) * 0.05
     graph = helper.make_graph(
@@ -443,3 +442,15 @@ def test_int8_conv_halves_the_cube_work_of_f16():
     (k8,) = [k for k in int8.last_run.kernels if k.work["fractals"]]
     assert k8.work["fractals"] * 2 == k16.work["fractals"]
     assert k8.pipe_busy["M"] < 0.6 * k16.pipe_busy["M"], (k8.pipe_busy, k16.pipe_busy)
+
+
+def test_standalone_quantize_with_a_zero_point_on_the_npu():
+    """A quantize kernel of its own (vdiv, vconv rint to i32, vadds of the zero point,
+    clamp, vconv to i8) and one with offset 0 (one saturating vconv), saturating values."""
+    x = (rng(60).standard_normal((2, 3, 7, 9)) * 4).astype(np.float32)
+    x.flat[:4] = [0.125, -0.125, 1e3, -1e3]  # ties at scale 0.05 x 2.5 and both saturations
+    for offset in (-5, 0):
+        net = Net(x.shape, np.float32)
+        got, want, _ = npu_run(net, net.quantize("x", 0.05, offset), x)
+        np.testing.assert_array_equal(got, want)
+        assert got.min() == -128 and got.max() == 127

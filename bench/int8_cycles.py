@@ -1,0 +1,119 @@
+"""Simulated cycles of int8 vs f16 inference on the ascend910 (issue 21).
+
+    python bench/int8_cycles.py [--models resnet50] [--batch 16] [--json out.json]
+
+Each model (a light zoo model with calibrated random weights, or `resnet_stack`: ResNet-50's
+conv2_x + one conv3_x bottleneck) is compiled twice for the 910: as is under force_fp16, and
+after `ge.quantize` (minmax, symmetric int8 activations, per-channel int8 weights; a zoo
+model's first and last layers kept in float, ATC's default; every conv of the stack) -- its QDQ
+model folds into quant_conv2d / quant_matmul on the int8 Cube with dequantize / requantize
+in the epilogues. Both run once on the simulator in timing-only mode at `--batch`; the table
+gives total cycles, Cube-kernel cycles and their int8 / f16 ratio.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import numpy as np
+import onnx
+from _common import RESULTS, markdown, parser
+
+import ge
+from ge.testing import calibrated_model, random_inputs
+
+
+def resnet_stack(batch: int = 1, seed: int = 0) -> onnx.ModelProto:
+    """ResNet-50's conv2_x and the first conv3_x bottleneck (1x1 -> 3x3 -> 1x1 + shortcut,
+    ReLU), He-initialized: the convolutions that dominate resnet50, 64 x 56 x 56 in."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(seed)
+    nodes, inits = [], []
+
+    def conv(x: str, cin: int, cout: int, k: int, stride: int = 1, relu: bool = True) -> str:
+        name = f"c{len(inits)}"
+        w = (rng.standard_normal((cout, cin, k, k)) * np.sqrt(2.0 / (cin * k * k))).astype(np.float32)
+        b = (rng.standard_normal(cout) * 0.01).astype(np.float32)
+        inits.extend([numpy_helper.from_array(w, f"{name}_w"), numpy_helper.from_array(b, f"{name}_b")])
+        nodes.append(helper.make_node("Conv", [x, f"{name}_w", f"{name}_b"], [name], name=name,
+                                      pads=[k // 2] * 4, strides=[stride, stride]))
+        if not relu:
+            return name
+        nodes.append(helper.make_node("Relu", [name], [f"{name}_r"], name=f"{name}_relu"))
+        return f"{name}_r"
+
+    def bottleneck(x: str, cin: int, mid: int, cout: int, stride: int) -> str:
+        y = conv(conv(conv(x, cin, mid, 1), mid, mid, 3, stride), mid, cout, 1, relu=False)
+        short = x if cin == cout and stride == 1 else conv(x, cin, cout, 1, stride, relu=False)
+        out = f"add{len(nodes)}"
+        nodes.append(helper.make_node("Add", [y, short], [out], name=out))
+        nodes.append(helper.make_node("Relu", [out], [f"{out}_r"], name=f"{out}_relu"))
+        return f"{out}_r"
+
+    x = "x"
+    for cin, mid, cout, stride in ((64, 64, 256, 1), (256, 64, 256, 1), (256, 64, 256, 1), (256, 128, 512, 2)):
+        x = bottleneck(x, cin, mid, cout, stride)
+    graph = helper.make_graph(nodes, "resnet_stack", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, 64, 56, 56])],
+                              [helper.make_tensor_value_info(x, TensorProto.FLOAT, None)], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def batch_free(model: onnx.ModelProto) -> onnx.ModelProto:
+    """The model with its Reshape targets' leading 1 made 0 (copy the input's dim: the batch),
+    so that it compiles at another batch size."""
+    from onnx import numpy_helper
+
+    m = onnx.ModelProto()
+    m.CopyFrom(model)
+    targets = {n.input[1] for n in m.graph.node if n.op_type == "Reshape"}
+    for i, t in enumerate(m.graph.initializer):
+        if t.name in targets:
+            shape = numpy_helper.to_array(t).copy()
+            if shape.size and shape[0] == 1:
+                shape[0] = 0
+                m.graph.initializer[i].CopyFrom(numpy_helper.from_array(shape, t.name))
+    return m
+
+
+def cycles(model: onnx.ModelProto, batch: int) -> dict:
+    started = time.time()
+    inputs = {k: np.repeat(v, batch, axis=0) for k, v in random_inputs(model, seed=3).items()}
+    compiled = ge.compile(model, ge.CompileOptions(
+        soc_version="ascend910", precision_mode="force_fp16", keep_ir_text=False,
+        input_shape={k: v.shape for k, v in inputs.items()}))
+    compiled.run(inputs, timing_only=True)
+    run = compiled.last_run
+    kernels = run.kernels
+    cube = sum(k.cycles for k in kernels if k.work.get("fractals", 0) > 0)
+    return {"cycles": float(run.total_cycles), "cube_cycles": float(cube), "kernels": len(kernels),
+            "cube_kernels": sum(1 for k in kernels if k.work.get("fractals", 0) > 0),
+            "seconds": round(time.time() - started, 1)}
+
+
+def main() -> None:
+    p = parser(__doc__, "int8_cycles", ["resnet50"])
+    p.add_argument("--batch", type=int, default=16)
+    args = p.parse_args()
+    names = args.models.split(",") if args.models else ["resnet50"]
+    rows, out = [], {}
+    for name in names:
+        f16_model = resnet_stack() if name == "resnet_stack" else calibrated_model(name)
+        calib = random_inputs(f16_model, seed=1)  # one sample: the model has a fixed batch of 1
+        q = ge.quantize(f16_model, calib, method="minmax", report_error=False,
+                        keep_first_last=name != "resnet_stack").model
+        f16 = cycles(batch_free(f16_model), args.batch)
+        int8 = cycles(batch_free(q), args.batch)
+        out[name] = {"batch": args.batch, "f16": f16, "int8": int8,
+                     "ratio_total": f16["cycles"] / int8["cycles"], "ratio_cube": f16["cube_cycles"] / int8["cube_cycles"]}
+        rows.append((name, args.batch, f"{f16['cycles']:.4g}", f"{int8['cycles']:.4g}", f"{out[name]['ratio_total']:.2f}",
+                     f"{f16['cube_cycles']:.4g}", f"{int8['cube_cycles']:.4g}", f"{out[name]['ratio_cube']:.2f}"))
+    print(markdown(["model", "batch", "f16 cycles", "int8 cycles", "f16/int8", "f16 cube", "int8 cube", "cube f16/int8"],
+                   rows))
+    RESULTS.mkdir(exist_ok=True)
+    args.json.write_text(json.dumps(out, indent=1))
+
+
+if __name__ == "__main__":
+    main()
