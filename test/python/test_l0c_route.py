@@ -152,3 +152,37 @@ def test_f16_squeezenet_follows_the_chip_and_matches_onnxruntime(target):
         assert error_of_scale(got[name], e) <= 2e-2, f"{target} {name}: {error_of_scale(got[name], e):.3g}"
         assert got[name].reshape(e.shape[0], -1).argmax(axis=1).tolist() == \
             e.reshape(e.shape[0], -1).argmax(axis=1).tolist()
+
+
+def test_the_910_read_out_has_its_ub_tile_counted_and_placed():
+    """The UB tile the 910's read-out writes is a tile.alloc of the Cube kernel, so the
+    tile-level capacity check (and the tiler's choice of tile sizes) counts it, and
+    plan-local-memory places it inside UB next to the epilogue's other buffers."""
+    from ge.dialects import tile as t
+    from ge.transforms.tile_capacity import usage
+
+    model = conv_matmul()
+    module = import_model(model)
+    module.attributes["ge.target"] = StringAttr("ascend910")
+    run_passes(module, "graph-optimize{precision=force_fp16}")
+    run_passes(module, "assign-layouts,eliminate-trans-data,fuse,bufferize,tile")
+    target = targets.load_target("ascend910")
+    staged = 0
+    for kernel in (op for op in module.walk() if isinstance(op, t.KernelOp)):
+        for copy in (op for op in kernel.walk() if isinstance(op, t.CopyOp)
+                     and t.space_of(op.source.type) == t.MemSpace.L0C):
+            assert t.space_of(copy.dest.type) == t.MemSpace.UB
+            alloc = copy.dest.owner
+            while not isinstance(alloc, t.AllocOp):  # through views
+                alloc = alloc.source.owner
+            need = isa.nbytes(alloc.result.type) * alloc.count.value.data
+            assert need <= usage(kernel, target)[t.MemSpace.UB] <= target.memory.ub
+            staged += 1
+    assert staged >= 2
+    run_passes(module, "to-isa,plan-local-memory,insert-sync")
+    outs = [op for op in module.walk() if isinstance(op, isa.CopyL0cToUbOp)]
+    assert len(outs) >= 2
+    for op in outs:
+        buf = op.dst.owner
+        assert isinstance(buf, isa.BufferOp) and buf.byte_offset is not None
+        assert buf.slot_offset(len(buf.slots) - 1, target) + isa.nbytes(op.dst.type) <= target.memory.ub
