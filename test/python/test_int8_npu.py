@@ -454,3 +454,29 @@ def test_standalone_quantize_with_a_zero_point_on_the_npu():
         got, want, _ = npu_run(net, net.quantize("x", 0.05, offset), x)
         np.testing.assert_array_equal(got, want)
         assert got.min() == -128 and got.max() == 127
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32])
+def test_residual_block_requantized_in_the_epilogue(dtype):
+    """A ResNet block in int8: the block input h (an f16 / f32 NC1HWC0 tensor, C0 16 / 8) is
+    both requantized for the conv and added back in the conv's epilogue, whose output is int8
+    (C0 32): the residual's tile is re-laid in UB to the output's C0. The graph computes in
+    `dtype` already (f32 kept by must_keep_origin_dtype), so the compiled model does the same
+    roundings as the reference."""
+    net = Net((1, 40, 8, 8), dtype)
+    a1 = net.conv(net.quantize("x", 0.03), weights((40, 40, 3, 3), 61))
+    h = net.relu(net.dequantize(a1, np.full(40, 0.03 * 0.004, np.float32), dtype=dtype))
+    a2 = net.conv(net.quantize(h, 0.05), weights((40, 40, 3, 3), 62))
+    y = net.dequantize(a2, np.full(40, 0.05 * 0.003, np.float32), dtype=dtype)
+    s = net._new(net.shapes[y][0], dtype)
+    net.body += f"  %{s} = graph.add %{y}, %{h} : ({net.t(y)}, {net.t(h)}) -> {net.t(s)}\n"
+    out = net.quantize(net.relu(s), 0.08)
+    x = rng(63).standard_normal((1, 40, 8, 8)).astype(dtype)
+    precision = "force_fp16" if dtype == np.float16 else "must_keep_origin_dtype"
+    got, want, compiled = npu_run(net, out, x, precision=precision)
+    np.testing.assert_array_equal(got, want)
+    assert len(np.unique(got)) > 50
+    # quantize; conv1 + deq + relu; h to NCHW and its standalone quantize (h has two users);
+    # conv2 + deq + add + relu + quantize; the int8 result to NCHW (a kernel of its own: the
+    # epilogue writes NCHW only in the residual's C0)
+    assert len(compiled.last_run.kernels) == 6, [k.kernel for k in compiled.last_run.kernels]
