@@ -1,236 +1,208 @@
-"""Compile time per stage and in total, next to onnxruntime's session creation (and TVM).
+"""Compile time, side by side: the whole `ge-compile` process vs TVM Relax building the same
+ONNX file, alternating, medians; peak memory of each; ge's per-stage seconds.
 
-    python bench/compile_time.py [--repeats 5] [--quick] [--no-isa] [--models resnet50,...] [--json PATH]
+    python bench/compile_time.py [--models resnet50,squeezenet] [--repeats 3]
+                                 [--tvm-python /path/to/venv/bin/python] [--json PATH]
 
-For each light model (seeded random weights) and the transformer encoder layer, ge compiles
-the serialized ONNX model in process, one stage at a time (`STAGES`: `import` is
-`ge.frontend.onnx.import_model` on the bytes, every other stage is `ge.ir.run_passes` with
-that pass, so each stage's time includes the module verification `run_passes` does after
-it). The stages after `tile` that lower to the isa level (`to-isa`, `plan-local-memory`,
-`insert-sync`) are timed as soon as `ge.lowering.to_isa` exists. Beside it, onnxruntime
-creates an `InferenceSession` with ORT_ENABLE_ALL (CPU provider) from the same bytes:
-parsing, graph optimization, layout transformation and kernel creation, which is the
-closest it has to a compile. When `tvm` is importable, TVM Relax's ONNX import plus
-`tvm.compile` for `llvm` is timed as a third side (one run per model: it takes minutes).
+For each model (the light zoo models with seeded random weights, `encoder_layer`, and
+`bert_base`: ge.zoo.bert_encoder at BERT-base size) the ONNX file is written once, then
+each repeat runs both sides as fresh processes, ge first on even repeats and TVM first on
+odd ones:
 
-Every compile starts from empty memo caches (`PROCESS_CACHES`: the tile stage remembers
-cube plans by problem shape, which would make a second compile of the same model in one
-process cheaper than any real one). The sides alternate within each repeat (ge first on
-even repeats, onnxruntime first on odd ones), one warm-up compile of the encoder layer runs
-before anything is timed, and the table quotes medians over the repeats and the ratio of
-the medians (ge total / onnxruntime). A model whose compile fails at a stage is shown with
-the stages it passed and `failed`, and the script then exits with status 1. Times depend on
-the machine and its load: read the ratios, not the seconds.
+- ge: `ge-compile model.onnx -o model.om --report r.json` -- the wall time of the whole
+  process (interpreter start, imports, compile, writing the file), its peak resident
+  memory (`os.wait4`'s ru_maxrss), and from the report the in-process `compile_seconds`
+  per stage (`kernel-copies` is the deduplication of identical kernels, see
+  lowering/kernel_dedup.py).
+- TVM: a process of `--tvm-python` (a venv with `pip install apache-tvm onnx`; TVM is not
+  a ge dependency) that imports the ONNX file into Relax with static input shapes and
+  builds it for `llvm` (`tvm.compile`): the build's in-process seconds (import + build),
+  the whole process's wall time and peak memory.
+
+The table quotes medians over the repeats; `ge / TVM` is ge's whole process over TVM's
+in-process build (the issue's comparison; TVM's process time, with its import of the tvm
+package, is in the next column). Times depend on the machine and its load: the two sides
+alternate so that a load change hits both. A failing compile is shown as `failed` and the
+script exits with status 1.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
+import os
 import platform
+import shutil
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import onnx
-import onnxruntime as ort
 
-from ge.dialects.blobs import blob_scope
-from ge.frontend.onnx import import_model
-from ge.ir import run_passes
-from ge.testing import LIGHT_MODELS, encoder_layer_model, light_model_path, with_random_weights
-
-# The compile pipeline, one entry per timed stage (a `ge-opt` pass name; "import" is the
-# ONNX importer). ISA_STAGES slot in before "build-model" once the isa lowering exists.
-STAGES = ("import", "graph-optimize", "assign-layouts", "eliminate-trans-data", "fuse", "bufferize", "tile",
-          "build-model")
-ISA_STAGES = ("to-isa", "plan-local-memory", "insert-sync")
 RESULTS = Path(__file__).parent / "results"
-# Process-wide memos that would make a repeated compile of the same model faster than a
-# fresh `ge-compile` run: cleared before every timed compile (module, attribute).
-PROCESS_CACHES = (("ge.lowering.tile_cube", "_PLANS"),)  # cube tile plans by problem shape
+DEFAULT_MODELS = ("squeezenet", "resnet50", "densenet121", "encoder_layer")
+
+TVM_SCRIPT = r"""
+import json, sys, time
+import onnx
+import tvm
+from tvm.relax.frontend.onnx import from_onnx
+model = onnx.load(sys.argv[1])
+inits = {t.name for t in model.graph.initializer}
+shapes = {i.name: [d.dim_value for d in i.type.tensor_type.shape.dim] for i in model.graph.input if i.name not in inits}
+start = time.perf_counter()
+mod = from_onnx(model, shape_dict=shapes, keep_params_in_input=False)
+tvm.compile(mod, target="llvm")
+print(json.dumps({"build_seconds": time.perf_counter() - start, "version": tvm.__version__}))
+"""
 
 
-def stages() -> tuple[str, ...]:
-    """STAGES, with the isa stages before build-model when `ge.lowering.to_isa` is importable."""
-    if importlib.util.find_spec("ge.lowering.to_isa") is None:
-        return STAGES
-    at = STAGES.index("build-model")
-    return STAGES[:at] + ISA_STAGES + STAGES[at:]
+def model_proto(name: str) -> onnx.ModelProto:
+    from ge.testing import encoder_layer_model, light_model_path, with_random_weights
+
+    if name == "encoder_layer":
+        return encoder_layer_model()
+    if name == "bert_base":  # BERT-base: 12 layers, hidden 768, 12 heads, sequence 128
+        from ge.zoo import bert_encoder
+
+        return bert_encoder(batch=1, seq=128, hidden=768, heads=12, layers=12, vocab=30522, max_pos=512)
+    return with_random_weights(light_model_path(name), seed=1)
 
 
-def models(names: list[str]) -> Iterator[tuple[str, bytes]]:
-    """(name, serialized ONNX model) for the chosen light models and the encoder layer."""
-    for name in names:
-        if name == "encoder_layer":
-            yield name, encoder_layer_model().SerializeToString()
-        else:
-            yield name, with_random_weights(light_model_path(name), seed=1).SerializeToString()
-
-
-class StageFailed(Exception):
-    """A stage raised: the model does not compile through the whole pipeline."""
-
-    def __init__(self, stage: str, error: Exception, times: dict[str, float]):
-        self.times = times  # the stages that finished
-        super().__init__(f"{stage}: {type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}")
-        self.stage = stage
-
-
-def reset_caches() -> None:
-    """Empty PROCESS_CACHES, so that each compile plans from scratch as a new process would."""
-    for module, name in PROCESS_CACHES:
-        cache = getattr(sys.modules.get(module), name, None)
-        if cache is not None:
-            cache.clear()
-
-
-def compile_ge(data: bytes, pipeline: tuple[str, ...]) -> dict[str, float]:
-    """Seconds per stage of one in-process compile of the serialized model, from cold caches."""
-    reset_caches()
-    times: dict[str, float] = {}
-    with blob_scope():
-        stage = "import"
-        try:
-            start = time.perf_counter()
-            module = import_model(data)
-            times["import"] = time.perf_counter() - start
-            for stage in pipeline[1:]:
-                start = time.perf_counter()
-                run_passes(module, stage)
-                times[stage] = time.perf_counter() - start
-        except Exception as e:  # a failing stage goes into the table
-            raise StageFailed(stage, e, times) from e
-        del module
-    return times
-
-
-def create_session(data: bytes) -> float:
-    """Seconds to create an onnxruntime session with every graph optimization on."""
-    options = ort.SessionOptions()
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    options.log_severity_level = 3
+def run_process(cmd: list[str]) -> tuple[float, float, int, str]:
+    """(wall seconds, peak resident MB, exit status, stdout) of one child process run
+    under `PEAK_WRAPPER`."""
     start = time.perf_counter()
-    ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
-    return time.perf_counter() - start
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    wall = time.perf_counter() - start
+    if proc.returncode != 0:
+        sys.stderr.write(proc.stderr[-2000:])
+    return wall, _peak_from_status(proc.stderr), proc.returncode, proc.stdout
 
 
-def tvm_available() -> bool:
-    return importlib.util.find_spec("tvm") is not None
+def _peak_from_status(stderr: str) -> float:
+    """The child's peak RSS printed by `PEAK_WRAPPER` on its last stderr line (MB)."""
+    for line in reversed(stderr.splitlines()):
+        if line.startswith("peak_rss_kb="):
+            return int(line.split("=")[1]) / 1024
+    return float("nan")
 
 
-def compile_tvm(data: bytes) -> float:
-    """Seconds for TVM Relax: ONNX import (static input shapes) + build for `llvm`."""
-    import tvm
-    from tvm import relax
-    from tvm.relax.frontend.onnx import from_onnx
-
-    model = onnx.load_from_string(data)
-    initializers = {t.name for t in model.graph.initializer}
-    shapes = {i.name: [d.dim_value for d in i.type.tensor_type.shape.dim]
-              for i in model.graph.input if i.name not in initializers}
-    start = time.perf_counter()
-    mod = from_onnx(model, shape_dict=shapes, keep_params_in_input=False)
-    build = getattr(tvm, "compile", None) or relax.build  # tvm.compile from 0.20 on
-    build(mod, target="llvm")
-    return time.perf_counter() - start
+# Runs a command in a child and prints that child's own peak RSS (ru_maxrss via wait4).
+PEAK_WRAPPER = r"""
+import os, sys
+pid = os.fork()
+if pid == 0:
+    os.execvp(sys.argv[1], sys.argv[1:])
+_, status, usage = os.wait4(pid, 0)
+sys.stdout.flush()
+print(f"peak_rss_kb={usage.ru_maxrss}", file=sys.stderr)
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
 
 
-def measure(name: str, data: bytes, repeats: int, pipeline: tuple[str, ...], with_tvm: bool) -> dict:
-    """Alternate ge and onnxruntime `repeats` times on one model; medians and the ratio."""
-    ge_runs: list[dict[str, float]] = []
-    ort_runs: list[float] = []
+def ge_run(onnx_path: Path, work: Path) -> dict:
+    exe = shutil.which("ge-compile")
+    cmd = [exe] if exe else [sys.executable, "-c", "import sys; from ge.tools.ge_compile import main; sys.exit(main())"]
+    report = work / "report.json"
+    wall, peak, status, _ = run_process([sys.executable, "-c", PEAK_WRAPPER, *cmd, str(onnx_path),
+                                         "-o", str(work / "model.om"), "--report", str(report)])
+    if status != 0:
+        return {"failed": True, "process_seconds": wall}
+    rep = json.loads(report.read_text())
+    return {"process_seconds": wall, "peak_mb": peak, "stages": rep["compile_seconds"], "kernels": rep.get("kernels"),
+            "distinct_kernels": rep.get("distinct_kernels")}
+
+
+def tvm_run(python: str, onnx_path: Path) -> dict:
+    wall, peak, status, out = run_process([sys.executable, "-c", PEAK_WRAPPER, python, "-c", TVM_SCRIPT,
+                                           str(onnx_path)])
+    if status != 0:
+        return {"failed": True, "process_seconds": wall}
+    info = json.loads(out.strip().splitlines()[-1])
+    return {"process_seconds": wall, "peak_mb": peak, "build_seconds": info["build_seconds"],
+            "version": info["version"]}
+
+
+def median(runs: list[dict], key: str) -> float | None:
+    values = [r[key] for r in runs if not r.get("failed") and key in r]
+    return statistics.median(values) if values else None
+
+
+def measure(name: str, repeats: int, tvm_python: str | None, work: Path) -> dict:
+    path = work / f"{name}.onnx"
+    onnx.save(model_proto(name), str(path), save_as_external_data=False)
+    ge_runs: list[dict] = []
+    tvm_runs: list[dict] = []
     for r in range(repeats):
-        if r % 2 == 1:
-            ort_runs.append(create_session(data))
-        try:
-            ge_runs.append(compile_ge(data, pipeline))
-        except StageFailed as e:
-            print(f"{name}: ge failed at {e}", flush=True)
-            return {"model": name, "repeats": 1, "error": str(e), "failed_stage": e.stage, "stages": e.times,
-                    "ort_session": statistics.median(ort_runs or [create_session(data)])}
-        if r % 2 == 0:
-            ort_runs.append(create_session(data))
-    stage_medians = {s: statistics.median(run[s] for run in ge_runs) for s in pipeline}
-    totals = [sum(run.values()) for run in ge_runs]
-    row = {
-        "model": name,
-        "repeats": repeats,
-        "stages": stage_medians,
-        "ge_total": statistics.median(totals),
-        "ge_totals": totals,
-        "ort_session": statistics.median(ort_runs),
-        "ort_sessions": ort_runs,
+        sides = [("ge", lambda: ge_runs.append(ge_run(path, work)))]
+        if tvm_python:
+            sides.append(("tvm", lambda: tvm_runs.append(tvm_run(tvm_python, path))))
+        for _, run in (sides if r % 2 == 0 else sides[::-1]):
+            run()
+        print(f"  {name} repeat {r}: ge {ge_runs[-1].get('process_seconds', 0):.2f} s"
+              + (f", TVM build {tvm_runs[-1].get('build_seconds', float('nan')):.2f} s" if tvm_runs else ""),
+              flush=True)
+    ok = [g for g in ge_runs if not g.get("failed")]
+    stage_names = list(ok[0]["stages"]) if ok else []
+    return {
+        "model": name, "ge_runs": ge_runs, "tvm_runs": tvm_runs,
+        "ge_process_seconds": median(ge_runs, "process_seconds"), "ge_peak_mb": median(ge_runs, "peak_mb"),
+        "ge_stages": {s: statistics.median(g["stages"][s] for g in ok) for s in stage_names},
+        "kernels": ok[0]["kernels"] if ok else None, "distinct_kernels": ok[0]["distinct_kernels"] if ok else None,
+        "tvm_build_seconds": median(tvm_runs, "build_seconds"), "tvm_process_seconds": median(tvm_runs, "process_seconds"),
+        "tvm_peak_mb": median(tvm_runs, "peak_mb"),
+        "failed": any(g.get("failed") for g in ge_runs),
     }
-    row["ratio"] = row["ge_total"] / row["ort_session"]
-    if with_tvm:
-        row["tvm_build"] = compile_tvm(data)
-    return row
 
 
-def table(rows: list[dict], pipeline: tuple[str, ...], with_tvm: bool) -> str:
-    head = ["model", *pipeline, "ge total", "ort session", "ge / ort"] + (["tvm relax"] if with_tvm else [])
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+def fmt(x: float | None, digits: int = 2) -> str:
+    return "-" if x is None else f"{x:.{digits}f}"
+
+
+def table(rows: list[dict], repeats: int, tvm_version: str | None) -> str:
+    stages = list(dict.fromkeys(s for r in rows for s in r["ge_stages"]))
+    head = (f"seconds, median of {repeats} alternating runs per side; ge = whole `ge-compile` process; "
+            f"TVM {tvm_version or 'not run'} = Relax ONNX import + tvm.compile(llvm) in process\n\n")
+    cols = ["model", "kernels (distinct)", "ge process", "ge peak MB", "TVM build", "TVM process", "TVM peak MB",
+            "ge / TVM build", *stages]
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for r in rows:
-        if "error" in r:
-            failed = pipeline.index(r["failed_stage"])
-            cells = [r["model"], *(f"{r['stages'][s]:.3f}" for s in pipeline[:failed]), "failed", *[""] * (len(pipeline) - failed - 1), "-",
-                     f"{r['ort_session']:.3f}", "-"]
-        else:
-            cells = [r["model"], *(f"{r['stages'][s]:.3f}" for s in pipeline), f"{r['ge_total']:.3f}",
-                     f"{r['ort_session']:.3f}", f"{r['ratio']:.1f}"]
-        if with_tvm:
-            cells.append(f"{r['tvm_build']:.1f}" if "tvm_build" in r else "-")
+        ratio = (r["ge_process_seconds"] / r["tvm_build_seconds"]
+                 if r["ge_process_seconds"] and r["tvm_build_seconds"] else None)
+        cells = [r["model"], f"{r['kernels']} ({r['distinct_kernels']})",
+                 "failed" if r["failed"] else fmt(r["ge_process_seconds"]), fmt(r["ge_peak_mb"], 0),
+                 fmt(r["tvm_build_seconds"]), fmt(r["tvm_process_seconds"]), fmt(r["tvm_peak_mb"], 0), fmt(ratio, 1),
+                 *[fmt(r["ge_stages"].get(s), 3) for s in stages]]
         lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+    return head + "\n".join(lines) + "\n"
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--repeats", type=int, default=5, help="compiles per side and model (default 5)")
-    parser.add_argument("--quick", action="store_true", help="3 repeats (what bench/run_all.py runs)")
-    parser.add_argument("--models", default=",".join([*LIGHT_MODELS, "encoder_layer"]),
-                        help="comma-separated model names (light models and encoder_layer)")
-    parser.add_argument("--no-tvm", action="store_true", help="skip TVM even when it is installed")
-    parser.add_argument("--no-isa", action="store_true", help="stop at the tile level even when to-isa exists")
-    parser.add_argument("--json", type=Path, default=RESULTS / "compile_time.json")
-    args = parser.parse_args()
-    repeats = 3 if args.quick else args.repeats
-    pipeline = STAGES if args.no_isa else stages()
-    with_tvm = tvm_available() and not args.no_tvm
-    print(f"seconds, median of {repeats} alternating runs per side; stages: {', '.join(pipeline)}; "
-          f"TVM: {'on' if with_tvm else 'not installed' if not tvm_available() else 'off'}", flush=True)
-    warm = encoder_layer_model().SerializeToString()  # warm-up: lazy imports, caches
-    try:
-        compile_ge(warm, pipeline)
-    except StageFailed:
-        pass  # the measured runs report it
-    create_session(warm)
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--models", default=",".join(DEFAULT_MODELS))
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--tvm-python", default=os.environ.get("GE_BENCH_TVM_PYTHON"),
+                    help="python of a venv with apache-tvm and onnx installed (default: $GE_BENCH_TVM_PYTHON)")
+    ap.add_argument("--json", default=str(RESULTS / "compile_time.json"))
+    ap.add_argument("--table", default=str(RESULTS / "compile_time.txt"))
+    args = ap.parse_args(argv)
     rows = []
-    for name, data in models(args.models.split(",")):
-        rows.append(measure(name, data, repeats, pipeline, with_tvm))
-        r = rows[-1]
-        if "error" not in r:
-            print(f"{name}: ge {r['ge_total']:.3f} s, onnxruntime {r['ort_session']:.3f} s", flush=True)
-    print()
-    print(table(rows, pipeline, with_tvm))
-    done = [r for r in rows if "error" not in r]
-    total_ge, total_ort = sum(r["ge_total"] for r in done), sum(r["ort_session"] for r in done)
-    if done:
-        print(f"\n{len(done)} models: ge {total_ge:.2f} s, onnxruntime {total_ort:.2f} s (x{total_ge / total_ort:.1f})")
-    result = {
-        "stages": list(pipeline), "repeats": repeats, "onnxruntime": ort.__version__,
-        "machine": f"{platform.machine()}, {platform.python_implementation()} {platform.python_version()}",
-        "rows": rows,
-    }
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(result, indent=1) + "\n")
-    if len(done) < len(rows):
-        sys.exit(f"ge failed on {len(rows) - len(done)} model(s); see the table")
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in args.models.split(","):
+            rows.append(measure(name, args.repeats, args.tvm_python, Path(tmp)))
+    version = next((t["version"] for r in rows for t in r["tvm_runs"] if "version" in t), None)
+    text = table(rows, args.repeats, version)
+    print(text)
+    Path(args.table).write_text(text)
+    Path(args.json).write_text(json.dumps({"machine": platform.platform(), "cpus": os.cpu_count(),
+                                           "load_average": os.getloadavg(), "repeats": args.repeats,
+                                           "tvm_version": version, "models": rows}, indent=1))
+    return 1 if any(r["failed"] for r in rows) else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -64,13 +64,13 @@ def structure_key(kernel: Operation) -> Hashable:
     return op_key(kernel, KERNEL_OWN)
 
 
-def _values(op: Operation):
+def defined_values(op: Operation):
     """The SSA values defined inside `op`, in the order `structure_key` numbers them."""
     for r in op.regions:
         for b in r.blocks:
             yield from b.args
             for o in b.ops:
-                yield from _values(o)
+                yield from defined_values(o)
                 yield from o.results
 
 
@@ -79,7 +79,7 @@ def name_map(representative: Operation, twin: Operation) -> dict[str, str] | Non
     of the representative stands for two different names of the twin (then a clone cannot
     be renamed reliably and the twin is lowered itself)."""
     out: dict[str, str] = {}
-    for a, b in zip(_values(representative), _values(twin), strict=True):
+    for a, b in zip(defined_values(representative), defined_values(twin), strict=True):
         if a.name_hint is None and b.name_hint is None:
             continue
         if a.name_hint is None or b.name_hint is None:
@@ -96,7 +96,7 @@ def renamed_clone(lowered: Operation, names: dict[str, str], twin: Operation) ->
     clone = lowered.clone()
     clone.properties["sym_name"] = StringAttr(twin.properties["sym_name"].data)
     clone.location = twin.location
-    for v in _values(clone):
+    for v in defined_values(clone):
         if v.name_hint is not None and v.name_hint in names:
             v.name_hint = names[v.name_hint]
     return clone

@@ -95,10 +95,15 @@ class Encoder:
         self.instrs: list[list[str]] = []
         self.buffers: dict[SSAValue, tuple[int, int, int, str]] = {}  # value -> region, base, bytes, label
         self.table: dict[tuple, int] = {}  # (region, base, bytes, dtype, label) -> index in "buffers"
+        self.labelled: dict[SSAValue, tuple[str, str]] = {}  # buffer value -> (name without hint, label suffix)
+        self.table_values: list[SSAValue] = []  # the value each "buffers" entry's label names
+        self.instr_ops: list[Operation] = []  # the op of each instruction id
+        self.shared_labels = False
         self.args = []
         for i, a in enumerate(kernel.body.block.args):
             t = a.type
             assert isinstance(t, MemRefType)
+            self.labelled[a] = (f"arg{i}", f" (gm argument #{i})")
             self.buffers[a] = (GM_BASE + i, 0, isa.nbytes(t), f"%{a.name_hint or f'arg{i}'} (gm argument #{i})")
             self.args.append([numpy_dtype(t.element_type).name, isa.num_elements(t), a.name_hint or f"arg{i}"])
 
@@ -114,6 +119,7 @@ class Encoder:
 
     def instr(self, op: Operation) -> int:
         self.instrs.append([op.name, _loc(op)])
+        self.instr_ops.append(op)
         return len(self.instrs) - 1
 
     def operand(self, op: isa.InstructionOp, role: str) -> list:
@@ -127,6 +133,10 @@ class Encoder:
         assert isinstance(t, MemRefType)
         key = (region, base, size, numpy_dtype(t.element_type).name, label)
         index = self.table.setdefault(key, len(self.table))
+        if index == len(self.table_values):
+            self.table_values.append(v)
+        elif self.table_values[index] is not v:
+            self.shared_labels = True  # two values, one entry: a twin with other names may not share it
         return [index, None if off is None else self.reg(off)]
 
     def block(self, block: Block) -> list[dict]:
@@ -213,6 +223,7 @@ class Encoder:
         for k, v in enumerate(op.slots):
             base = op.slot_offset(k, self.target)
             slot = f" slot {k}" if len(op.slots) > 1 else ""
+            self.labelled[v] = ("buf", f"{slot} ({op.space.value} @ {base:#x})")
             self.buffers[v] = (region, base, size, f"%{v.name_hint or 'buf'}{slot} ({op.space.value} @ {base:#x})")
 
 
@@ -246,12 +257,16 @@ ENCODERS: dict[type, Callable[[Encoder, Any], dict]] = {
 
 def encode(kernel: isa.KernelOp, target: targets.Target) -> dict[str, Any]:
     """The body of `kernel` (without its name) as JSON-able data."""
+    return _encode(kernel, target)[0]
+
+
+def _encode(kernel: isa.KernelOp, target: targets.Target) -> tuple[dict[str, Any], Encoder]:
     enc = Encoder(kernel, target)
     code = enc.block(kernel.body.block)
     return {"block_dim": kernel.block_dim.value.data, "num_ins": kernel.num_ins.value.data,
             "buffers": [list(key) for key in enc.table],
             "data_dependent": any(getattr(type(op), "DATA_DEPENDENT", False) for op in kernel.walk()),
-            "args": enc.args, "registers": enc.registers, "instrs": enc.instrs, "code": code}
+            "args": enc.args, "registers": enc.registers, "instrs": enc.instrs, "code": code}, enc
 
 
 def body_key(body: dict[str, Any]) -> str:
@@ -278,15 +293,51 @@ def label(code: dict[str, Any], names: dict[str, list[str]]) -> dict[str, Any]:
 def partition(kernels: Sequence[isa.KernelOp], target: targets.Target) -> dict[str, Any]:
     """The KERNELS partition of an isa-level model: each distinct code once ("bodies"), and
     per kernel symbol its body's index and its own names (`strip`)."""
+    from ge.lowering.kernel_dedup import structure_key
+
     bodies: list[dict] = []
     index: dict[str, int] = {}
     refs: dict[str, dict] = {}
+    encoded: dict[Any, tuple[isa.KernelOp, Encoder, str]] = {}  # structure -> its first kernel's encoding
     for k in kernels:
-        code, names = strip(encode(k, target))
+        shape = structure_key(k)
+        if shape in encoded:  # the same code as a kernel encoded already: only its names are new
+            first, enc, key = encoded[shape]
+            names = names_like(first, enc, k)
+            if names is not None:
+                refs[k.sym_name.data] = {"body": index[key], "names": names}
+                continue
+        body, enc = _encode(k, target)
+        code, names = strip(body)
         key = body_key(code)
+        encoded.setdefault(shape, (k, enc, key))
         if key not in index:
             index[key] = len(bodies)
             bodies.append(code)
         refs[k.sym_name.data] = {"body": index[key], "names": names}
     return {"format": FORMAT, "version": VERSION, "level": "isa", "target": target.name, "bodies": bodies,
             "kernels": refs}
+
+
+def names_like(first: isa.KernelOp, enc: Encoder, twin: isa.KernelOp) -> dict[str, list[str]] | None:
+    """`strip`'s names of `twin`, a kernel with `first`'s structure: its values and ops
+    stand where `first`'s do, so each label and location is `first`'s with the twin's own
+    name hint and location. None when the buffer table could differ (an entry shared by
+    two values of `first`, or two entries whose twin labels coincide): encode it instead."""
+    from ge.lowering.kernel_dedup import defined_values
+
+    if enc.shared_labels:
+        return None
+    values = dict(zip(defined_values(first), defined_values(twin), strict=True))
+    ops = dict(zip(first.walk(), twin.walk(), strict=True))
+
+    def label(v: SSAValue) -> str:
+        default, suffix = enc.labelled[v]
+        return f"%{values[v].name_hint or default}{suffix}"
+
+    labels = [label(v) for v in enc.table_values]
+    keys = {(*key[:4], new) for key, new in zip(enc.table, labels)}
+    if len(keys) != len(labels):
+        return None
+    return {"args": [a.name_hint or f"arg{i}" for i, a in enumerate(twin.body.block.args)],
+            "buffers": labels, "locs": [_loc(ops[op]) for op in enc.instr_ops]}

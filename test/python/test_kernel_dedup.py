@@ -142,3 +142,31 @@ def test_insert_sync_twins_get_the_same_sync(flip):
         for k in (reversed(kernels) if flip else kernels):
             insert_sync(k, target)
         assert text == print_module(each)
+
+
+def test_kernel_code_partition_encodes_twins_by_their_names_only():
+    """The model file's KERNELS partition encodes one kernel per structure and gives its
+    twins their own names: the same partition as encoding every kernel."""
+    from ge.dialects import isa
+    from ge.ir import run_passes
+    from ge.runtime import kernel_code as kc
+    from ge.transforms.plan_local_memory import module_target
+
+    with blob_scope():
+        module = _tile_module()
+        run_passes(module, "to-isa,plan-local-memory,insert-sync")
+    target = module_target(module)
+    kernels = [op for op in module.body.block.ops if isinstance(op, isa.KernelOp)]
+    got = kc.partition(kernels, target)
+    bodies, index, refs = [], {}, {}
+    for k in kernels:
+        code, names = kc.strip(kc.encode(k, target))
+        key = kc.body_key(code)
+        index.setdefault(key, len(index))
+        if index[key] == len(bodies):
+            bodies.append(code)
+        refs[k.sym_name.data] = {"body": index[key], "names": names}
+    assert len(bodies) < len(kernels)
+    assert got["bodies"] == bodies and got["kernels"] == refs
+    twins = [r["names"]["args"] for r in refs.values()]
+    assert len({tuple(a) for a in twins}) == len(kernels)  # every kernel keeps its own argument names
