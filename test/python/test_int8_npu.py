@@ -387,6 +387,7 @@ def _roofline_helper():
     return module.roofline
 
 
+@pytest.mark.slow  # ~10-15 s: two models compiled and simulated
 def test_int8_kernels_respect_the_roofline():
     """Every launch of the int8 CNN (and of an int8 matmul) takes at least its bound: Cube
     fractals at the int8 rate (16x32x16 per cycle), Vector repeats, HBM bytes."""
@@ -396,8 +397,8 @@ def test_int8_kernels_respect_the_roofline():
     target = load_target("ascend910")
     net, y = small_cnn(40)
     _, _, compiled = npu_run(net, y, rng(35).standard_normal((2, 40, 12, 12)).astype(np.float32))
-    mm = Net((256, 512), np.int8)
-    _, _, compiled_mm = npu_run(mm, mm.matmul("x", weights((512, 384), 36)), i8((256, 512), 37))
+    mm = Net((128, 256), np.int8)
+    _, _, compiled_mm = npu_run(mm, mm.matmul("x", weights((256, 96), 36)), i8((128, 256), 37))
     runs = compiled.last_run.kernels + compiled_mm.last_run.kernels
     assert sum(r.work["fractals"] > 0 for r in runs) == 3
     for r in runs:
@@ -421,6 +422,7 @@ def test_activation_zero_points_on_the_npu(pads):
     np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.slow  # ~15 s: a 4 x 64 x 28 x 28 conv compiled twice
 def test_int8_conv_halves_the_cube_work_of_f16():
     """The same 3x3 conv (64 -> 64 channels, 28 x 28, batch 4) in f16 and in int8: the int8
     Cube does half the fractals (16x32x16 instead of 16x16x16, one per cycle), so its Cube
