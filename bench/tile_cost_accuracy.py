@@ -1,6 +1,7 @@
 """How far the tiling cost model's prediction is from the simulated cycles, per kernel.
 
     python bench/tile_cost_accuracy.py [--quick] [--models a,b] [--json bench/results/tile_cost_accuracy.json]
+                                       [--baseline bench/results/tile_cost_accuracy_before.json]
 
 Each model (seeded, calibrated weights, `force_fp16`, ascend910) is compiled once with
 `ge.compile`; the `tile` pass's choice per kernel (`KernelReport`: what, plan, modeled
@@ -8,8 +9,11 @@ cycles) is recorded while it compiles, then the model runs once on the simulator
 timing-only mode (cycles do not depend on the data). Per kernel: the cost model's cycles
 (`tile.cycles`), the simulated cycles of the launch alone, and their ratio predicted /
 simulated; per model and per kind (cube / vector / copy) the median and the worst ratio
-(farthest from 1 either way) and the share of kernels within 15%. Cycles are simulated:
-one run is exact.
+(farthest from 1 either way) and the share of kernels within 15%. With `--baseline` (the
+JSON of an earlier run, e.g. with an earlier cost model) a before -> after table per model:
+the kernels' simulated cycles one after another, the sum of their roofline bounds over
+those cycles, and the prediction's median / worst ratio and share within 15%. Cycles are
+simulated: one run is exact.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from __future__ import annotations
 import json
 import statistics
 import sys
+from pathlib import Path
 
 from _common import markdown, parser
 
@@ -91,6 +96,24 @@ def model_table(results: list[dict]) -> str:
     return markdown(header, body)
 
 
+def compare_table(before: list[dict], after: list[dict]) -> str:
+    """Per model: simulated kernel cycles, bounds / cycles and accuracy, before -> after."""
+    old = {r["model"]: r for r in before}
+    header = ["model", "kernel cycles", "sum of bounds / cycles", "median predicted / simulated", "worst",
+              "within 15%"]
+    body = []
+    for res in after:
+        b = old.get(res["model"])
+        if b is None:
+            continue
+        bound = sum(r["bound"] or 0 for r in res["kernels"])
+        body.append([res["model"], f"{b['simulated']:,} -> {res['simulated']:,} ({res['simulated'] / b['simulated'] - 1:+.1%})",
+                     f"{bound / b['simulated']:.3f} -> {bound / res['simulated']:.3f}",
+                     f"{b['median']:.2f} -> {res['median']:.2f}", f"{b['worst']:.2f} -> {res['worst']:.2f}",
+                     f"{b['within_15']:.0%} -> {res['within_15']:.0%}"])
+    return markdown(header, body)
+
+
 def kernel_table(res: dict) -> str:
     header = ["kernel", "what", "blocks", "predicted", "simulated", "predicted / simulated"]
     body = ([r["kernel"], r["what"][:70], r["blocks"], f"{r['predicted']:,}", f"{r['simulated']:,}",
@@ -99,7 +122,9 @@ def kernel_table(res: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    args = parser(__doc__, "tile_cost_accuracy", QUICK).parse_args(argv)
+    p = parser(__doc__, "tile_cost_accuracy", QUICK)
+    p.add_argument("--baseline", type=Path, help="the JSON of an earlier run: print before -> after")
+    args = p.parse_args(argv)
     names = args.models.split(",") if args.models else QUICK if args.quick else MODELS
     results = []
     for name in names:
@@ -108,6 +133,10 @@ def main(argv: list[str] | None = None) -> None:
         print(f"{name}: median {s['median']:.2f}, worst {s['worst']:.2f}, within 15% {s['within_15']:.0%}",
               file=sys.stderr)
     print(model_table(results))
+    if args.baseline:
+        print()
+        print(f"before ({args.baseline.name}) -> after:\n")
+        print(compare_table(json.loads(args.baseline.read_text())["models"], results))
     for res in results:
         print()
         print(kernel_table(res))
