@@ -13,10 +13,14 @@ as the Ascend C paradigms run it:
   default cycles per repeat of every vector op), MTE3 (UB -> GM); each transfer costs
   start-up + bytes / bandwidth, and a core's GM bandwidth is at most its share of the
   chip's HBM bandwidth when `blocks` cores stream.
-  Reads and writes of GM share that bandwidth: their sum is one more stage ("HBM").
+  Reads and writes of GM share that bandwidth: their sum at the core's HBM share is a
+  throughput limit of the loop (the `port` of `pipelined`), not one more stage: the
+  DMAs that move those bytes overlap it, as in the simulator.
 - With double buffering (buffer count 2) the stages of consecutive tiles overlap: a
   loop of n iterations costs n * (slowest stage) + the other stages once (fill and
-  drain); with single buffers the stages of an iteration run one after another.
+  drain); with single buffers the stages of an iteration run one after another. The
+  Cube kernels' K loop (MTE2 -> MTE1 -> mmad) gets only part of that overlap in the
+  simulator (`K_LOOP_SERIAL`).
 
 - A vector op costs what the simulator charges for the instructions `to-isa` emits for
   it (`op_program`): a row reduction (Softmax, LayerNorm) is a handful of f32
