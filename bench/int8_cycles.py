@@ -1,9 +1,9 @@
-"""Simulated cycles of int8 vs f16 inference on the ascend910 (issue 21).
+"""Simulated cycles of int8 vs f16 inference on an Ascend chip (issue 21; the 910 by default).
 
-    python bench/int8_cycles.py [--models resnet50] [--batch 16] [--json out.json]
+    python bench/int8_cycles.py [--models resnet50,resnet_stack] [--batch 16] [--soc ascend910] [--json out.json]
 
 Each model (a light zoo model with calibrated random weights, or `resnet_stack`: ResNet-50's
-conv2_x + one conv3_x bottleneck) is compiled twice for the 910: as is under force_fp16, and
+conv2_x + one conv3_x bottleneck) is compiled twice: as is under force_fp16, and
 after `ge.quantize` (minmax, symmetric int8 activations, per-channel int8 weights; a zoo
 model's first and last layers kept in float, ATC's default; every conv of the stack) -- its QDQ
 model folds into quant_conv2d / quant_matmul on the int8 Cube with dequantize / requantize
@@ -77,11 +77,11 @@ def batch_free(model: onnx.ModelProto) -> onnx.ModelProto:
     return m
 
 
-def cycles(model: onnx.ModelProto, batch: int) -> dict:
+def cycles(model: onnx.ModelProto, batch: int, soc: str = "ascend910") -> dict:
     started = time.time()
     inputs = {k: np.repeat(v, batch, axis=0) for k, v in random_inputs(model, seed=3).items()}
     compiled = ge.compile(model, ge.CompileOptions(
-        soc_version="ascend910", precision_mode="force_fp16", keep_ir_text=False,
+        soc_version=soc, precision_mode="force_fp16", keep_ir_text=False,
         input_shape={k: v.shape for k, v in inputs.items()}))
     compiled.run(inputs, timing_only=True)
     run = compiled.last_run
@@ -95,6 +95,7 @@ def cycles(model: onnx.ModelProto, batch: int) -> dict:
 def main() -> None:
     p = parser(__doc__, "int8_cycles", ["resnet50"])
     p.add_argument("--batch", type=int, default=16)
+    p.add_argument("--soc", default="ascend910")
     args = p.parse_args()
     names = args.models.split(",") if args.models else ["resnet50"]
     rows, out = [], {}
@@ -103,9 +104,9 @@ def main() -> None:
         calib = random_inputs(f16_model, seed=1)  # one sample: the model has a fixed batch of 1
         q = ge.quantize(f16_model, calib, method="minmax", report_error=False,
                         keep_first_last=name != "resnet_stack").model
-        f16 = cycles(batch_free(f16_model), args.batch)
-        int8 = cycles(batch_free(q), args.batch)
-        out[name] = {"batch": args.batch, "f16": f16, "int8": int8,
+        f16 = cycles(batch_free(f16_model), args.batch, args.soc)
+        int8 = cycles(batch_free(q), args.batch, args.soc)
+        out[name] = {"soc": args.soc, "batch": args.batch, "f16": f16, "int8": int8,
                      "ratio_total": f16["cycles"] / int8["cycles"], "ratio_cube": f16["cube_cycles"] / int8["cube_cycles"]}
         rows.append((name, args.batch, f"{f16['cycles']:.4g}", f"{int8['cycles']:.4g}", f"{out[name]['ratio_total']:.2f}",
                      f"{f16['cube_cycles']:.4g}", f"{int8['cube_cycles']:.4g}", f"{out[name]['ratio_cube']:.2f}"))
