@@ -1117,7 +1117,12 @@ class VectorLowering:
         if rows.n > per:
             acc = Rows(self.temp([rows.r * per], f32), rows.r, per, per)
             self.copy(rows.buf, acc.buf, [rows.r, per], [rows.ld, 1])
-            for c0 in range(per, rows.n, per):
+            full = rows.n // per - 1  # whole repeats after the first: an scf.for, so long rows stay short IR
+            if full > 1:
+                with self.b.loop(1, 1 + full, name="col") as j:
+                    part = Rows(self.shifted(rows.buf, self.b.mul(j, per)), rows.r, per, rows.ld)
+                    self.row_op(fold_cls, acc, [acc, part], n=per)
+            for c0 in range(per * (1 + full) if full > 1 else per, rows.n, per):
                 part = Rows(self.shifted(rows.buf, c0), rows.r, min(per, rows.n - c0), rows.ld)
                 self.row_op(fold_cls, acc, [acc, part], n=part.n)
             src, mask = acc, per

@@ -254,6 +254,7 @@ def tile_module(module: ModuleOp, target: targets.Target) -> list[KernelReport]:
         except vec.CapacityShortfall as e:
             raise TileCapacityError(
                 overflow_message(kernel, t.MemSpace(e.space), e.need, e.have, target) + " (smallest tiling)"
+                + (f": {e.why}" if e.why else "")
             ) from None
         reports.append(report)
     return reports

@@ -17,6 +17,10 @@ The tile loop is one flattened `scf.for` over the tiles, split into contiguous r
 elements read as 0, or -inf before a max pool), runs the group's ops on the tiles in one
 `tile.vector` (a max/avg pool first runs as `tile.vpool`) and copies the results out.
 Tile sizes come from the cost model (lowering/tile_cost.py) among the shapes that fit UB.
+When no tile holds a whole reduced extent (a GlobalAveragePool over a 112x112 plane, a
+ReduceSum over 200k elements), a kernel with one reduction visits that extent in chunks
+and accumulates (`Chunk`, `emit_chunked`); a normalization (Softmax, LayerNorm) still
+needs its whole row and is refused by name.
 """
 
 from __future__ import annotations
@@ -25,8 +29,9 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
 from xdsl.dialects.builtin import TensorType
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 from ge.dialects import graph as g
@@ -37,6 +42,8 @@ from ge.dialects.layout import Format
 from ge.lowering import fusion_rules as fr
 from ge.lowering.tile_cost import Machine, align, op_program, pipelined, pool_program
 from ge.lowering.tile_ir import KernelBuilder, tile_type
+from ge.transforms.graph_utils import make_constant
+from ge.transforms.tile_capacity import node_names
 
 
 class Unsupported(Exception):
@@ -348,13 +355,15 @@ class VectorPlan:
     cycles: float
     ub_bytes: int
     candidates: int = 0
+    chunk: int = 0  # the reduced extent visited in chunks of this length (0: whole)
 
     @property
     def ntiles(self) -> int:
         return math.prod(self.counts)
 
     def describe(self) -> str:
-        return (f"tile [{', '.join(map(str, self.tiles))}] x{self.ntiles} on {self.blocks} cores, "
+        chunks = f", reduced in chunks of {self.chunk}" if self.chunk else ""
+        return (f"tile [{', '.join(map(str, self.tiles))}] x{self.ntiles} on {self.blocks} cores{chunks}, "
                 f"UB {self.ub_bytes} B (buffers {self.buffers})")
 
 
@@ -371,6 +380,9 @@ class VectorKernel:
     outputs: list[SSAValue] = field(default_factory=list)
 
     pool_source: SSAValue | None = None  # a plain input the pool's input is converted from in UB
+    chunk: Chunk | None = None  # how the reduced extent would be visited in chunks (None: it cannot)
+    chunk_size: int = 0  # the chunk length a plan is being sized or emitted for (0: whole extent)
+    chunk_reason: str = ""  # why the reduced extent cannot be chunked (when chunk is None)
 
     @classmethod
     def of(cls, block: Block) -> VectorKernel:
@@ -404,17 +416,51 @@ class VectorKernel:
         for v in (*inputs, *region_args):
             if v not in maps.maps:
                 raise Unsupported("an input the kernel's tiles do not cover")
-        return cls(block, maps, pool, inputs, region_args, region_ops, list(block.last_op.operands), source)
+        kern = cls(block, maps, pool, inputs, region_args, region_ops, list(block.last_op.operands), source)
+        try:
+            kern.chunk = Chunk.of(kern)
+        except Unsupported as e:
+            kern.chunk_reason = str(e)
+        return kern
 
-    def shape(self, v: SSAValue, tiles: Sequence[int]) -> tuple[int, ...]:
-        return tuple(d.size(tiles) for d in self.maps.maps[v])
+    def shape(self, v: SSAValue, tiles: Sequence[int], size: int | None = None) -> tuple[int, ...]:
+        """The tile of v; a value the chunked reduction reads has `size` (default: the
+        planned chunk length) along the chunked dim."""
+        dims = [d.size(tiles) for d in self.maps.maps[v]]
+        size = self.chunk_size if size is None else size
+        if size and self.chunk is not None and v in self.chunk.axis:
+            dims[self.chunk.axis[v]] = size
+        return tuple(dims)
 
     def ub_bytes(self, tiles: Sequence[int], buffers: int, alignment: int) -> int:
         bufs = [*self.inputs, *self.stored()]
         if self.pool is not None:
             bufs += [self.pool.operands[0], self.pool.results[0]]
         total = sum(align(nbytes(v, self.shape(v, tiles)), alignment) for v in dict.fromkeys(bufs)) * buffers
-        return total + self.temp_bytes(tiles)
+        if self.chunk_size and self.chunk is not None:  # remainder-chunk inputs, the partial and the accumulator
+            red = self.chunk.red.results[0]
+            total += sum(align(nbytes(v, self.shape(v, tiles)), alignment) for v in self.inputs if v in self.chunk.axis)
+            total += align(nbytes(red, self.shape(red, tiles)), alignment) * 2
+            if self.chunk.extent % self.chunk_size:  # the short chunk's body has scratch of its own
+                total += self.scratch_bytes(tiles)
+        return total + self.temp_bytes(tiles) + self.scratch_bytes(tiles)
+
+    def scratch_bytes(self, tiles: Sequence[int]) -> int:
+        """UB the vector lowering of a reduction takes beside its operands and result (an
+        estimate, from lowering/isa_vector.py): a reduction's input as f32 rows (its result
+        is small); an f32 copy of a narrower input; one more f32 row buffer for the squares
+        of a LayerNorm or the exponentials of a LogSoftmax (a Softmax's rows are its result,
+        already counted as a temporary)."""
+        need = 0
+        for op in self.region_ops:
+            norm = g.has_trait(op, g.Normalization)
+            if not (norm or g.has_trait(op, g.Reduction) or isinstance(op, g.GlobalPoolOp)):
+                continue
+            x = op.operands[0]
+            elems = math.prod(self.shape(x, tiles))
+            copies = (numpy_dtype(x.type.element_type).itemsize != 4) + (not isinstance(op, g.SoftmaxOp) if norm else 1)
+            need = max(need, 4 * elems * copies)
+        return need
 
     def stored(self) -> list[SSAValue]:
         """Values copied out: the outputs, each once."""
@@ -439,7 +485,9 @@ class VectorKernel:
     def invariant(self, plan: VectorPlan | None = None, counts: Sequence[int] | None = None) -> list[SSAValue]:
         """Inputs whose rectangle is the same in every tile (loaded once, before the loop)."""
         counts = plan.counts if plan is not None else counts
-        return [v for v in self.inputs if all(d.fixed or counts[d.it] == 1 for d in self.maps.maps[v])]
+        chunked = self.chunk.axis if self.chunk_size and self.chunk is not None else {}
+        return [v for v in self.inputs
+                if v not in chunked and all(d.fixed or counts[d.it] == 1 for d in self.maps.maps[v])]
 
     def cost(self, mach: Machine, tiles: Sequence[int], blocks: int, double: bool) -> float:
         counts = [math.ceil(e / s) for e, s in zip(self.maps.extents, tiles)]
@@ -456,6 +504,9 @@ class VectorKernel:
         mte3 = sum(mach.dma("ub_to_gm", nbytes(v, self.shape(v, tiles)), blocks) for v in self.stored())
         gm = mach.hbm(sum(nbytes(v, self.shape(v, tiles)) for v in (*self.inputs, *self.stored()) if v not in once), blocks)
         per_core = math.ceil(math.prod(counts) / blocks)
+        if self.chunk_size and self.chunk is not None:  # every tile visits its chunks in turn
+            k = math.ceil(self.chunk.extent / self.chunk_size)
+            mte2, vec, gm = mte2 * k, vec * k, gm * k
         return hoisted + pipelined(per_core, [mte2, vec, mte3], double, port=gm)
 
 
@@ -473,8 +524,43 @@ def _sizes(extent: int) -> list[int]:
 
 def plan_vector(kern: VectorKernel, mach: Machine, share: int = 1) -> VectorPlan:
     """The cheapest tiling of `kern` whose buffers fit UB -- `1 / share` of it when other
-    loops of the kernel hold their own buffers (raises CapacityShortfall with the smallest
-    need when none fits: the caller reports the overflow)."""
+    loops of the kernel hold their own buffers. When no tile holds a whole reduced extent,
+    the reduction is visited in chunks (`Chunk`). Raises CapacityShortfall with the
+    smallest need when nothing fits: the caller reports the overflow."""
+    try:
+        return _plan_tiles(kern, mach, share, [0])
+    except CapacityShortfall as whole:
+        if kern.chunk is None:
+            raise CapacityShortfall(whole.space, whole.need, whole.have, _why_whole(kern)) from None
+        try:
+            n = kern.chunk.extent
+            sizes = {c for c in _sizes(n) if c < n} | {d for d in range(1, math.isqrt(n) + 1) if n % d == 0} \
+                | {n // d for d in range(2, math.isqrt(n) + 1) if n % d == 0}
+            return _plan_tiles(kern, mach, share, sorted(sizes, reverse=True))
+        except CapacityShortfall as e:
+            raise CapacityShortfall(e.space, e.need, e.have, f"even chunks of 1 of the reduced extent of "
+                                    f"{kern.chunk.red.name} {_node(kern.chunk.red)} do not fit") from None
+        finally:
+            kern.chunk_size = 0
+
+
+def _node(op: Operation) -> str:
+    names = node_names(op)
+    return f"(node {names[0]})" if names else ""
+
+
+def _why_whole(kern: VectorKernel) -> str:
+    """What is missing when a kernel's reduced extent cannot be split (Chunk.of's reason)."""
+    for op in kern.region_ops:
+        if g.has_trait(op, g.Normalization):
+            return (f"{op.name} {_node(op)} needs its whole normalized extent in UB; a chunked "
+                    f"(two-pass) {op.name.split('.')[1]} is not implemented")
+    return kern.chunk_reason
+
+
+def _plan_tiles(kern: VectorKernel, mach: Machine, share: int, chunks: Sequence[int]) -> VectorPlan:
+    """plan_vector over the tilings of the iteration space, each with the longest of
+    `chunks` (0: the whole reduced extent) that fits."""
     target = mach.target
     ext = kern.maps.extents
     rank = len(ext)
@@ -494,6 +580,8 @@ def plan_vector(kern: VectorKernel, mach: Machine, share: int = 1) -> VectorPlan
             seen.add(tiles)
             n += 1
             counts = tuple(math.ceil(e / s) for e, s in zip(ext, tiles))
+            chunk = _longest_chunk(kern, tiles, chunks, cap, al)
+            kern.chunk_size = chunk
             need1 = kern.ub_bytes(tiles, 1, al)
             if smallest is None or need1 < smallest:
                 smallest = need1
@@ -503,19 +591,229 @@ def plan_vector(kern: VectorKernel, mach: Machine, share: int = 1) -> VectorPlan
             blocks = min(cores, math.prod(counts))
             cycles = kern.cost(mach, tiles, blocks, buffers == 2)
             if best is None or cycles < best.cycles:
-                best = VectorPlan(tiles, counts, buffers, blocks, cycles, kern.ub_bytes(tiles, buffers, al))
+                best = VectorPlan(tiles, counts, buffers, blocks, cycles, kern.ub_bytes(tiles, buffers, al), chunk=chunk)
     if best is None:  # (with a share: what all the loops' buffers would need of the whole UB)
         raise CapacityShortfall("ub", (smallest or 0) * share, target.memory.ub)
     best.candidates = n
     return best
 
 
+def _longest_chunk(kern: VectorKernel, tiles: Sequence[int], chunks: Sequence[int], cap: int, al: int) -> int:
+    """The longest of `chunks` whose buffers fit twice (double buffering), else once, else
+    the shortest; a length that divides the extent is preferred to one at most twice as
+    long (no short last chunk with buffers of its own)."""
+    for buffers in (2, 1):
+        fit = []
+        for c in chunks:
+            kern.chunk_size = c
+            if kern.ub_bytes(tiles, buffers, al) <= cap:
+                fit.append(c)
+        if fit:
+            even = [c for c in fit if c and kern.chunk.extent % c == 0 and 2 * c >= fit[0]]
+            return even[0] if even else fit[0]
+    return chunks[-1]
+
+
 class CapacityShortfall(Exception):
     """No tiling fits: the smallest tile needs `need` bytes of `space`, which holds `have`."""
 
-    def __init__(self, space: str, need: int, have: int):
+    def __init__(self, space: str, need: int, have: int, why: str = ""):
         super().__init__(space, need, have)
-        self.space, self.need, self.have = space, need, have
+        self.space, self.need, self.have, self.why = space, need, have, why
+
+
+# --------------------------------------------------------------------------------------
+# Chunked reductions
+# --------------------------------------------------------------------------------------
+
+
+@dataclass
+class Chunk:
+    """A reduction whose reduced extent does not fit UB whole, visited in chunks as a TBE
+    reduce kernel does: per tile, the ops before it (`pre`, elementwise on the reduced
+    tiles) and the reduction run on one chunk of the longest reduced dim at a time; each
+    chunk's partial result is combined into an accumulator (add / mul / max / min; a mean
+    adds each chunk's mean weighted by its share of the extent), and the ops after it
+    (`post`) run once on the accumulator. The summation order changes (chunk by chunk)."""
+
+    red: Operation
+    pre: list[Operation]  # ops before the reduction (per chunk)
+    post: list[Operation]  # ops after it (once per tile)
+    axis: dict[SSAValue, int]  # the chunked dim of every value that carries it
+    extent: int
+    combiner: str
+    mean: bool
+
+    @staticmethod
+    def of(kern: VectorKernel) -> Chunk:
+        """The chunking of `kern`'s reduction; raises Unsupported saying why there is none."""
+        ops = kern.region_ops
+        reds = [o for o in ops if g.has_trait(o, g.Reduction) or isinstance(o, g.GlobalPoolOp)]
+        if kern.pool is not None or len(reds) != 1:
+            raise Unsupported("the kernel has no single reduction whose extent could be chunked")
+        red = reds[0]
+        x, xs = red.operands[0], shape_of(red.operands[0])
+        if isinstance(red, g.GlobalPoolOp):
+            combiner, mean = ("add", True) if isinstance(red, g.GlobalAvgPoolOp) else ("max", False)
+            axes = [2, 3] if fmt_of(x) == Format.NC1HWC0 else list(range(2, len(xs)))
+        else:
+            tr = g.trait_of(red, g.Reduction)
+            if tr.square_first or tr.sqrt_after:
+                raise Unsupported(f"{red.name} is not decomposed into a plain reduction")
+            combiner, mean = tr.combiner, tr.mean
+            axes = list(g.get_ints(red.properties, "axes")) or list(range(len(xs)))
+        axis = max(axes, key=lambda i: xs[i])
+        i = ops.index(red)
+        axis_of: dict[SSAValue, int] = {x: axis}
+        for op in reversed(ops[:i]):
+            hit = [r for r in op.results if r in axis_of]
+            if not hit:
+                continue
+            if not fr.is_elementwise(op):
+                raise Unsupported(f"{op.name} before {red.name} is not elementwise")
+            r = hit[0]
+            for v in op.operands:
+                j = axis_of[r] - (len(shape_of(r)) - len(shape_of(v)))
+                if j >= 0 and shape_of(v)[j] == shape_of(r)[axis_of[r]] > 1:
+                    if axis_of.setdefault(v, j) != j:
+                        raise Unsupported("a value read along two different chunked dims")
+        for v, j in axis_of.items():
+            d = kern.maps.maps[v][j]
+            if not d.fixed or d.shift or d.extent != shape_of(v)[j]:
+                raise Unsupported("a chunked dim that the tiles do not hold whole")
+        pre = [o for o in ops[:i] if any(r in axis_of for r in o.results)]
+        after = {v for o in ops[i + 1:] for v in o.operands} | set(kern.outputs)
+        if any(r in after for o in pre for r in o.results) or any(v in after for v in axis_of):
+            raise Unsupported(f"a value before {red.name} is also used after it (a normalization)")
+        return Chunk(red, pre, ops[i + 1:], axis_of, xs[axis], combiner, mean)
+
+
+COMBINE = {"add": g.AddOp, "mul": g.MulOp, "max": g.MaxOp, "min": g.MinOp}
+
+
+def _needed(ops: Sequence[Operation], roots: Sequence[Operation]) -> list[Operation]:
+    """`roots` and the ops of `ops` they read from, in order (constants a body needs)."""
+    need = set(roots)
+    for op in reversed(ops):
+        if op in need:
+            need |= {v.owner for v in op.operands if isinstance(v.owner, Operation)}
+    return [o for o in ops if o in need]
+
+
+def _body(kern: VectorKernel, tiles: Sequence[int], size: int, ops: Sequence[Operation],
+          given: dict[SSAValue, Attribute]) -> tuple[Block, dict[SSAValue, SSAValue], list[SSAValue]]:
+    """A tile.vector body running `ops` on the tiles (chunks of `size`), reading the group
+    values of `given` (value -> tile type) as its arguments; returns the body (no yield),
+    the mapping and the arguments in order."""
+    args = list(given)
+    body = Block(arg_types=list(given.values()))
+    mapping = dict(zip(args, body.args))
+    for v, a in mapping.items():
+        a.name_hint = v.name_hint
+    for op in ops:
+        new = type(op).create(
+            operands=[mapping[v] for v in op.operands],
+            result_types=[tile_type(r.type, kern.shape(r, tiles, size)) for r in op.results],
+            properties=dict(op.properties), attributes=dict(op.attributes),
+        )
+        new.location = op.location
+        for r, nr in zip(op.results, new.results):
+            nr.name_hint = r.name_hint
+            mapping[r] = nr
+        body.add_op(new)
+        try:
+            new.verify_()
+        except VerifyException as e:
+            raise Unsupported(f"{op.name} does not verify on its chunk: {e}") from None
+    return body, mapping, args
+
+
+def _arg_types(kern: VectorKernel, tiles: Sequence[int], size: int, ops: Sequence[Operation],
+               first: Sequence[SSAValue] = ()) -> dict[SSAValue, Attribute]:
+    """The group arguments `ops` read (after `first`), with their tile types."""
+    defined = {r for o in ops for r in o.results}
+    vals = [*first, *(v for o in ops for v in o.operands if v not in defined)]
+    return {v: tile_type(v.type, kern.shape(v, tiles, size)) for v in dict.fromkeys(vals)}
+
+
+def emit_chunked(b: KernelBuilder, kern: VectorKernel, plan: VectorPlan, gm: dict[SSAValue, SSAValue]) -> None:
+    """emit_vector for a plan that visits the reduced extent in chunks (see `Chunk`)."""
+    ch = kern.chunk
+    assert ch is not None and plan.chunk
+    kern.chunk_size = size = plan.chunk
+    tiles, dims = plan.tiles, kern.maps.maps
+    red = ch.red.results[0]
+    rest = ch.extent % size
+    chunked = [v for v in kern.inputs if v in ch.axis]
+
+    def alloc(v: SSAValue, shape: Sequence[int], count: int, name: str) -> SSAValue:
+        return b.alloc(t.MemSpace.UB, shape, v.type.element_type, count, name)
+
+    ub = {v: alloc(v, kern.shape(v, tiles), plan.buffers, f"{v.name_hint or 'v'}_ub")
+          for v in dict.fromkeys([*kern.inputs, *kern.stored()])}
+    last = {v: alloc(v, kern.shape(v, tiles, rest), 1, f"{v.name_hint or 'v'}_rest") for v in chunked} if rest else {}
+    acc = ub[red] if red in ub else alloc(red, kern.shape(red, tiles), 1, "acc")
+    part = alloc(red, kern.shape(red, tiles), 1, "partial")
+    fixed = [v for v in kern.inputs if v in kern.invariant(plan)]
+    for v in fixed:
+        b.copy(gm[v], [-d.shift for d in dims[v]], ub[v], None, kern.shape(v, tiles))
+    chunk_ops = _needed(kern.region_ops, [*ch.pre, ch.red])
+    final = _needed([o for o in kern.region_ops if o not in ch.pre and o is not ch.red], ch.post)
+    red_ty = tile_type(red.type, kern.shape(red, tiles))
+    lo, hi = b.block_range(plan.ntiles, plan.blocks)
+    with b.loop(lo, hi, name="tile") as it:
+        coords = b.unravel(it, plan.counts, [f"t{d}" for d in range(len(kern.maps.extents))])
+        offs = [b.mul(c, s) for c, s in zip(coords, tiles)]
+
+        def offsets(v: SSAValue, start=0) -> list:
+            out = [-d.shift if d.fixed else b.sub(b.mul(offs[d.it], d.scale), d.shift) for d in dims[v]]
+            if v in ch.axis:
+                out[ch.axis[v]] = start
+            return out
+
+        for v in kern.inputs:
+            if v not in fixed and v not in ch.axis:
+                b.copy(gm[v], offsets(v), ub[v], None, kern.shape(v, tiles),
+                       pad=0.0 if _may_leave(dims[v], shape_of(v), plan) else None)
+
+        def step(start, n: int, dst: SSAValue, bufs: dict[SSAValue, SSAValue]) -> None:
+            for v in chunked:
+                b.copy(gm[v], offsets(v, start), bufs[v], None, kern.shape(v, tiles, n),
+                       pad=0.0 if _may_leave(dims[v], shape_of(v), plan) else None)
+            body, mapping, args = _body(kern, tiles, n, chunk_ops, _arg_types(kern, tiles, n, chunk_ops))
+            out = mapping[red]
+            if ch.mean and n != ch.extent:  # this chunk's mean, weighted by its share
+                w = make_constant(np.asarray(n / ch.extent), red.type.element_type, "share", like=ch.red)
+                mul = g.MulOp.create(operands=[out, w.output], result_types=[red_ty])
+                mul.location = ch.red.location
+                body.add_ops([w, mul])
+                out = mul.results[0]
+            body.add_op(t.YieldOp(out))
+            b.add(t.VectorOp([bufs.get(v, ub[v]) for v in args], [dst], Region(body)))
+
+        def combine() -> None:
+            body = Block(arg_types=[red_ty, red_ty])
+            op = COMBINE[ch.combiner].create(operands=list(body.args), result_types=[red_ty])
+            op.location = ch.red.location
+            body.add_ops([op, t.YieldOp(op.results[0])])
+            b.add(t.VectorOp([acc, part], [acc], Region(body)))
+
+        whole = ch.extent // size
+        if rest:  # the short last chunk first, straight into the accumulator
+            step(whole * size, rest, acc, last)
+        else:
+            step(0, size, acc, ub)
+        if whole > (0 if rest else 1):
+            with b.loop(0 if rest else 1, whole, name="chunk") as j:
+                step(b.mul(j, size), size, part, ub)
+                combine()
+        outs = [v for v in kern.stored() if v is not red]
+        if outs:
+            body, mapping, args = _body(kern, tiles, size, final, _arg_types(kern, tiles, size, final, [red]))
+            body.add_op(t.YieldOp(*[mapping[v] for v in outs]))
+            b.add(t.VectorOp([acc if v is red else ub[v] for v in args], [ub[v] for v in outs], Region(body)))
+        for v in kern.stored():
+            b.copy(ub[v], [0] * len(dims[v]), gm[v], offsets(v), kern.shape(v, tiles))
 
 
 # --------------------------------------------------------------------------------------
@@ -562,6 +860,9 @@ def build_region(kern: VectorKernel, tiles: Sequence[int]) -> tuple[Block, list[
 
 def emit_vector(b: KernelBuilder, kern: VectorKernel, plan: VectorPlan, gm: dict[SSAValue, SSAValue]) -> None:
     """The tiled body of a vector kernel; `gm` maps group values to kernel arguments."""
+    if plan.chunk:
+        emit_chunked(b, kern, plan, gm)
+        return
     tiles, ext = plan.tiles, kern.maps.extents
     dims = kern.maps.maps
     ub: dict[SSAValue, SSAValue] = {}
