@@ -163,8 +163,8 @@ def absorb_zero_points(block: Block) -> None:
 
 def _cube_epilogue_quant_ops(block: Block) -> set[Operation]:
     """Dequantize / quantize ops that the fuse pass will put in a quantized conv's epilogue
-    (the chain of sole users from graph.quant_conv2d through elementwise ops, ending at the
-    first quantize): they compute in NC1HWC0 and change C0 on the way (i32 8 -> f16 16 ->
+    (the chain of sole users from graph.quant_conv2d through elementwise ops -- batch norm
+    included -- ending at the first quantize): they compute in NC1HWC0 and change C0 on the way (i32 8 -> f16 16 ->
     i8 32), which the epilogue can do and a standalone vector kernel cannot."""
     out: set[Operation] = set()
     for op in block.ops:
@@ -173,7 +173,7 @@ def _cube_epilogue_quant_ops(block: Block) -> set[Operation]:
         tail = op.results[0]
         while len(uses := list(tail.uses)) == 1:
             user = uses[0].operation
-            if not lt.is_elementwise(user) and not isinstance(user, g.QuantizeOp | g.DequantizeOp):
+            if not g.has_trait(user, g.Elementwise):  # incl. batch norm, dequantize, quantize
                 break
             out.add(user)
             if isinstance(user, g.QuantizeOp):

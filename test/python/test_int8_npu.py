@@ -482,3 +482,22 @@ def test_residual_block_requantized_in_the_epilogue(dtype):
     # conv2 + deq + add + relu + quantize; the int8 result to NCHW (a kernel of its own: the
     # epilogue writes NCHW only in the residual's C0)
     assert len(compiled.last_run.kernels) == 6, [k.kernel for k in compiled.last_run.kernels]
+
+
+def test_batch_norm_between_dequantize_and_requantize_joins_the_epilogue():
+    """quant_conv2d -> dequantize -> batch_norm -> relu -> quantize (a QDQ model whose
+    BatchNorm was not folded into the int8 conv): one cube kernel, bit-exact."""
+    net = Net((1, 40, 9, 9), np.float32)
+    acc = net.conv(net.quantize("x", 0.03), weights((32, 40, 3, 3), 70), strides=(2, 2))
+    f = net.dequantize(acc, np.full(32, 1e-4, np.float32))
+    params = [(rng(71 + i).random(32) + 0.5).astype(np.float32) for i in range(4)]
+    bn = net._new(net.shapes[f][0], np.float32)
+    for i, p in enumerate(params):
+        net.body += const(f"{bn}_p{i}", p)
+    pt = T((32,), np.float32)
+    net.body += (f"  %{bn} = graph.batch_norm %{f}, %{bn}_p0, %{bn}_p1, %{bn}_p2, %{bn}_p3 {{epsilon = 1.0e-05 : f32}} "
+                 f": ({net.t(f)}, {pt}, {pt}, {pt}, {pt}) -> {net.t(bn)}\n")
+    out = net.quantize(net.relu(bn), 0.02)
+    got, want, compiled = npu_run(net, out, rng(75).standard_normal((1, 40, 9, 9)).astype(np.float32))
+    np.testing.assert_array_equal(got, want)
+    assert len(compiled.last_run.kernels) == 2, [k.kernel for k in compiled.last_run.kernels]  # quantize; conv
