@@ -82,6 +82,8 @@ CASES = {
     "min_3x90001": ("ReduceMin", [3, 90001], {"axes": [1]}),
     "sum_outer_120000x2": ("ReduceSum", [120000, 2], {"axes": [0], "keepdims": 0}),
     "prod_100000": ("ReduceProd", [100000], {"keepdims": 1}),
+    "mean_middle_4x60000x3": ("ReduceMean", [4, 60000, 3], {"axes": [1], "keepdims": 1}),
+    "sum_two_axes_300x400x2": ("ReduceSum", [300, 400, 2], {"axes": [0, 1], "keepdims": 0}),
 }
 
 
