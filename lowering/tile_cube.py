@@ -459,8 +459,9 @@ def _n_candidates(p: CubeProblem, n0: int) -> list[int]:
         top = _round(p.n, n0)
     if p.groups > 1:  # a tile must not cross into the next group's channels
         return [d for d in _divisors(p.n) if d % n0 == 0] or [top]
-    if "nz" in p.b_fmt or p.out_fmt == "nz":
+    if "nz" in p.b_fmt or p.out_fmt == "nz":  # whole C0-wide columns (32 for int8: N = 10 takes one)
         n0 = max(n0, p.c0)
+        top = _round(p.n, n0)
     return sorted({x for x in TN if x < top and x % n0 == 0} | {top})
 
 

@@ -42,6 +42,7 @@ from ge.dialects.layout import Format
 from ge.lowering import fusion_rules as fr
 from ge.lowering.tile_cost import Machine, align, op_program, pipelined, pool_program
 from ge.lowering.tile_ir import KernelBuilder, tile_type
+from ge.targets import Target
 from ge.transforms.graph_utils import make_constant
 from ge.transforms.tile_capacity import node_names
 
@@ -205,7 +206,9 @@ def backward(op: Operation, m: Maps) -> None:
             m.set(p, [c])
     elif isinstance(op, g.DequantizeOp):  # the scale follows the tile along `axis` (or is one value)
         m.set(op.input, rd)
-        if shape_of(op.scale):
+        if math.prod(shape_of(op.scale)) == 1:  # one value (rank 0 or [1]): read once per tile
+            m.set(op.scale, [span(1)] * len(shape_of(op.scale)))
+        elif shape_of(op.scale):
             if fmt_of(res) is not None:
                 raise Unsupported(f"a standalone dequantize on {fmt_of(res)}")
             m.set(op.scale, [rd[op.axis.value.data]])
@@ -432,7 +435,8 @@ class VectorKernel:
             dims[self.chunk.axis[v]] = size
         return tuple(dims)
 
-    def ub_bytes(self, tiles: Sequence[int], buffers: int, alignment: int) -> int:
+    def ub_bytes(self, tiles: Sequence[int], buffers: int, target: Target) -> int:
+        alignment = target.alignment.ub
         bufs = [*self.inputs, *self.stored()]
         if self.pool is not None:
             bufs += [self.pool.operands[0], self.pool.results[0]]
@@ -443,7 +447,19 @@ class VectorKernel:
             total += align(nbytes(red, self.shape(red, tiles)), alignment) * 2
             if self.chunk.extent % self.chunk_size:  # the short chunk's body has scratch of its own
                 total += self.scratch_bytes(tiles)
-        return total + self.temp_bytes(tiles) + self.scratch_bytes(tiles)
+        return total + self.temp_bytes(tiles) + self.scratch_bytes(tiles) + self.pool_scratch_bytes(tiles, target)
+
+    def pool_scratch_bytes(self, tiles: Sequence[int], target: Target) -> int:
+        """The UB the vpool's lowering declares beside its source and dest (not double
+        buffered): the clean copy of the source window alone is as large as the source tile."""
+        if self.pool is None:
+            return 0
+        from ge.lowering.isa_pool import pool_scratch_bytes
+
+        x, y, props = self.pool.operands[0], self.pool.results[0], self.pool.properties
+        return pool_scratch_bytes("max" if isinstance(self.pool, g.MaxPoolOp) else "avg", self.shape(x, tiles),
+                                  self.shape(y, tiles), g.get_ints(props, "kernel_shape"), g.get_ints(props, "strides"),
+                                  g.get_ints(props, "dilations", (1, 1)), x.type.element_type, target)
 
     def scratch_bytes(self, tiles: Sequence[int]) -> int:
         """UB the vector lowering of a reduction takes beside its operands and result (an
@@ -564,7 +580,7 @@ def _plan_tiles(kern: VectorKernel, mach: Machine, share: int, chunks: Sequence[
     target = mach.target
     ext = kern.maps.extents
     rank = len(ext)
-    cap, al = target.memory.ub // share, target.alignment.ub
+    cap = target.memory.ub // share
     cores = mach.cores(cube=False)
     best: VectorPlan | None = None
     smallest = None
@@ -580,25 +596,25 @@ def _plan_tiles(kern: VectorKernel, mach: Machine, share: int, chunks: Sequence[
             seen.add(tiles)
             n += 1
             counts = tuple(math.ceil(e / s) for e, s in zip(ext, tiles))
-            chunk = _longest_chunk(kern, tiles, chunks, cap, al)
+            chunk = _longest_chunk(kern, tiles, chunks, cap, target)
             kern.chunk_size = chunk
-            need1 = kern.ub_bytes(tiles, 1, al)
+            need1 = kern.ub_bytes(tiles, 1, target)
             if smallest is None or need1 < smallest:
                 smallest = need1
             if need1 > cap:
                 continue
-            buffers = 2 if kern.ub_bytes(tiles, 2, al) <= cap else 1
+            buffers = 2 if kern.ub_bytes(tiles, 2, target) <= cap else 1
             blocks = min(cores, math.prod(counts))
             cycles = kern.cost(mach, tiles, blocks, buffers == 2)
             if best is None or cycles < best.cycles:
-                best = VectorPlan(tiles, counts, buffers, blocks, cycles, kern.ub_bytes(tiles, buffers, al), chunk=chunk)
+                best = VectorPlan(tiles, counts, buffers, blocks, cycles, kern.ub_bytes(tiles, buffers, target), chunk=chunk)
     if best is None:  # (with a share: what all the loops' buffers would need of the whole UB)
         raise CapacityShortfall("ub", (smallest or 0) * share, target.memory.ub)
     best.candidates = n
     return best
 
 
-def _longest_chunk(kern: VectorKernel, tiles: Sequence[int], chunks: Sequence[int], cap: int, al: int) -> int:
+def _longest_chunk(kern: VectorKernel, tiles: Sequence[int], chunks: Sequence[int], cap: int, target: Target) -> int:
     """The longest of `chunks` whose buffers fit twice (double buffering), else once, else
     the shortest; a length that divides the extent is preferred to one at most twice as
     long (no short last chunk with buffers of its own)."""
@@ -606,7 +622,7 @@ def _longest_chunk(kern: VectorKernel, tiles: Sequence[int], chunks: Sequence[in
         fit = []
         for c in chunks:
             kern.chunk_size = c
-            if kern.ub_bytes(tiles, buffers, al) <= cap:
+            if kern.ub_bytes(tiles, buffers, target) <= cap:
                 fit.append(c)
         if fit:
             even = [c for c in fit if c and kern.chunk.extent % c == 0 and 2 * c >= fit[0]]

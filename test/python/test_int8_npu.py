@@ -501,3 +501,38 @@ def test_batch_norm_between_dequantize_and_requantize_joins_the_epilogue():
     got, want, compiled = npu_run(net, out, rng(75).standard_normal((1, 40, 9, 9)).astype(np.float32))
     np.testing.assert_array_equal(got, want)
     assert len(compiled.last_run.kernels) == 2, [k.kernel for k in compiled.last_run.kernels]  # quantize; conv
+
+
+@pytest.mark.parametrize("c", [1, 3, 33])
+def test_quant_conv2d_few_input_channels_on_the_npu(c):
+    """C_in below / just past int8's C0 = 32 (a first layer: 1 or 3 channels), the int8
+    result requantized and the f32 result dequantized: bit-exact."""
+    net = Net((2, c, 8, 8), np.float32)
+    acc = net.conv(net.quantize("x", 0.02), weights((8, c, 3, 3), 80), rng(81).integers(-300, 300, 8).astype(np.int32))
+    y = net.dequantize(net.conv(net.quantize(net.relu(net.dequantize(acc, np.full(8, 1e-3, np.float32))), 0.05),
+                                weights((16, 8, 3, 3), 82)), np.full(16, 2e-4, np.float32))
+    got, want, _ = npu_run(net, y, rng(83).standard_normal((2, c, 8, 8)).astype(np.float32))
+    np.testing.assert_array_equal(got, want)
+    assert np.count_nonzero(want) > want.size // 2
+
+
+def test_quant_matmul_narrower_than_one_int8_column_block():
+    """N = 10 (a classifier head) is less than one 32-wide int8 FRACTAL_NZ column block: the
+    N tile is a whole block (a 16-wide tile had no block at all: sizes [1, 0, ...])."""
+    net = Net((60, 64), np.int8)
+    acc = net.matmul("x", weights((64, 10), 84), rng(85).integers(-999, 999, 10).astype(np.int32))
+    y = net.dequantize(acc, (rng(86).random(10) * 1e-3).astype(np.float32), axis=1)
+    got, want, _ = npu_run(net, y, i8((60, 64), 87))
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("shape,c", [((), 40), ((1,), 1)])
+def test_standalone_dequantize_with_one_scale_on_the_npu(shape, c):
+    """A dequantize of an int8 activation by one scale (rank 0, as onnxruntime's QDQ models
+    write it, or [1] for one channel) feeding a float op, a Vector kernel of its own: the
+    scale is read once per tile."""
+    net = Net((2, c, 9, 9), np.int8)
+    y = net.relu(net.dequantize("x", np.full(shape, 0.037, np.float32)))
+    got, want, compiled = npu_run(net, y, i8((2, c, 9, 9), 88))
+    np.testing.assert_array_equal(got, want)
+    assert len(compiled.last_run.kernels) == 1
