@@ -216,16 +216,38 @@ def _session(model: onnx.ModelProto, outputs: Iterable[str]):
     return ort.InferenceSession(m.SerializeToString(), options, providers=["CPUExecutionProvider"])
 
 
+def model_batch(model: onnx.ModelProto, inputs: Mapping[str, np.ndarray]) -> int:
+    """How many samples one run takes: the inputs' fixed batch dim (dim 0 a number: a
+    batch-1 model runs sample by sample), else CALIBRATION_BATCH."""
+    fixed = {}
+    for i in model.graph.input:
+        dims = i.type.tensor_type.shape.dim
+        if i.name in inputs and dims and dims[0].HasField("dim_value") and dims[0].dim_value > 0:
+            fixed[i.name] = dims[0].dim_value
+    if not fixed:
+        return CALIBRATION_BATCH
+    if len(set(fixed.values())) > 1:
+        raise InputError("the model inputs have different fixed batch sizes: "
+                         + ", ".join(f"{k}: {v}" for k, v in fixed.items()))
+    batch = next(iter(fixed.values()))
+    n = len(next(iter(inputs.values())))
+    if n % batch:
+        raise InputError(f"the model's batch is fixed at {batch} (input '{next(iter(fixed))}'); "
+                         f"the calibration data has {n} samples, not a multiple of {batch}")
+    return batch
+
+
 def run_model(model: onnx.ModelProto, inputs: Mapping[str, np.ndarray], tensors: Sequence[str]) -> dict[str, np.ndarray]:
     """The values of `tensors` (graph outputs or intermediates) over all samples, run by
-    onnxruntime in batches of CALIBRATION_BATCH along dim 0."""
+    onnxruntime in runs of the model's batch (`model_batch`) along dim 0, concatenated."""
     session = _session(model, tensors)
     n = len(next(iter(inputs.values())))
+    step = model_batch(model, inputs)
     parts: dict[str, list[np.ndarray]] = {t: [] for t in tensors}
-    for start in range(0, n, CALIBRATION_BATCH):
-        feed = {k: v[start:start + CALIBRATION_BATCH] for k, v in inputs.items()}
+    for start in range(0, n, step):
+        feed = {k: v[start:start + step] for k, v in inputs.items()}
         for name, value in zip(tensors, session.run(list(tensors), feed)):
-            parts[name].append(value)
+            parts[name].append(np.atleast_1d(value))
     return {t: np.concatenate(v, axis=0) for t, v in parts.items()}
 
 

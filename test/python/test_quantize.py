@@ -355,3 +355,20 @@ def test_old_opset_converted_and_names_kept_apart(digits):
     (expected,) = session.run(None, {"x": x[held_out[:50]]})
     logits, _ = ge_logits(quantized.model, x[held_out[:50]])
     assert np.mean(logits.argmax(1) == expected.argmax(1)) >= 0.98
+
+
+def test_fixed_batch_model_calibrated_sample_by_sample(digits):
+    """A model whose batch is fixed at 1 is calibrated one sample per run: the same scales
+    as the dynamic-batch model on the same 7 samples; a sample count that is no multiple of
+    a fixed batch is a one-line InputError."""
+    model, x, _, train, _ = digits
+    state = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    fixed = _cnn_onnx(state, batch=1)
+    calib = {"x": x[train[:7]]}
+    got = ge.quantize(fixed, calib, method="minmax").report.layers
+    want = ge.quantize(model, calib, method="minmax").report.layers
+    assert [r.node for r in got] == ["conv2", "fc1"]
+    assert [(r.scale, r.zero_point) for r in got] == [(r.scale, r.zero_point) for r in want]
+    np.testing.assert_allclose([r.rel_error for r in got], [r.rel_error for r in want], rtol=1e-5)
+    with pytest.raises(InputError, match=r"fixed at 4 .* 7 samples, not a multiple of 4"):
+        ge.quantize(_cnn_onnx(state, batch=4), calib)
