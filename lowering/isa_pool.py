@@ -512,27 +512,38 @@ def _lower_planar(k: Context, op: t.VPoolOp, pool: Pool, src: Operand, dst: Oper
 def scratch_bytes(op: t.VPoolOp, target: targets.Target) -> int:
     """UB bytes of the temporaries `lower_vpool` declares for `op` (each aligned, none
     shared): what a tiling that fills UB has to leave free beside the source and dest."""
-    src_ty = op.source.type
-    assert isinstance(src_ty, MemRefType)
-    pool, elem = Pool.of(op), src_ty.element_type
+    src_ty, dst_ty = op.source.type, op.dest.type
+    assert isinstance(src_ty, MemRefType) and isinstance(dst_ty, MemRefType)
+    return pool_scratch_bytes(op.mode.data, tuple(src_ty.get_shape()), tuple(dst_ty.get_shape()), _pair(op.kernel),
+                              _pair(op.strides), _pair(op.dilations), src_ty.element_type, target)
+
+
+def pool_scratch_bytes(mode: str, src: Sequence[int], dst: Sequence[int], kernel: Sequence[int],
+                       strides: Sequence[int], dilations: Sequence[int], elem: Attribute,
+                       target: targets.Target) -> int:
+    """`scratch_bytes` of a vpool with these UB tiles ([n, c1, H, W, c0] or [n, c, H, W]):
+    the tiler sizes its plans with it before any vpool exists, so that the plan it picks is
+    the one plan-local-memory can place."""
+    c0 = src[4] if len(src) == 5 else 1
+    planes = math.prod(src[:2])
+    out_hw = (dst[2], dst[3])
+    nh, nw = ((o - 1) * s + (k - 1) * d + 1 for o, s, k, d in zip(out_hw, strides, kernel, dilations))
+    (oh, ow) = out_hw
     size, wide_size = isa.itemsize(elem), isa.itemsize(f32)
-    (nh, nw), (oh, ow) = pool.need, pool.out_hw
-    n_in, n_out = pool.planes * nh * nw * pool.c0, pool.planes * oh * ow * pool.c0
-    wide = pool.mode == "avg" and size < wide_size
+    n_in, n_out = planes * nh * nw * c0, planes * oh * ow * c0
+    wide = mode == "avg" and size < wide_size
     ct = wide_size if wide else size
     parts = [n_in * size]
     if wide:
         parts += [n_in * wide_size, n_out * wide_size]
-    if pool.c0 == 1:
+    if c0 == 1:
         parts.append(n_out * ct)  # the gathered kernel position
-    if pool.mode == "avg":
-        width = _epb(target, f32 if wide else elem) if pool.c0 > 1 else 1
+    if mode == "avg":
+        width = _epb(target, f32 if wide else elem) if c0 > 1 else 1
         parts += [target.vector.block_bytes, nh * nw * width * ct, oh * ow * width * ct]
-        if pool.c0 == 1:  # the count map's gathered position, and the map for every plane
+        if c0 == 1:  # the count map's gathered position, and the map for every plane
             parts += [oh * ow * ct, n_out * ct]
     return sum(isa.align_up(p, target.alignment.ub) for p in parts)
-
-
 
 
 def lower_vpool(k: Context, op: t.VPoolOp) -> None:

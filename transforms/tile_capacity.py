@@ -3,7 +3,8 @@
 A kernel's live buffers in each local memory are its `tile.alloc`s there (each aligned to
 the memory's alignment and counted `buffers` times) plus, in UB, the peak of the
 temporaries of its `tile.vector` bodies (every value a body computes lives in UB until its
-last use). They must fit the target's capacity; otherwise compilation stops with an error
+last use) and of its `tile.vpool`s (the scratch lowering/isa_pool.py declares: a clean copy
+of the source window, f32 sums and count maps -- as large as the source tile itself). They must fit the target's capacity; otherwise compilation stops with an error
 that names the kernel (its ONNX nodes), the memory, and the bytes needed and available --
 never a kernel that silently overwrites itself.
 
@@ -89,6 +90,10 @@ def usage(kernel: t.KernelOp, target: targets.Target) -> dict[t.MemSpace, int]:
                 used[space] += -(-nbytes(op.result.type) // align) * align * op.count.value.data
         elif isinstance(op, t.VectorOp):
             temps = max(temps, body_peak_bytes(op.body.block))
+        elif isinstance(op, t.VPoolOp):
+            from ge.lowering.isa_pool import scratch_bytes
+
+            temps = max(temps, scratch_bytes(op, target))
     used[t.MemSpace.UB] += temps
     return used
 
