@@ -336,6 +336,24 @@ def test_onnxruntime_qoperator_model(tmp_path):
     np.testing.assert_array_equal(got.argmax(1), expected.argmax(1))
 
 
+def resnet50_qdq(tmp_path) -> tuple[onnx.ModelProto, onnx.ModelProto, float]:
+    """(the float light resnet50 at opset 13, its QDQ model by onnxruntime's quantize_static
+    -- per-channel int8 weights, symmetric int8 activations, 4 seeded calibration inputs --
+    with the pre-softmax logits as a second output, the logits' quantization step)."""
+    from onnx import version_converter
+
+    from ge.testing import calibrated_model, random_inputs
+
+    model = version_converter.convert_version(calibrated_model("resnet50"), 13)  # per-channel DQ needs opset 13
+    feeds = [random_inputs(model, seed=10 + i) for i in range(4)]
+    qdq = ort_quantize(model, feeds, tmp_path, per_channel=True, extra_options={"ActivationSymmetric": True})
+    softmax = [n for n in qdq.graph.node if n.op_type == "Softmax"][-1]
+    qdq.graph.output.append(helper.make_tensor_value_info(softmax.input[0], TensorProto.FLOAT, None))
+    logits_dq = next(n for n in qdq.graph.node if softmax.input[0] in n.output)
+    step = float(numpy_helper.to_array(next(t for t in qdq.graph.initializer if t.name == logits_dq.input[1])))
+    return model, qdq, step
+
+
 @pytest.mark.slow
 def test_resnet50_qdq_matches_onnxruntime(tmp_path):
     """The light resnet50 (seeded, calibrated weights; ge.testing) quantized by onnxruntime's
@@ -351,18 +369,9 @@ def test_resnet50_qdq_matches_onnxruntime(tmp_path):
     quantizes; a float BatchNorm between sums in another order), and one step of difference
     in a layer moves the next layers' rounding: onnxruntime's own fused and unfused
     (ORT_DISABLE_ALL) runs of this model differ by 8 steps the same way."""
-    from onnx import version_converter
+    from ge.testing import random_inputs
 
-    from ge.testing import calibrated_model, random_inputs
-
-    model = version_converter.convert_version(calibrated_model("resnet50"), 13)  # per-channel DQ needs opset 13
-    feeds = [random_inputs(model, seed=10 + i) for i in range(4)]
-    qdq = ort_quantize(model, feeds, tmp_path, per_channel=True, extra_options={"ActivationSymmetric": True})
-    softmax = [n for n in qdq.graph.node if n.op_type == "Softmax"][-1]
-    qdq.graph.output.append(helper.make_tensor_value_info(softmax.input[0], TensorProto.FLOAT, None))
-
-    logits_dq = next(n for n in qdq.graph.node if softmax.input[0] in n.output)
-    step = float(numpy_helper.to_array(next(t for t in qdq.graph.initializer if t.name == logits_dq.input[1])))
+    model, qdq, step = resnet50_qdq(tmp_path)
     module = ge.load_onnx(qdq)
     QuantFoldPass().apply(make_context(), module)
     module.verify()
@@ -376,3 +385,28 @@ def test_resnet50_qdq_matches_onnxruntime(tmp_path):
         steps = np.abs(got - expected) / step
         assert float(steps.max()) <= 12 and float(steps.mean()) <= 3, (steps.max(), steps.mean())
         assert int(got.argmax()) == int(expected.argmax())
+
+
+@pytest.mark.slow  # ~2.5 min: resnet50 compiled and simulated twice
+def test_resnet50_qdq_compiled_matches_onnxruntime(tmp_path):
+    """The same QDQ resnet50 compiled by ge.compile for the ascend910 (quant-fold, int8 Cube
+    kernels with fused dequantize / requantize, standalone dequantize kernels by a rank-0
+    scale before the float batch norms and pools) and run on the simulator, against
+    onnxruntime's run: the same argmax and the reference path's tolerance on the logits (at
+    most 12 quantization steps, 3 on average; measured 9 / 2.0 and 10 / 2.2). Precision
+    must_keep_origin_dtype: the float ops in f32, as onnxruntime computes them (force_fp16,
+    the default, moves the logits by up to 21 steps, with the same argmax)."""
+    from ge.testing import random_inputs
+
+    model, qdq, step = resnet50_qdq(tmp_path)
+    compiled = ge.compile(qdq, ge.CompileOptions(soc_version="ascend910", precision_mode="must_keep_origin_dtype"))
+    session = ort.InferenceSession(qdq.SerializeToString(), providers=["CPUExecutionProvider"])
+    for seed in (3, 4):
+        x = random_inputs(model, seed=seed)
+        expected = session.run(None, x)[1]
+        got = list(compiled.run(x).values())[1]
+        steps = np.abs(got - expected) / step
+        assert float(steps.max()) <= 12 and float(steps.mean()) <= 3, (steps.max(), steps.mean())
+        assert int(got.argmax()) == int(expected.argmax())
+    kernels = compiled.last_run.kernels
+    assert sum(k.work["fractals"] > 0 for k in kernels) >= 53  # the 53 int8 convs on the Cube
