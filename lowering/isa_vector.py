@@ -971,6 +971,9 @@ class VectorLowering:
         self.convert(x, xf)
         if offset := get_int(o.properties, "offset"):
             self.flat(isa.VAddsOp, xf, [xf], scalar=float(-offset))
+        if isinstance(splat := self.env[o.operands[1]], Splat):  # a constant scale: vmuls by an immediate
+            self.flat(isa.VMulsOp, xf, [xf], scalar=float(np.float32(splat.value)))
+            return self.dequantized(o, xf)
         s = self.tensor(o.operands[1])
         sf = self.as_f32(s)
         if len(sf.shape) == 1 and sf.size > 1 and len(n) > 1:  # [C] along `axis` of the tile
@@ -981,6 +984,10 @@ class VectorLowering:
         self.ewise(isa.VMulOp, xf, [xf, sf])
         if sf is not s and sf.buf is not s.buf:
             self.release(sf)
+        self.dequantized(o, xf)
+
+    def dequantized(self, o: Operation, xf: Tensor) -> None:
+        """The dequantize's f32 product into its result (converted to f16 if it is)."""
         dst = self.dest(o.results[0])
         if dst.elem == f32:
             self.move(xf, dst)

@@ -212,6 +212,9 @@ def backward(op: Operation, m: Maps) -> None:
             if fmt_of(res) is not None:
                 raise Unsupported(f"a standalone dequantize on {fmt_of(res)}")
             m.set(op.scale, [rd[op.axis.value.data]])
+    elif isinstance(op, g.ConstantOp):  # a one-value constant inside the kernel: an immediate
+        if math.prod(shape_of(res)) != 1:
+            raise Unsupported("a constant tensor inside a kernel")
     elif fr.is_elementwise(op):  # the Elementwise interface: operand tiles follow the result's
         for v in op.operands:
             m.set(v, _aligned(v, rd, res))

@@ -530,9 +530,12 @@ def test_quant_matmul_narrower_than_one_int8_column_block():
 def test_standalone_dequantize_with_one_scale_on_the_npu(shape, c):
     """A dequantize of an int8 activation by one scale (rank 0, as onnxruntime's QDQ models
     write it, or [1] for one channel) feeding a float op, a Vector kernel of its own: the
-    scale is read once per tile."""
+    constant scale is an immediate of a vmuls, not a GM input (the kernel reads x only, one
+    copy-in per tile)."""
     net = Net((2, c, 9, 9), np.int8)
     y = net.relu(net.dequantize("x", np.full(shape, 0.037, np.float32)))
-    got, want, compiled = npu_run(net, y, i8((2, c, 9, 9), 88))
+    x = i8((2, c, 9, 9), 88)
+    got, want, compiled = npu_run(net, y, x)
     np.testing.assert_array_equal(got, want)
-    assert len(compiled.last_run.kernels) == 1
+    (k,) = compiled.last_run.kernels
+    assert k.work["gm_read"] == x.nbytes and k.instructions["MTE2"] == k.blocks
