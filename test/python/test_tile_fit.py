@@ -5,8 +5,8 @@ tile_capacity.py) re-counts the tile-level kernel, and plan-local-memory places 
 buffers the lowering declares: the three must agree, whatever plan the cost model
 prefers. Each case below is a shape at which they once disagreed, compiled with
 `ge.compile` on the ascend910 and run on the simulator against onnxruntime (f32,
-`must_keep_origin_dtype`: a max pool exactly; f16, `force_fp16`: within 2% of the output
-scale, the tolerance of test_api.py).
+`must_keep_origin_dtype`: within 1e-3 of the output scale; f16, `force_fp16`: within 2%
+of it, the tolerance of test_api.py; resnet50 in f16: 10%, as in test_tile_models.py).
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ def run_both(model: onnx.ModelProto, inputs: dict[str, np.ndarray], precision: s
 def test_max_pool_plan_leaves_room_for_the_pool_scratch():
     """zfnet512's first max pool (3x3/2 on 96 x 109 x 109, f32): the cost model prefers
     half-map tiles whose source (187 KiB) fits UB beside its dest, but the vpool lowering
-    also declares a clean copy of the source window as large as the source: 383,680 B
+    also declares a clean copy of the source window as large as the source: 430,336 B
     placed for 262,144. The tiler now counts that scratch."""
     x = np.random.default_rng(1).standard_normal((1, 8, 109, 109)).astype(np.float32)
     got, want = run_both(conv_max_pool(8, 96, 109), {"x": x}, F32)
@@ -111,16 +111,17 @@ def test_tiler_and_capacity_check_agree_on_the_pool_kernel(model, precision):
     scratch = scratch_bytes(pool, target)
     assert scratch >= src_bytes
     ub = usage(kernel, target)[t.MemSpace.UB]
-    assert ub >= 2 * src_bytes + scratch - src_bytes  # source, dest >= 0, scratch
+    assert ub >= src_bytes + scratch  # the source tile beside the scratch
     planned = int(re.search(r"UB (\d+) B", kernel.attributes["tile.plan"].data).group(1))
     assert ub <= planned <= target.memory.ub
 
 
 @pytest.mark.slow
-def test_resnet50_batch16_f16_compiles():
-    """Issue 16's model: resnet50 at batch 16 in f16 compiles (both pools once overflowed
-    UB in plan-local-memory) into as many kernels as at batch 1, and runs on the simulator
-    in timing-only mode without problems."""
+def test_resnet50_batch16_f16_compiles_and_matches_onnxruntime():
+    """Issue 16's model: resnet50 at batch 16 in f16 (both of its pools once overflowed UB
+    in plan-local-memory) compiles into as many kernels as at batch 1 and matches
+    onnxruntime on 16 different images with the tolerance test_tile_models.py gives f16
+    resnet50 (10% of the output scale: a deep random net in f16) and the same argmax."""
     from ge.testing import calibrated_model, random_inputs
 
     with blob_scope():
@@ -128,12 +129,17 @@ def test_resnet50_batch16_f16_compiles():
         [reshape] = [n for n in model.graph.node if n.op_type == "Reshape"]  # [1, 2048] -> [0, 2048]: any batch
         [shape] = [i for i in model.graph.initializer if i.name == reshape.input[1]]
         shape.CopyFrom(numpy_helper.from_array(np.array([0, 2048], np.int64), shape.name))
-        one = random_inputs(model, seed=3)
-        inputs = {k: np.repeat(v, 16, axis=0) for k, v in one.items()}
+        names = list(random_inputs(model))
+        inputs = {k: np.concatenate([random_inputs(model, seed=s)[k] for s in range(16)]) for k in names}
         options = dict(soc_version=TARGET, precision_mode="force_fp16", keep_ir_text=False)
         at1 = ge.compile(model, ge.CompileOptions(**options))
         at16 = ge.compile(model, ge.CompileOptions(**options, input_shape={k: v.shape for k, v in inputs.items()}))
         assert at16.report["kernels"] == at1.report["kernels"]
-        at16.run(inputs, timing_only=True)
+        got = next(iter(at16.run(inputs).values())).astype(np.float32)
         assert at16.last_run.problems == []
         assert len(at16.last_run.kernels) == at1.report["kernels"]
+        model.graph.input[0].type.tensor_type.shape.dim[0].dim_value = 16
+        want = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, inputs)[0]
+        assert got.shape == want.shape == (16, 1000)
+        assert np.abs(got - want).max() <= 0.1 * np.abs(want).max()
+        assert (got.argmax(-1) == want.argmax(-1)).all()
