@@ -579,7 +579,8 @@ def test_interfaces_drive_the_fusion_op_sets():
         assert cls in fusion_rules.ELEMENTWISE_OPS, cls.name
     assert graph.ReduceProdOp in fusion_rules.REDUCE_OPS and graph.SoftmaxOp in fusion_rules.REDUCE_OPS
     assert graph.MatMulOp not in fusion_rules.ELEMENTWISE_OPS
-    assert set(fusion_rules.CUBE_OPS) == {graph.Conv2dOp, graph.MatMulOp, graph.GemmOp}
+    assert set(fusion_rules.CUBE_OPS) == {graph.Conv2dOp, graph.MatMulOp, graph.GemmOp, graph.QuantConv2dOp,
+                                          graph.QuantMatMulOp}
     assert set(fusion_rules.POOL_OPS) == {graph.MaxPoolOp, graph.AvgPoolOp, graph.GlobalAvgPoolOp,
                                           graph.GlobalMaxPoolOp}
     from ge.runtime.reference import KERNELS

@@ -278,7 +278,9 @@ def test_mode3_tiling_refuses_one_kernel_and_checks_the_others(tmp_path):
     sm = by_node["sm"]
     assert (sm.status, sm.level, len(sm.kernels)) == (UNSUPPORTED, "tile", 1)
     assert re.fullmatch(rf"kernel @{sm.kernels[0]} \(node sm\): UB overflow on ascend910: the live buffers need "
-                        r"\d+ bytes, UB holds 262144 bytes \(smallest tiling\)", sm.reason), sm.reason
+                        r"\d+ bytes, UB holds 262144 bytes \(smallest tiling\): graph.softmax \(node sm\) needs its "
+                        r"whole normalized extent in UB; a chunked \(two-pass\) softmax is not implemented",
+                        sm.reason), sm.reason
     for name in ("relu1", "sig1", "add1"):  # the kernels before and after the failing one were tiled
         assert by_node[name].status == SUPPORTED and by_node[name].kernels != sm.kernels
     assert report.summary() == f"g: 1 of 4 ONNX node(s) unsupported on ascend910: 'sm' (Softmax) at tile: {sm.reason}"
