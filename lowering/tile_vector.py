@@ -26,7 +26,7 @@ needs its whole row and is refused by name.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -719,6 +719,27 @@ def _needed(ops: Sequence[Operation], roots: Sequence[Operation]) -> list[Operat
     return [o for o in ops if o in need]
 
 
+def _retype_onto(body: Block, ops: Sequence[Operation], mapping: dict[SSAValue, SSAValue],
+                 shape_of: Callable[[SSAValue], Sequence[int]], what: str) -> None:
+    """Clone `ops` into `body` with their results retyped to `shape_of(result)` (a tile or a
+    chunk of one), extending `mapping`; an op that does not verify there is Unsupported."""
+    for op in ops:
+        new = type(op).create(
+            operands=[mapping[v] for v in op.operands],
+            result_types=[tile_type(r.type, shape_of(r)) for r in op.results],
+            properties=dict(op.properties), attributes=dict(op.attributes),
+        )
+        new.location = op.location  # the ONNX node, for messages from later levels
+        for r, nr in zip(op.results, new.results):
+            nr.name_hint = r.name_hint
+            mapping[r] = nr
+        body.add_op(new)
+        try:
+            new.verify_()
+        except VerifyException as e:
+            raise Unsupported(f"{op.name} does not verify on its {what}: {e}") from None
+
+
 def _body(kern: VectorKernel, tiles: Sequence[int], size: int, ops: Sequence[Operation],
           given: dict[SSAValue, Attribute]) -> tuple[Block, dict[SSAValue, SSAValue], list[SSAValue]]:
     """A tile.vector body running `ops` on the tiles (chunks of `size`), reading the group
@@ -729,21 +750,7 @@ def _body(kern: VectorKernel, tiles: Sequence[int], size: int, ops: Sequence[Ope
     mapping = dict(zip(args, body.args))
     for v, a in mapping.items():
         a.name_hint = v.name_hint
-    for op in ops:
-        new = type(op).create(
-            operands=[mapping[v] for v in op.operands],
-            result_types=[tile_type(r.type, kern.shape(r, tiles, size)) for r in op.results],
-            properties=dict(op.properties), attributes=dict(op.attributes),
-        )
-        new.location = op.location
-        for r, nr in zip(op.results, new.results):
-            nr.name_hint = r.name_hint
-            mapping[r] = nr
-        body.add_op(new)
-        try:
-            new.verify_()
-        except VerifyException as e:
-            raise Unsupported(f"{op.name} does not verify on its chunk: {e}") from None
+    _retype_onto(body, ops, mapping, lambda r: kern.shape(r, tiles, size), "chunk")
     return body, mapping, args
 
 
@@ -857,21 +864,7 @@ def build_region(kern: VectorKernel, tiles: Sequence[int]) -> tuple[Block, list[
     for v, a in zip(args, body.args):
         a.name_hint = v.name_hint
         mapping[v] = a
-    for op in kern.region_ops:
-        new = type(op).create(
-            operands=[mapping[v] for v in op.operands],
-            result_types=[tile_type(r.type, kern.shape(r, tiles)) for r in op.results],
-            properties=dict(op.properties), attributes=dict(op.attributes),
-        )
-        new.location = op.location  # the ONNX node, for messages from later levels
-        for r, nr in zip(op.results, new.results):
-            nr.name_hint = r.name_hint
-            mapping[r] = nr
-        body.add_op(new)
-        try:
-            new.verify_()
-        except VerifyException as e:
-            raise Unsupported(f"{op.name} does not verify on its tile: {e}") from None
+    _retype_onto(body, kern.region_ops, mapping, lambda r: kern.shape(r, tiles), "tile")
     computed = [v for v in kern.stored() if v not in args]
     body.add_op(t.YieldOp(*[mapping[v] for v in computed]))
     return body, computed
