@@ -12,7 +12,9 @@ what a user asks of a built model:
   compile report's activation peak and lower bound;
 - `streams`: per stream its tasks in issue order, and per event who records and waits;
 - `weights`: total bytes, count, the largest weights, and a SHA-256 of the region;
-- `compile_report`: the `ge-compile --report` dict stored in the file, when present.
+- `compile_report`: the `ge-compile --report` dict stored in the file, when present;
+- `dynamic`: for an `input_shape_range` model, which builds its kernels at run time; its
+  `inputs` then carry their `range` per dim.
 """
 
 from __future__ import annotations
@@ -122,9 +124,23 @@ def describe(model) -> dict[str, Any]:
         "kernels": _kernels(model), "tasks": len(model.tasks),
         "memory": _memory(model), "streams": _streams(model), "weights": _weights(model),
     }
+    if "dynamic" in meta:
+        out.update(_dynamic(meta["dynamic"]))
     if "compile_report" in meta:
         out["compile_report"] = meta["compile_report"]
     return out
+
+
+def _dynamic(dynamic: dict[str, Any]) -> dict[str, Any]:
+    """An `input_shape_range` model stores no kernels (they are compiled per input shape at run
+    time, ge/dynamic.py): its inputs, with their ranges, come from the stored framework graph."""
+    return {
+        "inputs": [{"name": io["name"], "shape": io["shape"], "dtype": io["dtype"],
+                    "range": [list(r) for r in io["range"]]} for io in dynamic["inputs"]],
+        "outputs": [{"name": name} for name in dynamic["outputs"]],
+        "dynamic": {"kernels": "compiled per input shape at run time (input_shape_range)",
+                    "graph_sha256": dynamic["graph_sha256"]},
+    }
 
 
 def describe_file(path: str) -> dict[str, Any]:

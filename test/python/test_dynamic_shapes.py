@@ -10,6 +10,7 @@ exp / erf / tanh.
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import numpy as np
 import onnx
@@ -301,6 +302,7 @@ def test_dynamic_mode_input_errors(tmp_path, monkeypatch):
 _SECOND_PROCESS = """
 import json, sys
 import dataclasses
+import json
 
 import numpy as np
 import ge
@@ -465,3 +467,22 @@ def test_command_line_gears_and_dynamic_mode(tmp_path, monkeypatch, capsys):
         assert json.loads(timeline.read_text())["otherData"]["kernel_cache"] == how
     assert run_main([str(tmp_path / "seq.om"), "--shape", "x:1,99,16"]) != 0
     assert "outside its input_shape_range [1,1~64,16]" in capsys.readouterr().err
+
+
+def test_mode_1_describes_a_dynamic_model_file(tmp_path, monkeypatch):
+    """`ge-compile --mode 1` of an input_shape_range model shows its inputs with their ranges
+    (it has no kernels of its own: they are compiled per shape at run time)."""
+    import subprocess
+    import sys
+
+    monkeypatch.setenv("GE_CACHE_DIR", str(tmp_path / "cache"))
+    src, om = tmp_path / "seq.onnx", tmp_path / "seq.om"
+    onnx.save(small_sequence_model(), src)
+    cmd = [sys.executable, "-m", "ge.tools.ge_compile"]
+    subprocess.run([*cmd, str(src), "-o", str(om), "--input-shape-range", "x:[1,1~64,16]"], check=True,
+                   capture_output=True, text=True)
+    out = subprocess.run([*cmd, "--mode", "1", "--om", str(om)], check=True, capture_output=True, text=True)
+    info = json.loads(out.stdout)
+    assert info["inputs"] == [{"name": "x", "shape": [1, -1, 16], "dtype": "float32", "range": [[1, 1], [1, 64], [16, 16]]}]
+    assert info["outputs"] == [{"name": "y"}]
+    assert info["kernels"] == [] and "run time" in info["dynamic"]["kernels"]
