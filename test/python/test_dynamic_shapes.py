@@ -302,7 +302,6 @@ def test_dynamic_mode_input_errors(tmp_path, monkeypatch):
 _SECOND_PROCESS = """
 import json, sys
 import dataclasses
-import json
 
 import numpy as np
 import ge
