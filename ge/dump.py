@@ -34,13 +34,16 @@ _DECL = re.compile(r"^\s*%([^\s=]+) = task\.(input|output|weight|buffer|view)\b"
 
 
 def tensor_names(model) -> list[str]:
-    """The ONNX-level name of every tensor of the model definition (from the stored IR)."""
+    """The ONNX-level name of every tensor of the model definition (stored with the tensor;
+    model files written before that carry it in their task-level IR text)."""
+    tensors = model.definition["tensors"]
+    if tensors and all("name" in t for t in tensors):
+        return [t["name"] for t in tensors]
     where = model.path or model.name
     if not model.ir_text:
         raise InputError(f"{where}: the model file has no task-level IR, so its tensors have no names; "
                          "compile it again keeping the IR to dump it")
     names = _DECL.findall(model.ir_text)
-    tensors = model.definition["tensors"]
     if len(names) != len(tensors):
         raise InputError(f"{where}: the stored IR declares {len(names)} tensors but the model has {len(tensors)}: "
                          "the tensors cannot be named")

@@ -226,6 +226,7 @@ class DynamicCompiledModel(CompiledModel):
         self.cache = KernelCache(self.key, cache_dir)
         self.cache_stats = CacheStats()
         self._executors: dict[str, Any] = {}
+        self._prepared: tuple[str, Any, str] | None = None  # `prepare`'s signature, executor and how
         self._proto = None
 
     @property
@@ -301,9 +302,27 @@ class DynamicCompiledModel(CompiledModel):
         except CompileError as e:
             raise CompileError(f"{e} (input shapes {', '.join(f'{n} {list(s)}' for n, s in shapes.items())})") from None
 
+    def prepare(self, inputs: Mapping[str, np.ndarray]):
+        """The executor that will run `inputs` (found, loaded or compiled now, counted once): for
+        tools that attach to it before the run, such as `ge-run --dump`."""
+        from ge.runtime.kernel_cache import signature_text
+
+        shapes = self._shapes(inputs)
+        executor, how = self._executor_for(shapes)
+        self._prepared = (signature_text(shapes), executor, how)
+        self._executor = executor
+        return executor
+
     def run(self, inputs: Mapping[str, np.ndarray], trace: bool = False, timing_only: bool = False,
             allow_hazards: bool = False) -> dict[str, np.ndarray]:
-        executor, how = self._executor_for(self._shapes(inputs))
+        from ge.runtime.kernel_cache import signature_text
+
+        shapes = self._shapes(inputs)
+        prepared, self._prepared = self._prepared, None
+        if prepared is not None and prepared[0] == signature_text(shapes):
+            executor, how = prepared[1:]
+        else:
+            executor, how = self._executor_for(shapes)
         self._executor = executor
         try:
             return executor.run(inputs, trace=trace, timing_only=timing_only, allow_hazards=allow_hazards)

@@ -225,10 +225,19 @@ def _parts(module: ModuleOp, prefix: str = "") -> _Parts:
     model = models[0]
     tensors: list[dict[str, Any]] = []
     ids: dict[SSAValue, int] = {}
+    seen_names: dict[str, int] = {}
     for op in model.body.block.ops:
         if isinstance(op, (*task.DECL_OPS, task.ViewOp)):
             ids[op.results[0]] = len(tensors)
             tensors.append(tensor_entry(op.results[0].type, task.offset_of(op.results[0]), _decl_kind(op)))
+            # the ONNX value's name (ge-run --dump); unnamed ones numbered as the IR printer does
+            hint = op.results[0].name_hint
+            if hint is None:
+                tensors[-1]["name"] = str(seen_names.setdefault("", 0))
+                seen_names[""] += 1
+            else:
+                n = seen_names[hint] = seen_names.get(hint, -1) + 1
+                tensors[-1]["name"] = hint if n == 0 else f"{hint}_{n}"
     callees = {op.callee.string_value() for op in model.body.block.ops if isinstance(op, task.LaunchOp)}
     kernel_ops = [op for op in module.ops if op.properties.get("sym_name") is not None
                   and op.properties["sym_name"].data in callees]
@@ -244,7 +253,7 @@ def _parts(module: ModuleOp, prefix: str = "") -> _Parts:
         elif isinstance(op, task.InputOp | task.OutputOp):
             io = inputs if isinstance(op, task.InputOp) else outputs
             io.append({"index": op.index.value.data, "name": op.io_name.data, "tensor": ids[op.result]}
-                      | {k: v for k, v in tensors[ids[op.result]].items() if k not in ("offset", "kind")})
+                      | {k: v for k, v in tensors[ids[op.result]].items() if k not in ("offset", "kind", "name")})
         elif isinstance(op, task.LaunchOp):
             tasks.append({"op": "launch", "kernel": kernel_index[op.callee.string_value()],
                           "stream": op.stream.value.data, "block_dim": op.block_dim.value.data,

@@ -234,9 +234,8 @@ def run(args: argparse.Namespace) -> int:
     log.info("%s: %s inputs %s", args.model, "read" if args.inputs else f"seeded (seed {args.seed}) random",
              ", ".join(f"'{k}' {list(v.shape)} {v.dtype}" for k, v in inputs.items()))
     dynamic = "dynamic" in model.model.metadata  # kernels per input shape, compiled or cached at run time
-    if dynamic and args.dump:
-        raise InputError(f"{args.model}: --dump does not apply to a dynamic-shape model")
-    executor = None if dynamic else model.executor
+    # a dynamic-shape model's executor (and kernels) depend on the input shapes: found now
+    executor = model.prepare(inputs) if dynamic else model.executor
     loaded = time.perf_counter()
     log.info("%s: %d kernels at the %s level loaded in %.3f s", args.model, len(model.model.definition["kernels"]),
              model.model.metadata.get("kernel_level"), loaded - start)
@@ -245,7 +244,7 @@ def run(args: argparse.Namespace) -> int:
         from ge.dump import Dumper
 
         origin = _origin_shapes(args.compare) if args.compare else {}
-        dumper = Dumper(model.model, args.dump, args.dump_nodes.split(",") if args.dump_nodes else None, origin)
+        dumper = Dumper(executor.model, args.dump, args.dump_nodes.split(",") if args.dump_nodes else None, origin)
         dumper.attach(executor)
     outputs = model.run(inputs, trace=args.profile is not None, timing_only=args.timing_only,
                         allow_hazards=args.allow_hazards)
