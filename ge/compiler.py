@@ -43,6 +43,13 @@ log = logging.getLogger("ge.compile")
 PRECISION_MODES = ("force_fp16", "must_keep_origin_dtype", "allow_mix_precision")
 KERNEL_LEVELS = ("isa", "tile")
 ISA_STAGES = ("to-isa", "plan-local-memory", "insert-sync")
+# The stages after which the module is verified: the end of each level. Verifying the isa
+# kernels is a fifth of a compile's time, so the isa stages are verified once, at the end;
+# `verify_each` verifies after every stage (to name the stage that broke the IR), and a
+# custom pass is always verified after it runs.
+VERIFY_AFTER = ("eliminate-trans-data", "bufferize", "tile", "insert-sync")
+BUILTIN_STAGES = ("graph-optimize", "decompose", "assign-layouts", "eliminate-trans-data", "fuse", "bufferize",
+                  "tile", *ISA_STAGES)
 
 
 class CompileError(GeError):
@@ -66,10 +73,11 @@ class CompileOptions:
     enable_single_stream: bool = False
     kernel_level: str = "isa"
     dump_ir: str | None = None  # a directory: the IR after every stage, re-parsable by ge-opt
-    keep_ir_text: bool = True  # store the task-level IR in the model file (for inspection)
+    keep_ir_text: bool = False  # store the task-level IR text in the model file (inspection only; printing it is slow)
     double_buffer: bool = True  # ge's own switch (not ATC's): to-isa{double-buffer=false} to measure what it buys
     passes: str | Sequence[str] = ()  # custom passes (ge.register_pass / `ge.passes` entry points) to run at their stage
     kernels_once: bool = True  # lower identical kernels once and copy them (same result; False: each on its own)
+    verify_each: bool = False  # verify the whole module after every stage (a debugging aid; off: at VERIFY_AFTER)
 
 
 Progress = Callable[[str, int, int], None]  # (stage, number of stages done, total)
@@ -206,6 +214,14 @@ class _Pipeline:
         return (self.options.kernels_once and self.options.dump_ir is None
                 and names[names.index(ISA_STAGES[0]):] == list(ISA_STAGES))
 
+    def verifies(self, stages: list[tuple[str, Any]], i: int) -> bool:
+        """Verify the module after stage i? At the end of each level and of the pipeline,
+        before and after a custom pass, or after every stage with `verify_each`."""
+        names = [name for name, _ in stages]
+        custom = [name not in BUILTIN_STAGES for name in names] + [False]
+        return (self.options.verify_each or i == len(names) - 1 or names[i] in VERIFY_AFTER
+                or custom[i] or custom[i + 1])
+
     def dump(self, module: ModuleOp, prefix: str, number: int, stage: str) -> None:
         if self.options.dump_ir is None:
             return
@@ -231,7 +247,8 @@ class _Pipeline:
             if stage == ISA_STAGES[0] and self.kernels_once(stages):
                 once = self.untimed("kernel-copies", lambda: _distinct_kernels(module))
             on = module if once is None else once.work
-            self.timed(stage, lambda p=p, on=on: (p.apply(ctx, on), on.verify()))
+            check = self.verifies(stages, number - 1)
+            self.timed(stage, lambda p=p, on=on, check=check: (p.apply(ctx, on), check and on.verify()))
             if once is not None and stage == ISA_STAGES[-1]:
                 self.untimed("kernel-copies", once.finish)
                 result.stats["distinct_kernels"], once = once.distinct, None

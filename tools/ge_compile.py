@@ -74,7 +74,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--log", choices=LOG_LEVELS, default="warning", help="what to log on stderr")
     p.add_argument("--dump-ir", metavar="DIR", help="write the IR after every stage to DIR (re-parsable by ge-opt)")
     p.add_argument("--report", metavar="REPORT.json", help="write the compile report (times, counts, memory)")
-    p.add_argument("--no-ir-text", action="store_true", help="leave the task-level IR out of the model file")
+    p.add_argument("--ir-text", action="store_true",
+                   help="store the task-level IR text in the model file (for ge-opt model.om; slower to compile)")
+    p.add_argument("--no-ir-text", action="store_true", help="leave the IR text out (the default)")
     add_compile_options(p)  # --calibration-data, --quant-method, --quant-skip (tools/ge_quantize.py)
     p.add_argument("--passes", default="", metavar="NAME[,NAME]",
                    help="custom passes to run, each at its registered stage (ge.register_pass or a package's "
@@ -106,7 +108,7 @@ def _options(args: argparse.Namespace):
         dynamic_batch_size=args.dynamic_batch_size, dynamic_image_size=args.dynamic_image_size,
         dynamic_dims=args.dynamic_dims, input_shape_range=args.input_shape_range, fusion_switch_file=args.fusion_switch_file,
         disable_reuse_memory=args.disable_reuse_memory, enable_single_stream=args.enable_single_stream,
-        kernel_level=args.kernel_level, dump_ir=args.dump_ir, keep_ir_text=not args.no_ir_text, passes=args.passes,
+        kernel_level=args.kernel_level, dump_ir=args.dump_ir, keep_ir_text=args.ir_text and not args.no_ir_text, passes=args.passes,
     )
 
 

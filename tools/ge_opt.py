@@ -90,7 +90,7 @@ class GeOptMain(xDSLOptMain):
                           "or .mlir it was compiled from")
         model = load_model(path)
         if model.ir_text is None:
-            raise GeError(f"{path}: the model file holds no IR text (it was written with ge-compile --no-ir-text); "
+            raise GeError(f"{path}: the model file holds no IR text (it was written without ge-compile --ir-text); "
                           f"ge-compile --mode 1 --om {path} describes it as JSON")
         out = self.prepare_output()
         try:

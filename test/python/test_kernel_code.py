@@ -33,7 +33,7 @@ F32 = "must_keep_origin_dtype"
 @pytest.fixture(scope="module")
 def saved(tmp_path_factory) -> tuple[str, ge.CompiledModel]:
     with blob_scope():
-        compiled = ge.compile(two_branch_model(), ge.CompileOptions(precision_mode=F32))
+        compiled = ge.compile(two_branch_model(), ge.CompileOptions(precision_mode=F32, keep_ir_text=True))
     path = str(tmp_path_factory.mktemp("code") / "m.om")
     compiled.save(path)
     return path, compiled
@@ -93,7 +93,7 @@ def twins() -> onnx.ModelProto:
 def test_kernels_with_the_same_code_share_body_and_checks(tmp_path):
     model = twins()
     with blob_scope():
-        compiled = ge.compile(model, ge.CompileOptions(precision_mode=F32))
+        compiled = ge.compile(model, ge.CompileOptions(precision_mode=F32, keep_ir_text=True))
     part = compiled.model.kernels
     refs = part["kernels"]
     assert len(refs) == 2 and len(part["bodies"]) == 1 and {r["body"] for r in refs.values()} == {0}

@@ -52,9 +52,9 @@ def _parts(compiled: ge.CompiledModel) -> dict:
 def test_dedup_changes_no_compiled_result():
     model = repeated_blocks().SerializeToString()
     with blob_scope():  # weight blob names are unique per scope: the same in both compiles
-        once = ge.compile(model, ge.CompileOptions(kernels_once=True))
+        once = ge.compile(model, ge.CompileOptions(kernels_once=True, keep_ir_text=True))
     with blob_scope():
-        each = ge.compile(model, ge.CompileOptions(kernels_once=False))
+        each = ge.compile(model, ge.CompileOptions(kernels_once=False, keep_ir_text=True))
     assert once.report["kernels"] == each.report["kernels"] >= 4
     assert "kernel-copies" in once.report["compile_seconds"] and "kernel-copies" not in each.report["compile_seconds"]
     a, b = _parts(once), _parts(each)

@@ -73,7 +73,7 @@ def two_branch(tmp_path_factory):
     d = tmp_path_factory.mktemp("mode1")
     src, om, out = d / "two_branch.onnx", d / "two_branch.om", d / "two_branch.json"
     onnx.save(two_branch_model(), src)
-    ok(tool("ge_compile", src, "-o", om, "--kernel-level", "tile", "--precision-mode", F32))
+    ok(tool("ge_compile", src, "-o", om, "--kernel-level", "tile", "--precision-mode", F32, "--ir-text"))
     result = ok(tool("ge_compile", "--mode", "1", "--om", om, "--json", out))
     assert result.stdout.strip() == f"wrote {out}"
     return src, om, json.loads(out.read_text())
@@ -177,10 +177,10 @@ def test_ge_opt_prints_the_task_level_ir(two_branch):
 def test_ge_opt_on_a_model_file_without_ir(tmp_path):
     src, om = tmp_path / "m.onnx", tmp_path / "m.om"
     onnx.save(two_branch_model(), src)
-    ok(tool("ge_compile", src, "-o", om, "--kernel-level", "tile", "--no-ir-text"))
+    ok(tool("ge_compile", src, "-o", om, "--kernel-level", "tile"))  # no IR text by default
     line = error_line(tool("ge_opt", om), "ge-opt")
-    assert line == (f"ge-opt: error: {om}: the model file holds no IR text (it was written with ge-compile "
-                    f"--no-ir-text); ge-compile --mode 1 --om {om} describes it as JSON")
+    assert line == (f"ge-opt: error: {om}: the model file holds no IR text (it was written without ge-compile "
+                    f"--ir-text); ge-compile --mode 1 --om {om} describes it as JSON")
     assert "a model file can only be printed" in error_line(tool("ge_opt", om, "-p", "cse"), "ge-opt")
 
 
