@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 import numpy as np
+from xdsl.dialects import arith
 from xdsl.dialects.builtin import IntegerAttr, TensorType, f32, i32
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
@@ -52,6 +53,17 @@ def _ceil(a: int, b: int) -> int:
 
 def _round(a: int, b: int) -> int:
     return _ceil(a, b) * b
+
+
+def _div_exact(b: KernelBuilder, a: Index, d: int) -> Index:
+    """a // d where a is i * c with c a multiple of d: i * (c // d), an affine index that
+    insert-sync's analysis can bound (a `divui` it cannot: the load of the other buffer
+    would then wait for this one's readers, and double buffering would not overlap)."""
+    if isinstance(a, SSAValue) and isinstance(op := a.owner, arith.MuliOp):
+        for x, c in ((op.lhs, op.rhs), (op.rhs, op.lhs)):
+            if isinstance(c.owner, arith.ConstantOp) and c.owner.value.value.data % d == 0:
+                return b.mul(x, c.owner.value.value.data // d)
+    return b.div(a, d)
 
 
 def _itemsize(v: SSAValue | Attribute) -> int:
@@ -935,7 +947,7 @@ class _CubeEmitter:
             self.h = row
             cstart = b.add_(b.mul(gi, cv["cg_e"]), b.mul(kc, ncb * p.c0))
             if p.a_fmt == "nc1hwc0":
-                offs = [bi, b.div(cstart, p.c0), row, 0, 0]
+                offs = [bi, _div_exact(b, cstart, p.c0), row, 0, 0]
             else:
                 offs = [bi, cstart, row, 0]
             b.copy(a_gm, offs, a_l1, None, shape, pad=0.0)
@@ -947,9 +959,9 @@ class _CubeEmitter:
         elif p.a_fmt == "nd_t":
             offs = [ba, k, m0]
         elif p.a_fmt == "nz_t":
-            offs = [ba, b.div(m0, p.c0), b.div(k, FRACTAL), 0, 0]
+            offs = [ba, _div_exact(b, m0, p.c0), _div_exact(b, k, FRACTAL), 0, 0]
         else:
-            offs = [ba, b.div(k, p.c0), b.div(m0, FRACTAL), 0, 0]
+            offs = [ba, _div_exact(b, k, p.c0), _div_exact(b, m0, FRACTAL), 0, 0]
         b.copy(a_gm, offs, a_l1, None, shape, pad=0.0)
 
     def operand_batch(self, bi: Index, strides: tuple[int, ...] | None) -> Index:
@@ -985,8 +997,8 @@ class _CubeEmitter:
         bb = self.operand_batch(bi, p.b_batch_strides) if p.b_batched else 0
         offs = {
             "nd": lambda: [bb, k, n0], "nd_t": lambda: [bb, n0, k],
-            "nz": lambda: [bb, b.div(n0, p.c0), b.div(k, FRACTAL), 0, 0],
-            "nz_t": lambda: [bb, b.div(k, p.c0), b.div(n0, FRACTAL), 0, 0],
+            "nz": lambda: [bb, _div_exact(b, n0, p.c0), _div_exact(b, k, FRACTAL), 0, 0],
+            "nz_t": lambda: [bb, _div_exact(b, k, p.c0), _div_exact(b, n0, FRACTAL), 0, 0],
         }[p.b_fmt]()
         b.copy(b_gm, offs, b_l1, None, shape, pad=0.0)
 
@@ -1025,12 +1037,12 @@ class _CubeEmitter:
             mr, kr = FRACTAL // c0, FRACTAL // c0  # C0 blocks per 16 (1 for f16, 2 for f32)
             src = b.view(a_l1, (tm // FRACTAL, mr, pl.kl1 // FRACTAL, kr, c0, c0))
             dst = b.view(l0a, (tm // FRACTAL, mr, c0, tk // FRACTAL, kr, c0))
-            b.copy(src, [0, 0, b.div(kin, FRACTAL), 0, 0, 0], dst, None,
+            b.copy(src, [0, 0, _div_exact(b, kin, FRACTAL), 0, 0, 0], dst, None,
                    (tm // FRACTAL, mr, tk // FRACTAL, kr, c0, c0), perm=(0, 1, 5, 2, 3, 4))
         else:
             src = b.view(a_l1, self.a_l1_shape()[1:])
             dst = b.view(l0a, (tm // FRACTAL, FRACTAL, tk // p.c0, p.c0))
-            b.copy(src, [b.div(kin, p.c0), 0, 0, 0], dst, None, (tk // p.c0, tm // FRACTAL, FRACTAL, p.c0),
+            b.copy(src, [_div_exact(b, kin, p.c0), 0, 0, 0], dst, None, (tk // p.c0, tm // FRACTAL, FRACTAL, p.c0),
                    perm=(1, 2, 0, 3))
 
     def fill_l0b(self, b_l1, l0b, kj) -> None:
@@ -1039,7 +1051,7 @@ class _CubeEmitter:
         kin = b.mul(kj, tk)
         if p.kind == "conv":
             dst = b.view(l0b, (tk // c0, c0, tn))
-            b.copy(b_l1, [b.div(kin, c0), 0, 0], dst, None, (tk // c0, tn, c0), perm=(0, 2, 1),
+            b.copy(b_l1, [_div_exact(b, kin, c0), 0, 0], dst, None, (tk // c0, tn, c0), perm=(0, 2, 1),
                    pad=0.0 if pl.kl1 % tk else None)
         elif p.b_fmt == "nd":
             b.copy(b.view(b_l1, (pl.kl1, tn)), [kin, 0], l0b, None, (tk, tn))
@@ -1048,12 +1060,12 @@ class _CubeEmitter:
         elif p.b_fmt == "nz":
             src = b.view(b_l1, self.b_l1_shape()[1:])
             dst = b.view(l0b, (tk // FRACTAL, FRACTAL, tn // c0, c0))
-            b.copy(src, [0, b.div(kin, FRACTAL), 0, 0], dst, None, (tn // c0, tk // FRACTAL, FRACTAL, c0),
+            b.copy(src, [0, _div_exact(b, kin, FRACTAL), 0, 0], dst, None, (tn // c0, tk // FRACTAL, FRACTAL, c0),
                    perm=(1, 2, 0, 3))
         else:
             src = b.view(b_l1, self.b_l1_shape()[1:])
             dst = b.view(l0b, (tk // c0, c0, tn // FRACTAL, FRACTAL))
-            b.copy(src, [b.div(kin, c0), 0, 0, 0], dst, None, (tk // c0, tn // FRACTAL, FRACTAL, c0),
+            b.copy(src, [_div_exact(b, kin, c0), 0, 0, 0], dst, None, (tk // c0, tn // FRACTAL, FRACTAL, c0),
                    perm=(0, 3, 1, 2))
 
     # -- epilogue ------------------------------------------------------------------------
@@ -1093,11 +1105,11 @@ class _CubeEmitter:
         if p.kind == "conv":
             ch = b.add_(b.mul(gi, p.conv["mg_e"]), n0)
             if p.out_fmt == "nc1hwc0":
-                return [bi, b.div(ch, p.oc0), m0, 0]
+                return [bi, _div_exact(b, ch, p.oc0), m0, 0]
             return [bi, ch, m0]
         if p.out_fmt == "nd":
             return [bi, m0, n0]
-        return [bi, b.div(n0, p.c0), b.div(m0, FRACTAL), 0, 0]
+        return [bi, _div_exact(b, n0, p.c0), _div_exact(b, m0, FRACTAL), 0, 0]
 
     # -- the whole kernel ----------------------------------------------------------------
 

@@ -72,8 +72,7 @@ func.func @conv(%x: tensor<1x4x56x56x16xf16, #layout.fmt<NC1HWC0, origin NCHW [1
 // CHECK-NEXT:          %[[OH:.*]] = arith.divui %[[M]], %c56 : index
 // CHECK-NEXT:          %[[IH:.*]] = arith.subi %[[OH]], %c1 : index
 // CHECK-NEXT:          %[[C:.*]] = arith.muli %[[CH]], %c16 : index
-// CHECK-NEXT:          %[[C1:.*]] = arith.divui %[[C]], %c16 : index
-// CHECK-NEXT:          tile.copy %x[%c0, %[[C1]], %[[IH]], %c0, %c0] to %[[FM]][%c0, %c0, %c0, %c0, %c0] sizes [1, 1, 6, 56, 16] {pad = 0.000000e+00 : f32}
+// CHECK-NEXT:          tile.copy %x[%c0, %[[CH]], %[[IH]], %c0, %c0] to %[[FM]][%c0, %c0, %c0, %c0, %c0] sizes [1, 1, 6, 56, 16] {pad = 0.000000e+00 : f32}
 // CHECK:               %[[K:.*]] = arith.muli %[[CH]], %c144 : index
 // CHECK-NEXT:          tile.img2col %[[FM]][%[[M]], %[[K]], %[[C]], %[[IH]]] to %[[A0]] {kernel = array<i64: 3, 3>, strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, pads = array<i64: 1, 1>, out_size = array<i64: 56, 56>, channels = 64 : i64, c0 = 16 : i64}
 // CHECK:               tile.mmad
