@@ -1,101 +1,190 @@
-"""Simulated cycles against the roofline bound, per kernel and per model, with and without
-double buffering and multiple streams.
+"""Simulated cycles against the roofline bound, per kernel and per model, before -> after.
 
     python bench/kernels.py [--quick] [--models a,b] [--json bench/results/kernels.json]
+                            [--before bench/results/kernels_before.json]
 
-Each model (seeded random weights calibrated on the inputs, ATC's default `force_fp16`,
-target ascend910) is compiled with `ge.compile` three ways and run once on the executor
-(every kernel on the AI Core simulator): as shipped (double buffering, streams), with
-`enable_single_stream`, and with `double_buffer=False` (`to-isa{double-buffer=false}`).
-Per kernel (as shipped): simulated cycles, the roofline bound the tiler recorded
-(`tile.bound`: max of the work at the Cube's / Vector's peak and the GM bytes at HBM
-bandwidth, on the cores the kernel uses), the ratio, and the Cube's utilization (busy
-cycles over cycles x cores). Per model: the kernels' cycles one after another, the run's
-total with streams sharing the cores, single stream, and single-buffered. resnet50's
-per-kernel table is printed in full. Cycles are simulated: one run is exact, no noise.
+Models: resnet50 at batch 1 and 16, squeezenet, the encoder layer (seq 64, d 128) and a
+BERT-base-sized encoder layer (`bert_base`: 12 heads, d = 768, FFN 3072, seq 128, batch 8).
+Each (seeded random weights calibrated on the inputs, ATC's default `force_fp16`, target
+ascend910) is compiled with `ge.compile` as shipped and run once on the executor in
+timing-only mode (every kernel on the AI Core simulator; the cycles are the full run's).
+Per kernel: simulated cycles, the roofline bound the tiler recorded (`tile.bound`: max of
+the work at the Cube's / Vector's peak and the GM bytes at HBM bandwidth, on the cores the
+kernel uses), the ratio, and the pipes' utilization (busy cycles over cycles x cores: Cube
+= M, Vector = V, MTE = the GM-in pipe MTE2). Per model: the kernels' cycles one after
+another, their bounds' sum, efficiency = bound / cycles, the run's total (streams share the
+cores), and an independent model-level bound: the Conv/Gemm/MatMul MACs at all cores' Cube
+peak, or the f16 weights at the HBM rate, whichever is larger. With `--before` (a JSON of
+an earlier run of this script) each model row gets its before -> after. Cycles are
+simulated: one run is exact, no noise.
 """
 
 from __future__ import annotations
 
 import json
 import sys
+import time
+from pathlib import Path
 
+import numpy as np
+import onnx
 from _common import markdown, parser
+from int8_cycles import batch_free
+from onnx import numpy_helper, shape_inference
 
 import ge
 from ge.dialects.blobs import blob_scope
-from ge.testing import LIGHT_MODELS, calibrated_model, random_inputs
+from ge.targets import load_target
+from ge.testing import calibrate_weights, calibrated_model, encoder_layer_model, random_inputs
 
-MODELS = (*LIGHT_MODELS, "encoder_layer")
-QUICK = ("squeezenet", "resnet50", "encoder_layer")
-VARIANTS = {"shipped": {}, "single_stream": {"enable_single_stream": True}, "single_buffer": {"double_buffer": False}}
+MODELS = ("resnet50", "resnet50_b16", "squeezenet", "encoder_layer", "bert_base")
+QUICK = ("resnet50", "squeezenet", "encoder_layer")
+TARGET = "ascend910"
+PIPES = {"cube": "M", "vector": "V", "mte": "MTE2"}
 
 
-def simulate(model, inputs, **options):
-    """The executor's report of one run of the model compiled with `options`."""
-    compiled = ge.compile(model, ge.CompileOptions(keep_ir_text=False, **options))
-    compiled.run(inputs)
-    run = compiled.last_run
-    if run.problems:
-        raise SystemExit(f"simulator problems: {run.problems[:3]}")
-    return run
+def build(name: str) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
+    """The model `name` and its seeded inputs (at the model's batch)."""
+    if name == "resnet50_b16":
+        model = batch_free(calibrated_model("resnet50"))
+        return model, {k: np.repeat(v, 16, axis=0) for k, v in random_inputs(model, seed=2).items()}
+    if name == "bert_base":
+        layer = encoder_layer_model(seq=128, hidden=768, heads=12, ffn=3072)
+        model = batch_free(calibrate_weights(layer, random_inputs(layer, seed=2)))
+        inputs = random_inputs(model, seed=2)
+        return model, {k: np.repeat(v, 8, axis=0) if k == "x" else v for k, v in inputs.items()}
+    model = calibrated_model(name)
+    return model, random_inputs(model, seed=2)
+
+
+def model_bound(model: onnx.ModelProto, inputs: dict[str, np.ndarray]) -> dict:
+    """MACs of the Conv/Gemm/MatMul nodes at every core's Cube peak vs their f16 weights at HBM rate."""
+    t = load_target(TARGET)
+    m = onnx.ModelProto()
+    m.CopyFrom(model)
+    for vi in m.graph.input:
+        if vi.name in inputs:
+            for d, n in zip(vi.type.tensor_type.shape.dim, inputs[vi.name].shape, strict=True):
+                d.ClearField("dim_param")
+                d.dim_value = n
+    m = shape_inference.infer_shapes(m, data_prop=True)
+    shapes = {v.name: [d.dim_value for d in v.type.tensor_type.shape.dim]
+              for v in (*m.graph.value_info, *m.graph.input, *m.graph.output)}
+    inits = {i.name: numpy_helper.to_array(i).shape for i in m.graph.initializer}
+    shapes.update({k: list(v) for k, v in inits.items()})
+    macs = weights = 0
+    for n in m.graph.node:
+        if n.op_type not in ("Conv", "Gemm", "MatMul"):
+            continue
+        out, w = shapes[n.output[0]], shapes[n.input[1]]
+        if n.op_type == "Conv":  # every output element sums Cin/group x kernel window products
+            macs += int(np.prod(out)) * int(np.prod(w[1:]))
+        elif n.op_type == "Gemm":
+            trans_a = next((a.i for a in n.attribute if a.name == "transA"), 0)
+            macs += int(np.prod(out)) * shapes[n.input[0]][0 if trans_a else 1]
+        else:
+            macs += int(np.prod(out)) * shapes[n.input[0]][-1]
+        weights += sum(int(np.prod(inits[i])) for i in n.input[1:] if i in inits)
+    fm, fk, fn = t.cube["f16"]
+    compute = macs / (t.cores.cube * fm * fk * fn)
+    hbm = 2 * weights / (t.dma.hbm_total * 1e9 / t.clock_hz)
+    return {"macs": macs, "weight_elements": weights, "compute_bound": compute, "weights_bound": hbm,
+            "model_bound": max(compute, hbm)}
 
 
 def measure(name: str) -> dict:
+    started = time.time()
     with blob_scope():
-        model = calibrated_model(name)
-        inputs = random_inputs(model, seed=2)
-        runs = {v: simulate(model, inputs, **opts) for v, opts in VARIANTS.items()}
-    shipped = runs["shipped"]
+        model, inputs = build(name)
+        bound = model_bound(model, inputs)
+        options = ge.CompileOptions(soc_version=TARGET, precision_mode="force_fp16", keep_ir_text=False,
+                                    input_shape={k: v.shape for k, v in inputs.items()})
+        compiled = ge.compile(model, options)
+        compile_seconds = time.time() - started
+        compiled.run(inputs, timing_only=True)
+        run = compiled.last_run
+    if run.problems:
+        raise SystemExit(f"{name}: simulator problems: {run.problems[:3]}")
     per_kernel = [{
         "kernel": k.kernel, "node": k.node, "cycles": k.cycles, "bound": k.bound, "cores": k.cores,
         "blocks": k.blocks, "stream": k.stream,
-        "cube_utilization": k.pipe_busy.get("M", 0.0) / (k.cycles * k.cores) if k.cycles else 0.0,
-    } for k in shipped.kernels]
-    cube = [k for k in per_kernel if k["cube_utilization"] > 0]
+        **{p: k.pipe_busy.get(pipe, 0.0) / (k.cycles * k.cores) if k.cycles else 0.0 for p, pipe in PIPES.items()},
+    } for k in run.kernels]
+    core_cycles = sum(k.cycles * k.cores for k in run.kernels) or 1.0
+    kernel_cycles = sum(k["cycles"] for k in per_kernel)
+    bounds = sum(k["bound"] or 0 for k in per_kernel)
     return {
-        "model": name, "kernels": len(per_kernel), "streams": shipped.streams,
-        "kernel_cycles": sum(k["cycles"] for k in per_kernel), "bound": sum(k["bound"] or 0 for k in per_kernel),
-        "total": shipped.total_cycles, "single_stream_total": runs["single_stream"].total_cycles,
-        "single_buffer_total": runs["single_buffer"].total_cycles,
-        "cube_kernels": len(cube), "cube_cycles": sum(k["cycles"] for k in cube),
-        "cube_bound": sum(k["bound"] or 0 for k in cube), "per_kernel": per_kernel,
+        "model": name, "kernels": len(per_kernel), "streams": run.streams, "kernel_cycles": kernel_cycles,
+        "bound": bounds, "efficiency": bounds / kernel_cycles if kernel_cycles else 0.0, "total": run.total_cycles,
+        **{p: sum(k.pipe_busy.get(pipe, 0.0) for k in run.kernels) / core_cycles for p, pipe in PIPES.items()},
+        **bound, "compile_seconds": round(compile_seconds, 1), "seconds": round(time.time() - started, 1),
+        "per_kernel": per_kernel,
     }
 
 
-def model_table(rows: list[dict]) -> str:
-    header = ["model", "kernels", "kernel cycles", "roofline bound", "cycles / bound", "Cube kernels: cycles / bound",
-              "run, streams", "run, single stream", "run, single-buffered"]
-    return markdown(header, ([r["model"], r["kernels"], f"{r['kernel_cycles']:,.0f}", f"{r['bound']:,.0f}",
-                              f"{r['kernel_cycles'] / r['bound']:.2f}",
-                              f"{r['cube_cycles']:,.0f} / {r['cube_bound']:,.0f}",
-                              f"{r['total']:,.0f} ({r['streams']} streams)", f"{r['single_stream_total']:,.0f}",
-                              f"{r['single_buffer_total']:,.0f} (+{r['single_buffer_total'] / r['total'] - 1:.0%})"]
-                             for r in rows))
+def _arrow(before: dict | None, key: str, fmt: str) -> str:
+    return f"{format(before[key], fmt)} -> " if before and key in before else ""
 
 
-def kernel_table(row: dict) -> str:
-    header = ["kernel", "nodes", "blocks / cores", "cycles", "bound", "cycles / bound", "Cube utilization"]
-    body = ([k["kernel"], k["node"], f"{k['blocks']} / {k['cores']}", f"{k['cycles']:,.0f}", f"{k['bound'] or 0:,.0f}",
-             f"{k['cycles'] / k['bound']:.2f}" if k["bound"] else "-", f"{k['cube_utilization']:.0%}"]
+def model_table(rows: list[dict], before: dict[str, dict]) -> str:
+    header = ["model", "kernels", "kernel cycles", "roofline bound (sum)", "efficiency (bound / cycles)",
+              "Cube / Vector / MTE2 utilization", "run (streams)", "model-level bound", "run / model bound"]
+    body = []
+    for r in rows:
+        b = before.get(r["model"])
+        body.append([
+            r["model"], f"{_arrow(b, 'kernels', 'd')}{r['kernels']}",
+            f"{_arrow(b, 'kernel_cycles', ',.0f')}{r['kernel_cycles']:,.0f}",
+            f"{_arrow(b, 'bound', ',.0f')}{r['bound']:,.0f}",
+            f"{_arrow(b, 'efficiency', '.2f')}{r['efficiency']:.2f}",
+            " / ".join(f"{_arrow(b, p, '.0%')}{r[p]:.0%}" for p in PIPES),
+            f"{_arrow(b, 'total', ',.0f')}{r['total']:,.0f} ({r['streams']})",
+            f"{r['model_bound']:,.0f}", f"{_arrow(b, 'run_over_model_bound', '.2f')}{r['run_over_model_bound']:.2f}",
+        ])
+    return markdown(header, body)
+
+
+def kernel_table(row: dict, before: dict | None) -> str:
+    old = {k["kernel"]: k for k in before["per_kernel"]} if before else {}
+    header = ["kernel", "blocks / cores", "cycles", "bound", "cycles / bound", "Cube / Vector / MTE2"]
+    body = ([k["kernel"], f"{k['blocks']} / {k['cores']}",
+             f"{_arrow(old.get(k['kernel']), 'cycles', ',.0f')}{k['cycles']:,.0f}", f"{k['bound'] or 0:,.0f}",
+             f"{k['cycles'] / k['bound']:.2f}" if k["bound"] else "-",
+             " / ".join(f"{k[p]:.0%}" for p in PIPES)]
             for k in row["per_kernel"])
     return f"{row['model']}, per kernel (ascend910, force_fp16):\n\n" + markdown(header, body)
 
 
+def _source() -> str:
+    """Where the measured compiler and simulator were imported from (a worktree for "before")."""
+    from ge.lowering import tile_vector
+    from ge.runtime import simulator
+
+    return f"{Path(tile_vector.__file__).parent.parent}, {Path(simulator.__file__).parent.parent}"
+
+
 def main(argv: list[str] | None = None) -> None:
-    args = parser(__doc__, "kernels", QUICK).parse_args(argv)
+    p = parser(__doc__, "kernels", QUICK)
+    p.add_argument("--before", type=Path, help="an earlier JSON of this script: print before -> after")
+    p.add_argument("--kernels", default="resnet50,encoder_layer", help="models whose per-kernel table is printed")
+    args = p.parse_args(argv)
     names = args.models.split(",") if args.models else QUICK if args.quick else MODELS
+    before = {r["model"]: r for r in json.loads(args.before.read_text())["models"]} if args.before else {}
     rows = []
     for name in names:
-        rows.append(measure(name))
-        print(f"{name}: {rows[-1]['total']:,.0f} cycles", file=sys.stderr)
-    print(model_table(rows))
+        row = measure(name)
+        row["run_over_model_bound"] = row["total"] / row["model_bound"]
+        rows.append(row)
+        print(f"{name}: {row['total']:,.0f} cycles, compiled in {row['compile_seconds']} s,"
+              f" {row['seconds']} s in all", file=sys.stderr)
+    print(model_table(rows, before))
     for r in rows:
-        if r["model"] == "resnet50":
+        if r["model"] in args.kernels.split(","):
             print()
-            print(kernel_table(r))
+            print(kernel_table(r, before.get(r["model"])))
     args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps({"target": "ascend910", "precision": "force_fp16", "models": rows}, indent=1))
+    args.json.write_text(json.dumps({"target": TARGET, "precision": "force_fp16", "ge": _source(),
+                                     "models": rows}, indent=1))
 
 
 if __name__ == "__main__":

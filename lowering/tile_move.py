@@ -314,14 +314,22 @@ def plan_piece(p: Piece, mach: Machine, parts: int) -> Piece:
     if one > cap:
         raise CapacityShortfall("ub", one * parts, target.memory.ub)
     buffers = 2 if 2 * one <= cap else 1
-    p.tiles = _fit(p.extent, walked, (cap // buffers - al) // k)
-    p.buffers = buffers if math.prod(p.counts) > 1 else 1
-    tile_bytes = math.prod(p.tiles) * k
-    n = math.prod(p.counts)
-    p.blocks = spread(n, mach)
-    per_core = math.ceil(n / p.blocks)
-    p.cycles = pipelined(per_core, [mach.dma("gm_to_ub", tile_bytes, p.blocks), mach.dma("ub_to_gm", tile_bytes, p.blocks)],
-                         p.buffers == 2)
+    most = (cap // buffers - al) // k
+    # the tile that fills UB, or smaller ones that spread the piece over all cores (the
+    # cheaper under the cost model): a piece UB holds whole would otherwise run on one core
+    whole, cores = math.prod(p.extent), mach.cores(cube=False)
+    best = None
+    for elems in sorted({most} | {min(most, -(-whole // m)) for m in (2, 4, 8, 16, cores, 2 * cores, 4 * cores)}, reverse=True):
+        p.tiles = _fit(p.extent, walked, elems)
+        n = math.prod(p.counts)
+        bufs = buffers if n > 1 else 1
+        tile_bytes = math.prod(p.tiles) * k
+        blocks = spread(n, mach)
+        cycles = pipelined(math.ceil(n / blocks), [mach.dma("gm_to_ub", tile_bytes, blocks),
+                                                   mach.dma("ub_to_gm", tile_bytes, blocks)], bufs == 2)
+        if best is None or cycles < best[0]:
+            best = (cycles, p.tiles, bufs, blocks)
+    p.cycles, p.tiles, p.buffers, p.blocks = best
     return p
 
 
