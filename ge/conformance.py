@@ -36,6 +36,8 @@ CLAIMED_OPS = (
     "ReduceSumSquare", "Relu", "Reshape", "Round", "Selu", "Shape", "Sigmoid", "Sign", "Sin", "Slice",
     "Softmax", "Softplus", "Softsign", "SpaceToDepth", "Split", "Sqrt", "Squeeze", "Sub", "Sum", "Tanh",
     "ThresholdedRelu", "Tile", "Transpose", "Trilu", "Unsqueeze", "Where", "Xor",
+    # quantization (issue 21)
+    "ConvInteger", "DequantizeLinear", "MatMulInteger", "QLinearConv", "QLinearMatMul", "QuantizeLinear",
 )
 
 # Generated cases of claimed operators that ge does not support: (case-name regex, reason).
@@ -49,6 +51,8 @@ EXCLUDED_PATTERNS: tuple[tuple[str, str], ...] = (
     (r"training_mode|^test_training_dropout", "training mode: ge compiles for inference"),
     (r"^test_identity_(opt|sequence)$", "optional and sequence types"),
     (r"^test_maxpool_with_argmax", "MaxPool's Indices output"),
+    (r"^test_(de)?quantizelinear_blocked", "blocked quantization (block_size: one scale per block of the axis)"),
+    (r"^test_(de)?quantizelinear_(e4m3fn|e5m2)", "8-bit float quantization (float8e4m3fn / float8e5m2 types)"),
 )
 
 

@@ -32,7 +32,7 @@ from xdsl.traits import ConstantLike, IsTerminator
 from xdsl.utils.exceptions import PassFailedException
 
 from ge import targets
-from ge.dialects import fusion, graph
+from ge.dialects import dtypes, fusion, graph
 from ge.lowering import fusion_rules as fr
 from ge.lowering.fusion_legality import group_tiles
 
@@ -261,6 +261,8 @@ class Fuser:
                 return
             if stage == 0 and self._is_affine(user, tail, channel_axis):
                 pass
+            elif stage == 0 and self._is_partial_sum(user, tail):
+                pass  # int8: the accumulator plus another int8 part's; the dequantize may follow
             elif isinstance(user, graph.QuantizeOp):  # int8: requantize for the next layer, last
                 stage = 4
             elif stage in (0, 2) and isinstance(user, fr.ACTIVATION_OPS) and self._constant_rest(user, tail):
@@ -297,6 +299,11 @@ class Fuser:
         axis = channel_axis % len(out)
         padded = (1,) * (len(out) - len(shape)) + tuple(shape)
         return len(shape) <= len(out) and all(d == 1 or (i == axis and d == out[i]) for i, d in enumerate(padded))
+
+    def _is_partial_sum(self, op: Operation, tail: SSAValue) -> bool:
+        """An integer add of two accumulators (a weight split into int8 parts, or ConvInteger
+        summed): still accumulation, so the dequantize and the rest of the epilogue may follow."""
+        return self._is_residual(op, tail) and dtypes.is_integer(tail.type.element_type)
 
     def _is_residual(self, op: Operation, tail: SSAValue) -> bool:
         if not isinstance(op, graph.AddOp | graph.SumOp) or len(op.operands) != 2:

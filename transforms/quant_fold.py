@@ -192,6 +192,31 @@ class FoldQuantMatMul(RewritePattern):
                  len(shape_of(op.results[0])) - 1)
 
 
+class FoldBatchedZeroPoint(RewritePattern):
+    """quant_matmul(a, const b of rank > 2, lhs_offset = z): the Cube takes no zero point and
+    assign-layouts folds one into the [N] bias only for a 2-D weight; a batched weight's
+    correction differs per batch, so it is added in int32 after a zero-offset product:
+    (a - z) @ b = a @ b - z * sum_k(b) (shape [..., 1, N], exact in int32 as the product)."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: graph.QuantMatMulOp, rewriter: PatternRewriter, /):
+        z = get_int(op.properties, "lhs_offset")
+        b = constant_value(op.rhs)
+        if z == 0 or b is None or b.ndim <= 2:
+            return
+        correction = (-z * b.astype(np.int64).sum(axis=-2, keepdims=True)).astype(np.int32)
+        name = loc_name(op)
+        props = dict(op.properties)
+        props["lhs_offset"] = int_attr(0)
+        acc = graph.QuantMatMulOp.make([op.lhs, op.rhs, op.bias], props)
+        c = make_constant(correction, I32, f"{name}_zero_point_sum", op)
+        add = graph.AddOp.make([acc.output, c.output], {})
+        for n in (acc, c, add):
+            n.location = op.location
+        rewriter.insert([acc, c, add])
+        rewriter.replace(op, [], [add.results[0]])
+
+
 @dataclass(frozen=True)
 class QuantFoldPass(ModulePass):
     """Fold dequantize -> Conv / MatMul / Gemm <- dequantize(const) into int8 Cube ops."""
@@ -199,5 +224,6 @@ class QuantFoldPass(ModulePass):
     name = "quant-fold"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        patterns = GreedyRewritePatternApplier([FoldQuantConv(), FoldQuantMatMul()], dce_enabled=False)
+        patterns = GreedyRewritePatternApplier([FoldQuantConv(), FoldQuantMatMul(), FoldBatchedZeroPoint()],
+                                               dce_enabled=False)
         PatternRewriteWalker(patterns).rewrite_module(op)

@@ -16,7 +16,9 @@ from ge.errors import GeError
 
 CASES = [(n, op, c) for n, op, c in node_cases() if excluded_reason(n) is None]
 FAST_OPS = {"Relu", "Sigmoid", "Tanh", "Add", "Mul", "Softmax", "MaxPool", "GlobalAveragePool", "Transpose",
-            "Reshape", "Gemm", "BatchNormalization"}
+            "Reshape", "Gemm", "BatchNormalization",
+            # quantization: every case that is not excluded by name (blocked, float8) passes
+            "ConvInteger", "MatMulInteger", "QuantizeLinear", "DequantizeLinear", "QLinearConv", "QLinearMatMul"}
 # Cases the NPU path refuses today, with the part of the message that says why.
 REFUSED_ON_NPU = {"test_maxpool_2d_uint8": "float tiles only"}
 FAST = [(n, c) for n, op, c in CASES if op in FAST_OPS and n not in REFUSED_ON_NPU]

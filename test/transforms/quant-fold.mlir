@@ -116,3 +116,21 @@ func.func @not_folded(%x: tensor<4x3xi8>, %w: tensor<3x2xi8>) -> (tensor<4x2xf32
   %y2 = graph.matmul %xf, %cf : (tensor<4x3xf32>, tensor<3x2xf32>) -> tensor<4x2xf32>
   func.return %y1, %y2 : tensor<4x2xf32>, tensor<4x2xf32>
 }
+
+// -----
+
+// A batched constant weight with an activation zero point (z = 2): the Cube takes no zero
+// point, and one [N] bias cannot carry a correction that differs per batch, so the product
+// runs with offset 0 and -z * sum_k(b) (per batch and column: [[-2, 4]], [[10, 0]]) is added
+// in int32: (a - z) @ b = a @ b - z * sum_k(b).
+// CHECK-LABEL: func.func @batched_weight_zero_point(%a: tensor<2x3x2xi8>) -> tensor<2x3x2xi32> {
+// CHECK-NEXT:    %b = graph.constant
+// CHECK-NEXT:    %[[ACC:.*]] = graph.quant_matmul %a, %b {lhs_offset = 0 : i64} : (tensor<2x3x2xi8>, tensor<2x2x2xi8>) -> tensor<2x3x2xi32>
+// CHECK-NEXT:    %[[C:.*]] = graph.constant dense<{{\[\[\[}}-2, 4{{\]\]}}, {{\[\[}}10, 0{{\]\]\]}}> : tensor<2x1x2xi32>
+// CHECK-NEXT:    %[[Y:.*]] = graph.add %[[ACC]], %[[C]] : (tensor<2x3x2xi32>, tensor<2x1x2xi32>) -> tensor<2x3x2xi32>
+// CHECK-NEXT:    func.return %[[Y]] : tensor<2x3x2xi32>
+func.func @batched_weight_zero_point(%a: tensor<2x3x2xi8>) -> tensor<2x3x2xi32> {
+  %b = graph.constant dense<[[[1, -1], [0, -1]], [[-2, 3], [-3, -3]]]> : tensor<2x2x2xi8>
+  %y = graph.quant_matmul %a, %b {lhs_offset = 2 : i64} : (tensor<2x3x2xi8>, tensor<2x2x2xi8>) -> tensor<2x3x2xi32>
+  func.return %y : tensor<2x3x2xi32>
+}
