@@ -211,7 +211,7 @@ class _Parts:
     """One built module as model file pieces, before they are serialized."""
 
     model: Model
-    kernel_ops: list[Operation]  # clones, renamed with the prefix
+    kernel_ops: list[Operation]  # clones, renamed with the prefix (an isa module's own kernels without one)
 
 
 def _parts(module: ModuleOp, prefix: str = "") -> _Parts:
@@ -267,7 +267,11 @@ def _parts(module: ModuleOp, prefix: str = "") -> _Parts:
     outputs.sort(key=lambda d: d["index"])
     regions = {r: list(model.region_span(r)) for r in task.REGIONS}
     clones = []
+    share = not prefix and kernel_level(kernel_ops) == "isa"  # kernel code only reads them: no copies (compile time)
     for k in kernel_ops:
+        if share:
+            clones.append(k)
+            continue
         clone = k.clone()
         clone.properties["sym_name"] = StringAttr(prefix + k.properties["sym_name"].data)
         clones.append(clone)

@@ -154,9 +154,14 @@ def dependencies(kernel: isa.KernelOp, instrs: list[Instr]) -> set[Dep]:
                 index.update((o, i) for i, o in enumerate(b.ops))
     index.update((o, i) for i, o in enumerate(kernel.body.block.ops))
 
+    paths: dict[tuple[int, Block], tuple[int, ...]] = {}
+
     def path_in(instr: Instr, block: Block) -> tuple[int, ...]:
-        d = next(i for i, o in enumerate(instr.path) if o.parent_block() is block)
-        return tuple(index[o] for o in instr.path[d:])
+        key = (instr.index, block)
+        if key not in paths:
+            d = next(i for i, o in enumerate(instr.path) if o.parent_block() is block)
+            paths[key] = tuple(index[o] for o in instr.path[d:])
+        return paths[key]
 
     spans = {id(a): access_span(a) for i in instrs for a in i.accesses}
 
@@ -178,9 +183,16 @@ def dependencies(kernel: isa.KernelOp, instrs: list[Instr]) -> set[Dep]:
     def overlap(cands: list[tuple], block: Block, loop: scf.ForOp | None, later: bool) -> bool:
         return any(may_overlap(p, q, block, loop, later, kernel) for p, q in cands)
 
+    # The memories each instruction writes and touches: a pair without a common memory and
+    # a write there needs no closer look.
+    writes = [frozenset(a.key for a in i.accesses if a.write) for i in instrs]
+    touches = [frozenset(a.key for a in i.accesses) for i in instrs]
     loop_of: dict[Block, scf.ForOp | None] = {}
     for i, first in enumerate(instrs):
-        for second in instrs[i:]:
+        for j in range(i, len(instrs)):
+            if writes[i].isdisjoint(touches[j]) and touches[i].isdisjoint(writes[j]):
+                continue
+            second = instrs[j]
             forward = candidates(first, second)
             if not forward:
                 continue  # no common byte with a write, in any iteration
@@ -400,15 +412,30 @@ def _prune(candidates: dict[Pair, list[Dep]], nested: dict[int, list[Pair]], inn
     that orders another pair's dependency."""
     kept = list(candidates)
     deps = list(dict.fromkeys(d for covered in candidates.values() for d in covered))
+    # A dep that a kept pair covers directly (its set after the first side, its wait before
+    # the second) is ordered without a search: only deps whose covering pairs are all gone
+    # need `implied`.
+    covers: dict[Dep, list[int]] = defaultdict(list)
+    for q, covered in candidates.items():
+        for d in covered:
+            covers[d].append(id(q))
+    alive = {id(q) for q in kept}
 
     def level(pairs) -> Level:
         return Level([p for p in pairs if not p.carried], [p for p in pairs if p.carried], nested, inner, always)
 
     for p in sorted(kept, key=lambda p: (p.carried, p.w - p.s, p.s, p.src, p.dst)):
+        alive.discard(id(p))
         others = level([q for q in kept if q is not p])
+
+        def ordered(d: Dep, others=others) -> bool:
+            return any(q in alive for q in covers[d]) or implied(d, others)
+
         own = candidates[p]  # checked first: a pair that is needed fails on its own deps
-        if all(implied(d, others) for d in own) and all(implied(d, others) for d in deps if d not in own):
+        if all(ordered(d) for d in own) and all(ordered(d) for d in deps if d not in own):
             kept.remove(p)
+        else:
+            alive.add(id(p))
     return kept
 
 
@@ -505,13 +532,13 @@ def _events(kernel: isa.KernelOp, pairs: list[Pair], event_ids: int) -> dict[Pai
     by_pipes: dict[tuple[isa.Pipe, isa.Pipe], list[Pair]] = defaultdict(list)
     for p in pairs:
         by_pipes[(p.src, p.dst)].append(p)
-    def order(p: Pair) -> tuple:
-        return (*span(p), lin.gap(p.block, p.s + 1), lin.gap(p.block, p.w))
+    spans = {p: span(p) for p in pairs}
+    order = {p: (*spans[p], lin.gap(p.block, p.s + 1), lin.gap(p.block, p.w)) for p in pairs}
 
     for (src, dst), group in by_pipes.items():
         last_end = [float("-inf")] * event_ids
-        for p in sorted(group, key=order):
-            start, end = span(p)
+        for p in sorted(group, key=order.__getitem__):
+            start, end = spans[p]
             free = [e for e in range(event_ids) if last_end[e] < start]
             if not free:
                 raise _TooManyEvents(src, dst)
@@ -543,15 +570,15 @@ def _emit(pairs: list[Pair], ids: dict[Pair, int], barriers: list[tuple[Block, i
     def sort_key(k):
         return order[k[0]], order[k[1]], k[2]
 
-    blocks = {b for b, _ in (*sets, *waits, *bars)}
-    for block in blocks:
+    gaps: dict[Block, set[int]] = defaultdict(set)
+    for b, g in (*sets, *waits, *bars):
+        gaps[b].add(g)
+    for block, used in gaps.items():
         ops = list(block.ops)
-        for g in range(len(ops), -1, -1):  # back to front: indices stay valid
+        for g in sorted(used, reverse=True):  # back to front: indices stay valid
             new: list[Operation] = [isa.SetFlagOp(*k) for k in sorted(sets.get((block, g), []), key=sort_key)]
             new += [isa.WaitFlagOp(*k) for k in sorted(waits.get((block, g), []), key=sort_key)]
             new += [isa.PipeBarrierOp(p) for p in sorted(bars.get((block, g), []), key=order.__getitem__)]
-            if not new:
-                continue
             if g < len(ops):
                 block.insert_ops_before(new, ops[g])
             else:
@@ -661,8 +688,14 @@ class InsertSyncPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         target = module_target(op)
         done: dict[Hashable, isa.KernelOp] = {}
-        for kernel in [k for k in op.walk() if isinstance(k, isa.KernelOp)]:
+        kernels = [k for k in op.walk() if isinstance(k, isa.KernelOp)]
+        # Only kernels that share a cheap signature can be twins: the others are not keyed.
+        shapes = [_shape(k) for k in kernels]
+        for kernel, shape in zip(kernels, shapes):
             if any(isinstance(o, isa.SYNC_OPS) for o in kernel_ops(kernel.body.block)):
+                continue
+            if shapes.count(shape) == 1:
+                insert_sync(kernel, target)
                 continue
             key = structure_key(kernel)
             twin = done.get(key)
@@ -671,6 +704,11 @@ class InsertSyncPass(ModulePass):
                 done[key] = kernel
             else:
                 replay_sync(twin.body.block, kernel.body.block)
+
+
+def _shape(kernel: isa.KernelOp) -> tuple:
+    """A cheap part of `structure_key`: the argument types and the top-level op names."""
+    return tuple(a.type for a in kernel.body.block.args), tuple(o.name for o in kernel.body.block.ops)
 
 
 def structure_key(kernel: isa.KernelOp):

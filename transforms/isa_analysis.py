@@ -46,6 +46,8 @@ class Affine:
         return Affine(tuple((v, c * k) for v, c in self.terms), self.const * k)
 
     def minus(self, other: Affine) -> Affine:
+        if self.terms == other.terms:  # the common case: the same loop counters (or none)
+            return Affine((), self.const - other.const)
         terms = dict(self.terms)
         for v, c in other.terms:
             terms[v] = terms.get(v, 0) - c
@@ -120,9 +122,17 @@ class Patterns:
     def __init__(self) -> None:
         self.bytes: dict[tuple, np.ndarray | None] = {}
         self.meets: dict[tuple, bool] = {}
+        self.shapes: dict[tuple, int] = {}  # (rects, size) -> a number (cheaper to hash than the rects)
+        self.numbers: dict[int, tuple[MemAccess, int]] = {}  # id(access) -> (access, its shape's number)
+
+    def number(self, a: MemAccess) -> int:
+        hit = self.numbers.get(id(a))
+        if hit is None or hit[0] is not a:
+            hit = self.numbers[id(a)] = (a, self.shapes.setdefault((a.rects, a.size), len(self.shapes)))
+        return hit[1]
 
     def meet(self, x: MemAccess, y: MemAccess, shift: int) -> bool:
-        key = (x.rects, x.size, y.rects, y.size, shift)
+        key = (self.number(x), self.number(y), shift)
         hit = self.meets.get(key)
         if hit is None:
             hit = self.meets[key] = _patterns_meet(self.pattern(x), self.pattern(y), shift)
@@ -192,6 +202,7 @@ def instructions(kernel: isa.KernelOp, target: targets.Target) -> list[Instr]:
     """Every instruction of the kernel in program order, with its resolved accesses."""
     out = []
     memo = Patterns()
+    locations: dict[SSAValue, tuple[tuple, int, int] | None] = {}
     for op in kernel_ops(kernel.body.block):
         if not isinstance(op, isa.InstructionOp):
             continue
@@ -203,7 +214,9 @@ def instructions(kernel: isa.KernelOp, target: targets.Target) -> list[Instr]:
         path.reverse()
         accesses = []
         for a in op.accesses(target):
-            loc = buffer_location(a.buffer, target)
+            if a.buffer not in locations:
+                locations[a.buffer] = buffer_location(a.buffer, target)
+            loc = locations[a.buffer]
             if loc is None:
                 raise UnplacedBufferError(f"{op.name} uses a buffer without an offset")
             key, base, _ = loc
@@ -337,7 +350,9 @@ def _bytes(rects: tuple[isa.Rect, ...], size: int) -> np.ndarray | None:
         for n, st in zip(r.shape, r.strides):
             elems = elems[..., None] + np.arange(n, dtype=np.int64) * st
         parts.append(elems.reshape(-1))
-    elems = np.unique(np.concatenate(parts)) if parts else np.zeros(0, np.int64)
+    elems = np.sort(np.concatenate(parts)) if parts else np.zeros(0, np.int64)
+    if elems.size > 1:  # distinct (np.unique's result; a sort and a compare are cheaper)
+        elems = elems[np.concatenate(([True], elems[1:] != elems[:-1]))]
     # distinct sorted elements: their byte ranges are disjoint and in order already
     return (elems[:, None] * size + np.arange(size)).reshape(-1)
 
@@ -422,6 +437,7 @@ class Linear:
     number: dict[Operation, int] = field(default_factory=dict)
     end: dict[Operation, int] = field(default_factory=dict)
     last: int = 0
+    ops: dict[Block, list[Operation]] = field(default_factory=dict)  # each block's ops (they do not move)
 
     @staticmethod
     def of(kernel: isa.KernelOp) -> Linear:
@@ -431,7 +447,8 @@ class Linear:
         return lin
 
     def _walk(self, block: Block) -> None:
-        for op in block.ops:
+        self.ops[block] = list(block.ops)
+        for op in self.ops[block]:
             self.number[op] = len(self.number)
             for r in op.regions:
                 for b in r.blocks:
@@ -440,7 +457,7 @@ class Linear:
 
     def gap(self, block: Block, index: int) -> float:
         """The linear position of the gap before op `index` of `block` (or after its last op)."""
-        ops = list(block.ops)
+        ops = self.ops[block]
         if index < len(ops):
             return self.number[ops[index]] - 0.5
         if not ops:
