@@ -60,6 +60,7 @@ from xdsl.dialects.builtin import (
     StringAttr,
     SymbolRefAttr,
     UnitAttr,
+    f16,
     f32,
     i1,
     i64,
@@ -672,6 +673,15 @@ class _MoveOp(InstructionOp):
                  dst_offset: SSAValue | None = None, src_strides: Sequence[int] | None = None,
                  dst_strides: Sequence[int] | None = None, window: Sequence[SSAValue] = (), pad: float | None = None,
                  **extra: Attribute):
+        super().__init__(
+            operands=[src, [] if src_offset is None else [src_offset], dst, [] if dst_offset is None else [dst_offset],
+                      list(window)],
+            properties=self.move_props(sizes, src_strides, dst_strides, pad, extra),
+        )
+
+    @staticmethod
+    def move_props(sizes: Sequence[int], src_strides: Sequence[int] | None, dst_strides: Sequence[int] | None,
+                   pad: float | None, extra: dict[str, Attribute]) -> dict[str, Attribute]:
         props: dict[str, Attribute] = {"sizes": int_array(sizes), **extra}
         if src_strides is not None and tuple(src_strides) != row_major(sizes):
             props["src_strides"] = int_array(src_strides)
@@ -679,11 +689,7 @@ class _MoveOp(InstructionOp):
             props["dst_strides"] = int_array(dst_strides)
         if pad is not None:
             props["pad"] = FloatAttr(float(pad), f32)
-        super().__init__(
-            operands=[src, [] if src_offset is None else [src_offset], dst, [] if dst_offset is None else [dst_offset],
-                      list(window)],
-            properties=props,
-        )
+        return props
 
     @property
     def static_sizes(self) -> tuple[int, ...]:
@@ -823,14 +829,129 @@ class _L0cOutOp(_MoveOp):
             raise VerifyException(f"{what} writes only the window; it has no pad value")
 
 
+# FixPipe's quantization modes of an i32 accumulator (Ascend C `QuantMode_t` of Fixpipe /
+# asc_copy_l0c2l1's quant_pre, cannmirror/asc-devkit docs/api/context/c_api/cube_datamove):
+# DEQF16 / VDEQF16 int32 -> half by a scalar / per-channel (FB vector) scale, REQ8 / VREQ8
+# int32 -> int8 by a scalar / per-channel scale.
+QUANT_MODES = ("DEQF16", "VDEQF16", "REQ8", "VREQ8")
+
+
 @irdl_op_definition
 class FixpipeOp(_L0cOutOp):
     """FIX: L0C -> GM / UB / L1 through the FixPipe unit of the A2 cores (910B, 310B;
-    ascend.md §6.1). `to-isa` emits it only on a target with `isa.fixpipe = true`."""
+    ascend.md §6.1). `to-isa` emits it only on a target with `isa.fixpipe = true`.
+
+    `quant_pre` converts the i32 accumulator on the way out (the int8 epilogue's dequantize
+    [, ReLU] [, requantize], so that no Vector instruction does it):
+    - the deq scale: `deq_value` (DEQF16 / REQ8, the scalar register) or the f32 vector
+      `scale` (VDEQF16 / VREQ8; on the chip staged in the fixpipe buffer FB), element
+      `scale_offset + sum(i_d * scale_strides_d)` for position i of `sizes` (stride 0 along
+      the dims the scale does not vary on: per output channel);
+    - an i32 `bias` vector (element `bias_offset + sum(i_d * bias_strides_d)`) is added to
+      the accumulator first (on the chip the mmad's BiasTable add of the A2 cores, ascend.md
+      §6.5 "C2 -> BiasTable"; modeled at the read-out);
+    - y = f32(acc) * scale in f32, rounded to f16 (or kept f32 with `deq_f32`), `relu`;
+    - REQ8 / VREQ8 then requantize: saturate_int8(rint(y / quant_scale) + quant_offset).
+    These are graph.dequantize / relu / quantize's roundings (ge.runtime.reference), so the
+    result is bit-exact; the chip's REQ8 multiplies by one combined scale instead (within one
+    step of this at .5 ties)."""
 
     name = "isa.fixpipe"
+    scale = opt_operand_def(MemRefType)
+    scale_offset = opt_operand_def(IndexType)
+    bias = opt_operand_def(MemRefType)
+    bias_offset = opt_operand_def(IndexType)
+    bias_strides = opt_prop_def(DenseArrayBase[I64])
+    quant_pre = opt_prop_def(StringAttr)
+    deq_value = opt_prop_def(FloatAttr)
+    scale_strides = opt_prop_def(DenseArrayBase[I64])
+    deq_f32 = opt_prop_def(UnitAttr)
+    quant_scale = opt_prop_def(FloatAttr)
+    quant_offset = opt_prop_def(IntegerAttr[I64])
+    assembly_format = (
+        "$src (`[` $src_offset^ `]`)? `to` $dst (`[` $dst_offset^ `]`)? `sizes` $sizes "
+        "(`src_strides` $src_strides^)? (`dst_strides` $dst_strides^)? (`window` ` ` `(` $window^ `)`)? "
+        "(`pad` $pad^)? (`quant_pre` $quant_pre^)? (`deq` $deq_value^)? "
+        "(`bias` $bias^ (`[` $bias_offset^ `]`)? `strides` $bias_strides)? "
+        "(`scale` $scale^ (`[` $scale_offset^ `]`)? `strides` $scale_strides)? (`deq_f32` $deq_f32^)? (`relu` $relu^)? "
+        "(`quant_scale` $quant_scale^)? (`quant_offset` $quant_offset^)? attr-dict `:` type($src) `to` type($dst) "
+        "(`,` `bias` type($bias)^)? (`,` type($scale)^)?"
+    )
     PIPE: ClassVar[Pipe] = Pipe.FIX
-    SPACES: ClassVar = ((MemSpace.L0C,), (MemSpace.GM, MemSpace.UB, MemSpace.L1))
+    SPACES: ClassVar = ((MemSpace.L0C,), (MemSpace.GM, MemSpace.UB, MemSpace.L1), (MemSpace.UB,), (MemSpace.UB,))
+
+    def __init__(self, src: SSAValue, dst: SSAValue, sizes: Sequence[int], *, src_offset: SSAValue | None = None,
+                 dst_offset: SSAValue | None = None, src_strides: Sequence[int] | None = None,
+                 dst_strides: Sequence[int] | None = None, window: Sequence[SSAValue] = (), pad: float | None = None,
+                 scale: SSAValue | None = None, scale_offset: SSAValue | None = None, bias: SSAValue | None = None,
+                 bias_offset: SSAValue | None = None, **extra: Attribute):
+        # the subclass's operands come first in the IRDL definition: scale, scale_offset, bias, bias_offset, src, ...
+        IRDLOperation.__init__(
+            self, operands=[[] if scale is None else [scale], [] if scale_offset is None else [scale_offset],
+                            [] if bias is None else [bias], [] if bias_offset is None else [bias_offset], src,
+                            [] if src_offset is None else [src_offset], dst, [] if dst_offset is None else [dst_offset],
+                            list(window)], properties=self.move_props(sizes, src_strides, dst_strides, pad, extra))
+
+    @property
+    def BUFFERS(self) -> tuple[str, ...]:  # per instance here: the scale operand is optional
+        return ("src", "dst") + (("scale",) if self.scale is not None else ()) + (("bias",) if self.bias is not None else ())
+
+    @property
+    def mode(self) -> str | None:
+        return None if self.quant_pre is None else self.quant_pre.data
+
+    @property
+    def static_scale_strides(self) -> tuple[int, ...]:
+        return ints(self.scale_strides)
+
+    def rects(self, target: targets.Target) -> dict[str, tuple[Rect, ...]]:
+        out = super().rects(target)
+        if self.scale is not None:
+            out["scale"] = (Rect(0, self.static_sizes, self.static_scale_strides),)
+        if self.bias is not None:
+            out["bias"] = (Rect(0, self.static_sizes, ints(self.bias_strides)),)
+        return out
+
+    def _check_bounds(self, role: str, rects: tuple[Rect, ...]) -> None:
+        if role in ("scale", "bias") and self.window:
+            return
+        super()._check_bounds(role, rects)
+
+    def verify_instruction(self) -> None:
+        super().verify_instruction()
+        mode = self.mode
+        if mode is None:
+            if self.scale is not None or self.bias is not None or any(getattr(self, n) is not None for n in (
+                    "deq_value", "scale_strides", "bias_strides", "deq_f32", "quant_scale", "quant_offset")):
+                raise VerifyException("a deq scale or requant parameters need a quant_pre mode")
+            return
+        if mode not in QUANT_MODES:
+            raise VerifyException(f"quant_pre must be one of {', '.join(QUANT_MODES)}, got '{mode}'")
+        if _elem(self.src) != IntegerType(32):
+            raise VerifyException(f"quant_pre {mode} reads the i32 accumulator, got {_elem(self.src)}")
+        vector = mode.startswith("V")
+        if vector != (self.scale is not None) or vector != (self.scale_strides is not None) or \
+                vector == (self.deq_value is not None):
+            raise VerifyException(f"{mode} takes {'a scale vector with scale_strides' if vector else 'deq_value'} "
+                                  "(V* modes: a per-channel vector; the others: a scalar)")
+        if vector:
+            if _elem(self.scale) != f32:
+                raise VerifyException(f"the deq scale vector is f32, got {_elem(self.scale)}")
+            if len(self.static_scale_strides) != len(self.static_sizes):
+                raise VerifyException("scale_strides needs one stride per dim of sizes")
+        if (self.bias is None) != (self.bias_strides is None) or \
+                (self.bias is not None and len(ints(self.bias_strides)) != len(self.static_sizes)):
+            raise VerifyException("a bias vector needs bias_strides, one per dim of sizes")
+        if self.bias is not None and _elem(self.bias) != IntegerType(32):
+            raise VerifyException(f"the bias vector is i32, got {_elem(self.bias)}")
+        requant = mode.endswith("REQ8")
+        want = IntegerType(8) if requant else f16
+        if _elem(self.dst) != want:
+            raise VerifyException(f"{mode} writes {want}, got {_elem(self.dst)}")
+        if requant != (self.quant_scale is not None):
+            raise VerifyException(f"{mode}: quant_scale is {'required' if requant else 'only for REQ8 / VREQ8'}")
+        if self.deq_f32 is not None and not requant:
+            raise VerifyException("deq_f32 keeps the dequantized value in f32 before a requantize (REQ8 / VREQ8)")
 
 
 @irdl_op_definition

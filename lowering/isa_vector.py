@@ -277,8 +277,9 @@ class _Pool:
 class VectorLowering:
     """Emits the instructions of one `tile.vector` (see the module docstring)."""
 
-    def __init__(self, k, op: t.VectorOp):
+    def __init__(self, k, op: t.VectorOp, fixed=None):
         self.k, self.b, self.target, self.op = k, k.b, k.target, op
+        self.fixed = fixed  # a to_isa.FixQuant: the region's head that FixPipe computed on the way out of L0C
         vec = self.target.vector
         self.bpr, self.block, self.max_rep = vec.bytes_per_repeat, vec.block_bytes, vec.max_repeats
         self.per_blocks = self.bpr // self.block
@@ -491,6 +492,8 @@ class VectorLowering:
         yield_op = block.last_op
         assert isinstance(yield_op, t.YieldOp)
         for arg, v in zip(block.args, self.op.ins):
+            if self.fixed is not None and arg is self.fixed.arg:
+                continue  # the i32 accumulator never reached UB
             buf, off = self.k.buffer(v)
             self.env[arg] = Tensor(buf, off, tensor_shape(arg), arg.type.element_type)
         self.outs: dict[SSAValue, Tensor] = {}
@@ -498,7 +501,13 @@ class VectorLowering:
             if val not in self.outs and val not in block.args:
                 buf, off = self.k.buffer(v)
                 self.outs[val] = Tensor(buf, off, tensor_shape(val), val.type.element_type)
-        ops = [o for o in block.ops if o is not yield_op]
+        done = set()
+        if self.fixed is not None:  # FixPipe wrote its last value into the (retyped) accumulator or the out buffer
+            q = self.fixed
+            buf, off = self.k.buffer(q.into if q.into is not None else q.acc)
+            self.env[q.value] = Tensor(buf, off, tensor_shape(q.value), q.elem)
+            done = set(q.ops)
+        ops = [o for o in block.ops if o is not yield_op and o not in done]
         last: dict[SSAValue, int] = {}
         for i, o in enumerate(ops):
             for v in o.operands:
@@ -1504,10 +1513,11 @@ class Rows:
     ld: int
 
 
-def lower_vector(k, op: t.VectorOp) -> None:
+def lower_vector(k, op: t.VectorOp, fixed=None) -> None:
     """Emit the isa vector instructions that compute `op`'s region (see the module
-    docstring); raises VectorLoweringError naming every op it cannot lower."""
-    VectorLowering(k, op).run()
+    docstring), except the head `fixed` (a to_isa.FixQuant) that FixPipe computed; raises
+    VectorLoweringError naming every op it cannot lower."""
+    VectorLowering(k, op, fixed).run()
 
 
 __all__ = ["SUPPORTED", "VectorLoweringError", "lower_vector"]

@@ -14,6 +14,13 @@ becomes an `isa.launch`. Inside a kernel:
   destination strides, a fractal buffer's dims are split into their (outer, inner) fractal
   digits. Reads past the source (conv pads, edge tiles) and writes past a GM destination
   (edge tiles) become the move's `window`, computed from the dynamic offsets.
+- The int8 epilogue on a FixPipe target: an L0C -> UB read-out of an i32 accumulator whose
+  only reader is a `tile.vector` that starts dequantize (f32 cast, multiply by a constant
+  scale: an immediate or a per-channel UB vector) [, f16 cast] [, ReLU] [, quantize to
+  int8] becomes one `isa.fixpipe` in a quant mode (DEQF16 / VDEQF16 / REQ8 / VREQ8,
+  `FixQuant`), emitted where the vector op runs (after the scale's copy-in); the vector
+  op lowers only what is left (a residual add in f16, ...), or nothing when FixPipe
+  writes its result buffer directly.
 - `tile.img2col` -> `isa.img2col` (Load3D, writes ZZ), `tile.mmad` -> `isa.mmad`.
 - `tile.load_index` -> `isa.load_scalar` (S pipe); its kernel gets `isa.data_dependent`.
 - `tile.vector` -> Vector instructions (lowering/isa_vector.py), `tile.vpool` ->
@@ -37,12 +44,27 @@ from dataclasses import dataclass, field
 
 from xdsl.context import Context
 from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import IndexType, IntegerAttr, MemRefType, ModuleOp, StringAttr, UnitAttr, i1
+from xdsl.dialects.builtin import (
+    FloatAttr,
+    IndexType,
+    IntegerAttr,
+    MemRefType,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+    UnitAttr,
+    f16,
+    f32,
+    i1,
+    i32,
+    i64,
+)
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from ge import targets
+from ge.dialects import graph as g
 from ge.dialects import isa
 from ge.dialects import tile as t
 from ge.errors import GeError
@@ -177,6 +199,214 @@ def common_radices(x: Sequence[int], y: Sequence[int]) -> list[int] | None:
     return out if a == 1 and b == 1 else None
 
 
+
+# --------------------------------------------------------------------------------------
+# The int8 epilogue in FixPipe's quant mode
+# --------------------------------------------------------------------------------------
+
+
+@dataclass
+class FixQuant:
+    """An L0C read-out (`copy`) that FixPipe dequantizes [, ReLUs] [, requantizes] on the way
+    for `vector`: `ops` are the region ops it computes, `value` their last result (now in UB);
+    `scale` the per-channel scale's block argument (or None: `deq_value`), `deq_elem` what
+    the dequantize rounds to; `into` the out buffer FixPipe writes when `value` is yielded."""
+
+    copy: t.CopyOp
+    vector: t.VectorOp
+    acc: SSAValue  # the UB accumulator alloc the read-out wrote
+    arg: SSAValue  # its block argument in the region
+    ops: list[Operation]
+    value: SSAValue
+    deq_elem: Attribute
+    scale: SSAValue | None = None
+    deq_value: float | None = None
+    relu: bool = False
+    quant: tuple[float, int] | None = None
+    into: SSAValue | None = None
+    bias: SSAValue | None = None  # an i32 per-channel bias tile added first (block argument)
+
+    @property
+    def mode(self) -> str:
+        return ("V" if self.scale is not None else "") + ("REQ8" if self.quant is not None else "DEQF16")
+
+    @property
+    def elem(self) -> Attribute:
+        return self.value.type.element_type
+
+
+def _only_use(v: SSAValue) -> Operation | None:
+    uses = list(v.uses)
+    return uses[0].operation if len(uses) == 1 else None
+
+
+def _elem_of(v: SSAValue) -> Attribute:
+    ty = v.type
+    assert isinstance(ty, TensorType | MemRefType)
+    return ty.element_type
+
+
+def _splat(op: Operation | None) -> float | None:
+    """The one value of a constant tensor (None if it is not a constant or not one value)."""
+    if not isinstance(op, g.ConstantOp):
+        return None
+    from ge.runtime.reference import evaluate
+
+    (value,) = evaluate(op, [])
+    flat = value.reshape(-1)
+    return float(flat[0]) if flat.size and (flat == flat[0]).all() else None
+
+
+def _block_arg(v: SSAValue, arg: SSAValue, elem: Attribute) -> bool:
+    """Whether `v` is another argument of `arg`'s region (a tile in UB) of type `elem`."""
+    return v is not arg and v.owner is arg.owner and _elem_of(v) == elem
+
+
+def _deq_chain(arg: SSAValue) -> dict | None:
+    """The dequantize at the head of a region: `arg` (i32) [+ an i32 bias tile] -> f32 cast
+    -> * scale, or one graph.dequantize with offset 0; {"ops", "value", "scale" (block arg) |
+    "deq_value", "bias"}."""
+    head, x, found = _only_use(arg), arg, {"ops": []}
+    if isinstance(head, g.AddOp) and _elem_of(head.results[0]) == i32:
+        (b,) = [v for v in head.operands if v is not arg] or [None]
+        if b is None or not _block_arg(b, arg, i32):
+            return None
+        found = {"ops": [head], "bias": b}
+        x = head.results[0]
+        head = _only_use(x)
+    if isinstance(head, g.DequantizeOp) and head.operands[0] is x and \
+            g.get_int(head.properties, "offset") == 0:
+        s = head.operands[1]
+        found["ops"].append(head)
+        found["value"] = head.results[0]
+    elif isinstance(head, g.CastOp) and _elem_of(head.results[0]) == f32:
+        mul = _only_use(head.results[0])
+        if not isinstance(mul, g.MulOp):
+            return None
+        others = [v for v in mul.operands if v is not head.results[0]]
+        if len(others) != 1 or _elem_of(others[0]) != f32:
+            return None
+        s = others[0]
+        found["ops"] += [head, mul]
+        found["value"] = mul.results[0]
+    else:
+        return None
+    if (value := _splat(s.owner)) is not None:
+        found["deq_value"] = value
+    elif _block_arg(s, arg, f32):  # a scale tile in UB
+        found["scale"] = s
+    else:
+        return None
+    return found
+
+
+def plan_fixquant(vector: t.VectorOp, copy: t.CopyOp, acc: SSAValue) -> FixQuant | None:
+    """The FixPipe quant mode that takes the head of `vector`'s region, if any."""
+    block = vector.body.block
+    args = [a for a, v in zip(block.args, vector.ins) if v is acc or (isinstance(v.owner, t.ViewOp) and
+                                                                       v.owner.source is acc)]
+    if len(args) != 1 or _elem_of(args[0]) != i32:
+        return None
+    arg = args[0]
+    chain = _deq_chain(arg)
+    if chain is None:
+        return None
+    ops, value = chain["ops"], chain["value"]
+    deq_elem, relu = _elem_of(value), False
+    while (user := _only_use(value)) is not None:
+        if isinstance(user, g.CastOp) and deq_elem == f32 and _elem_of(user.results[0]) == f16:
+            deq_elem = f16
+        elif isinstance(user, g.ReluOp) and not relu:
+            relu = True
+        else:
+            break
+        ops.append(user)
+        value = user.results[0]
+    quant = None
+    if isinstance(user, g.QuantizeOp):
+        quant = (g.get_float(user.properties, "scale"), g.get_int(user.properties, "offset"))
+        ops.append(user)
+        value = user.results[0]
+    elif deq_elem != f16:
+        return None  # FixPipe dequantizes to f16 (DEQF16) or requantizes to int8 (REQ8): not to f32
+    plan = FixQuant(copy, vector, acc, arg, ops, value, deq_elem, chain.get("scale"), chain.get("deq_value"),
+                    relu, quant, bias=chain.get("bias"))
+    yielded = [o for r, o in zip(block.last_op.operands, vector.outs) if r is value]
+    if len(yielded) == 1 and len(list(value.uses)) == 1:
+        plan.into = yielded[0]
+    return plan
+
+
+
+def plan_fixquants(kernel: t.KernelOp, target: targets.Target) -> dict[Operation, FixQuant]:
+    """Every L0C -> UB read-out of the kernel that FixPipe's quant mode can take, by its copy
+    and by its vector op (FixPipe targets only)."""
+    plans: dict[Operation, FixQuant] = {}
+    if not target.isa.fixpipe:
+        return plans
+    for op in kernel.walk():
+        if not isinstance(op, t.CopyOp) or t.space_of(op.source.type) != t.MemSpace.L0C or \
+                t.space_of(op.dest.type) != t.MemSpace.UB or _elem_of(op.source) != i32:
+            continue
+        acc = op.dest.owner.source if isinstance(op.dest.owner, t.ViewOp) else op.dest
+        if not isinstance(acc.owner, t.AllocOp):
+            continue
+        users = [u.operation for u in acc.uses]
+        views = [u for u in users if isinstance(u, t.ViewOp)]
+        readers = {u.operation for v in views for u in v.result.uses} | set(users)
+        readers -= {op, *views}
+        if len(readers) != 1 or not isinstance(vec := readers.pop(), t.VectorOp):
+            continue
+        if vec.parent_block() is not op.parent_block():
+            continue
+        plan = plan_fixquant(vec, op, acc)
+        if plan is not None:
+            plans[op] = plans[vec] = plan
+    return plans
+
+
+def split_at_tile_dims(plan: FixQuant, sizes: list[int], ss: list[int], ds: list[int]):
+    """The read-out's dims split where they cross a dim of the accumulator tile (a [256]
+    run over [16, 16] becomes [16, 16]): the same elements, and a per-channel index linear
+    in each dim."""
+    bounds = sorted(set(isa.row_major(tuple(plan.arg.type.get_shape()))) - {1})
+    out = [list(sizes), list(ss), list(ds)]
+    d = 0
+    while d < len(out[0]):
+        n, s_, t_ = out[0][d], out[1][d], out[2][d]
+        k = next((b // t_ for b in bounds if t_ and b % t_ == 0 and 1 < b // t_ < n and n % (b // t_) == 0), None)
+        if k is None:
+            d += 1
+            continue
+        out[0][d:d + 1], out[1][d:d + 1], out[2][d:d + 1] = [n // k, k], [s_ * k, s_], [t_ * k, t_]
+    return out
+
+
+def channel_strides(plan: FixQuant, vec: SSAValue, sizes: Sequence[int], ds: Sequence[int]) -> list[int] | None:
+    """Per dim of a read-out into the accumulator tile (row-major, element strides `ds`),
+    the stride of the index into `vec` (a scale or bias tile broadcast over the tile); None
+    if that index is not linear in the move's dims."""
+    import numpy as np
+
+    acc_shape = tuple(plan.arg.type.get_shape())
+    s_shape = tuple(vec.type.get_shape())
+    s_shape = (1,) * (len(acc_shape) - len(s_shape)) + s_shape
+    rm = isa.row_major(s_shape)
+    weights = np.array([r if n > 1 else 0 for r, n in zip(rm, s_shape)], dtype=np.int64)
+
+    def index(flat):
+        return np.stack(np.unravel_index(flat, acc_shape), -1) @ weights
+
+    grid = np.indices(sizes).reshape(len(sizes), -1)
+    pos = (grid * np.array(ds)[:, None]).sum(0)
+    if pos.size == 0 or pos.max() >= math.prod(acc_shape):
+        return None
+    out = [int(index(np.array([d]))[0]) if n > 1 else 0 for n, d in zip(sizes, ds)]
+    if not (index(pos) == (grid * np.array(out)[:, None]).sum(0)).all():
+        return None
+    return out
+
+
 # --------------------------------------------------------------------------------------
 # The lowering of one kernel
 # --------------------------------------------------------------------------------------
@@ -215,6 +445,9 @@ class KernelLowering:
     views: dict[SSAValue, tuple[SSAValue, tuple[int, ...]]] = field(default_factory=dict)
     slot: dict[SSAValue, int] = field(default_factory=dict)
     home: dict[SSAValue, Operation] = field(default_factory=dict)  # multi-buffer -> its loop
+    fixquants: dict[Operation, FixQuant] = field(default_factory=dict)  # by copy and by vector op
+    retyped: dict[SSAValue, Attribute] = field(default_factory=dict)  # accumulator alloc -> FixPipe's output type
+    unbacked: set[SSAValue] = field(default_factory=set)  # accumulator allocs FixPipe bypasses
 
     # -- the context interface ---------------------------------------------------------------
 
@@ -262,7 +495,11 @@ class KernelLowering:
             atoms = row_major_atoms(shape)
         count = op.count.value.data if op.result in self.home else 1  # copies only where they rotate
         name = op.result.name_hint or space.value
-        slots = self.b.buffer(isa.MemSpace(space.value), [n], ty.element_type, slots=count, name=name)
+        if op.result in self.unbacked:  # FixPipe writes the out buffer: only the copy's digits are needed
+            self.buffers[op.result] = Buffer([], shape, atoms, space, count)
+            return
+        elem = self.retyped.get(op.result, ty.element_type)
+        slots = self.b.buffer(isa.MemSpace(space.value), [n], elem, slots=count, name=name)
         self.buffers[op.result] = Buffer(slots, shape, atoms, space, count)
 
     def _cube_input(self, op: t.AllocOp) -> Attribute:
@@ -334,7 +571,7 @@ class KernelLowering:
                 needed = True
         return out if needed else None
 
-    def copy(self, op: t.CopyOp) -> None:
+    def copy(self, op: t.CopyOp, quant: FixQuant | None = None) -> None:
         sizes, steps, perm = op.static_sizes, op.static_strides, op.static_perm
         rank = len(sizes)
         src = self.side(op, op.source, op.source_offsets, sizes, steps)
@@ -379,7 +616,7 @@ class KernelLowering:
                 if win is not None:
                     windows.append(win[d] if len(radices) == 1 else (0, r))
         self.emit_move(op, src_space, dst_space, src.offset, dst_moved.offset, sizes_out, s_str, d_str,
-                       windows if win is not None else None, pad)
+                       windows if win is not None else None, pad, quant)
 
     def explicit_window(self, op: t.CopyOp, win: list[tuple[Index, Index]] | None) -> list[tuple[Index, Index]] | None:
         """The copy's own window (Trilu's rows), intersected with the source's bounds."""
@@ -403,7 +640,7 @@ class KernelLowering:
 
     def emit_move(self, op: t.CopyOp, src_space: t.MemSpace, dst_space: t.MemSpace, so: Index, do: Index,
                   sizes: list[int], ss: list[int], ds: list[int], windows: list[tuple[Index, Index]] | None,
-                  pad: float | None) -> None:
+                  pad: float | None, quant: FixQuant | None = None) -> None:
         dims = simplify(sizes, ss, ds, windows)
         sizes, ss, ds, windows = dims
         cls = moves_of(self.target).get((src_space, dst_space))
@@ -411,11 +648,42 @@ class KernelLowering:
             why = " (it has no FixPipe: L0C is read out into UB only)" if src_space == t.MemSpace.L0C else ""
             raise self.fail(op, f"no isa move from {src_space.value} to {dst_space.value} on {self.target.name}{why}")
         src_buf, _ = self.buffer(op.source)
-        dst_buf, _ = self.buffer(op.dest)
+        dst_buf, _ = self.buffer(op.dest if quant is None or quant.into is None else quant.into)
         flat = [self.b.value(x) for lohi in windows for x in lohi] if windows is not None else []
-        move = cls(src_buf, dst_buf, sizes, src_offset=self.b.offset(so), dst_offset=self.b.offset(do),
-                   src_strides=ss, dst_strides=ds, window=flat, pad=pad if windows is not None else None)
-        self.b.add(move)
+        common = dict(src_offset=self.b.offset(so), dst_offset=self.b.offset(do), src_strides=ss, dst_strides=ds,
+                      window=flat, pad=pad if windows is not None else None)
+        if quant is None:
+            self.b.add(cls(src_buf, dst_buf, sizes, **common))
+            return
+        if windows is None:
+            sizes, ss, ds = split_at_tile_dims(quant, sizes, ss, ds)
+            common.update(src_strides=ss, dst_strides=ds)
+        props, tiles = self.quant_props(op, quant, sizes, ds, do, windows)
+        self.b.add(isa.FixpipeOp(src_buf, dst_buf, sizes, **tiles, **common, **props))
+
+    def quant_props(self, op: t.CopyOp, quant: FixQuant, sizes: list[int], ds: list[int], do: Index,
+                    windows) -> tuple[dict[str, Attribute], dict[str, SSAValue]]:
+        """FixPipe's quant-mode properties of the read-out `quant` takes (and its scale / bias buffers)."""
+        props: dict[str, Attribute] = {"quant_pre": StringAttr(quant.mode)}
+        if quant.relu:
+            props["relu"] = UnitAttr()
+        if quant.quant is not None:
+            props["quant_scale"] = FloatAttr(quant.quant[0], f32)
+            props["quant_offset"] = IntegerAttr(quant.quant[1], i64)
+            if quant.deq_elem == f32:
+                props["deq_f32"] = UnitAttr()
+        tiles: dict[str, SSAValue] = {}
+        for role, vec in (("scale", quant.scale), ("bias", quant.bias)):
+            if vec is None:
+                continue
+            strides = channel_strides(quant, vec, sizes, ds) if do == 0 and windows is None else None
+            if strides is None:
+                raise self.fail(op, f"the per-channel {role} is not linear in the read-out's dims {sizes} (strides {ds})")
+            props[f"{role}_strides"] = isa.int_array(strides)
+            tiles[role], _ = self.buffer(quant.vector.ins[list(quant.vector.body.block.args).index(vec)])
+        if quant.scale is None:
+            props["deq_value"] = FloatAttr(quant.deq_value, f32)
+        return props, tiles
 
     # -- compute -------------------------------------------------------------------------------
 
@@ -459,7 +727,8 @@ class KernelLowering:
         elif isinstance(op, t.BlockIdxOp):
             self.values[op.result] = self.b.block_idx()
         elif isinstance(op, t.CopyOp):
-            self.copy(op)
+            if op not in self.fixquants:  # else emitted with its vector op, after the scale's copy-in
+                self.copy(op)
         elif isinstance(op, t.LoadIndexOp):
             self.load_index(op)
         elif isinstance(op, t.Img2colOp):
@@ -469,8 +738,11 @@ class KernelLowering:
         elif isinstance(op, t.VectorOp):
             from ge.lowering.isa_vector import lower_vector
 
+            quant = self.fixquants.get(op)
+            if quant is not None:
+                self.copy(quant.copy, quant)
             with self.b.scratch():
-                lower_vector(self, op)
+                lower_vector(self, op, quant)
         elif isinstance(op, t.VPoolOp):
             from ge.lowering.isa_pool import lower_vpool
 
@@ -630,7 +902,8 @@ def isa_type(ty: Attribute) -> Attribute:
     return isa.buffer_type(ty.get_shape(), ty.element_type, isa.MemSpace.GM)
 
 
-def lower_kernel(kernel: t.KernelOp, target: targets.Target, double_buffer: bool = True) -> isa.KernelOp:
+def lower_kernel(kernel: t.KernelOp, target: targets.Target, double_buffer: bool = True,
+                 fixpipe_quant: bool = True) -> isa.KernelOp:
     args = kernel.body.block.args
     types = [isa_type(a.type) for a in args]
     n_in = kernel.num_ins.value.data
@@ -643,6 +916,9 @@ def lower_kernel(kernel: t.KernelOp, target: targets.Target, double_buffer: bool
         shape = tuple(ty.get_shape())
         k.buffers[a] = Buffer([new], shape, row_major_atoms(shape), t.MemSpace.GM)
     k.home = rotation_loops(kernel) if double_buffer else {}
+    k.fixquants = plan_fixquants(kernel, target) if fixpipe_quant else {}
+    k.retyped = {q.acc: q.elem for q in k.fixquants.values()}
+    k.unbacked = {q.acc for q in k.fixquants.values() if q.into is not None}
     k.lower_block(kernel.body.block)
     new = b.kernel
     new.location = kernel.location  # the ONNX nodes fused into the kernel (the model file records them)
@@ -654,10 +930,11 @@ def lower_kernel(kernel: t.KernelOp, target: targets.Target, double_buffer: bool
     return new
 
 
-def lower_module(module: ModuleOp, target: targets.Target, double_buffer: bool = True) -> None:
+def lower_module(module: ModuleOp, target: targets.Target, double_buffer: bool = True,
+                 fixpipe_quant: bool = True) -> None:
     for op in list(module.body.block.ops):
         if isinstance(op, t.KernelOp):
-            new = lower_kernel(op, target, double_buffer)
+            new = lower_kernel(op, target, double_buffer, fixpipe_quant)
             module.body.block.insert_op_before(new, op)
             op.detach()
             op.erase()
@@ -673,10 +950,13 @@ def lower_module(module: ModuleOp, target: targets.Target, double_buffer: bool =
 @dataclass(frozen=True)
 class ToIsaPass(ModulePass):
     """Tile kernels -> isa kernels; launches -> isa launches. `double-buffer=false` keeps
-    one copy of every buffer (for measuring what double buffering buys)."""
+    one copy of every buffer (for measuring what double buffering buys);
+    `fixpipe-quant=false` leaves the int8 epilogue on the Vector unit on a FixPipe chip (for
+    measuring what FixPipe's quant mode buys)."""
 
     name = "to-isa"
     double_buffer: bool = True
+    fixpipe_quant: bool = True
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        lower_module(op, targets.target_of(op), self.double_buffer)
+        lower_module(op, targets.target_of(op), self.double_buffer, self.fixpipe_quant)

@@ -195,3 +195,21 @@ def fixpipe(x: np.ndarray, dtype: np.dtype, relu: bool) -> np.ndarray:
     if relu:
         x = np.maximum(x, np.zeros((), x.dtype))
     return convert(x, dtype)
+
+
+def fixpipe_quant(acc: np.ndarray, scale: np.ndarray | float, props: dict, bias: np.ndarray | None = None) -> np.ndarray:
+    """FixPipe's quant mode (isa.FixpipeOp) on an i32 accumulator: the i32 bias added
+    (wrapping, as graph.add on i32), graph.dequantize (f32(acc) * scale in f32, rounded to f16
+    unless `deq_f32`), ReLU, and for REQ8 / VREQ8 graph.quantize -- the reference's kernels,
+    so the roundings are the graph's."""
+    from ge.runtime.reference import quantize_values
+
+    if bias is not None:
+        acc = acc + bias
+    y = acc.astype(np.float32) * np.asarray(scale, np.float32)
+    requant = props["quant_pre"].endswith("REQ8")
+    if not (requant and props.get("deq_f32")):
+        y = y.astype(np.float16)
+    if props.get("relu"):
+        y = np.maximum(y, np.zeros((), y.dtype))
+    return quantize_values(y, props["quant_scale"], props.get("quant_offset", 0)) if requant else y

@@ -20,7 +20,10 @@ Costs:
   fitting the L2 is flushed (every block misses again). Writes go to HBM (write-through,
   no allocate). A chip with `l2 = 0` always misses.
 - FixPipe (`isa.fixpipe`): its start-up + the larger of the bytes read from L0C and the
-  bytes written, at `onchip.l0c_out`; a GM destination also takes the HBM port. A chip
+  bytes written, at `onchip.l0c_out`; a GM destination also takes the HBM port. Its quant
+  mode (dequantize / ReLU / requantize, Ascend C's Fixpipe quant_pre "随路" conversion)
+  runs in line at the same rate; the per-channel scale's bytes (staged into the fixpipe
+  buffer) are read at that rate too (estimate: no public figure for the FB load). A chip
   without FixPipe (the coupled 910) gets `isa.copy_l0c_to_ub` from `to-isa` instead: an
   on-chip move on the Vector pipe (Vector start-up, `onchip.l0c_out`), and the result goes
   on to GM by its own `copy_ub_to_gm` on MTE3.
@@ -214,7 +217,7 @@ class CostModel:
         return moved, moved / self.hbm_share
 
     def move(self, name: str, src: Rect | None, dst: Rect, read_at: tuple[int, int] | None = None,
-             dst_gm: bool = False) -> Timing:
+             dst_gm: bool = False, scale_bytes: int = 0) -> Timing:
         """(start-up, busy, HBM port cycles) of a move from `src` to `dst` (None: nothing read,
         an empty window); `read_at` = (GM region, first byte) when the source is in GM."""
         t = self.target
@@ -236,15 +239,16 @@ class CostModel:
             moved, port = self._write(dst)
             return float(t.startup.mte3), moved / self._dma_rate("ub_to_gm"), port
         if name == "isa.fixpipe":
-            return self._fixpipe(src, dst, dst_gm)
+            return self._fixpipe(src, dst, dst_gm, scale_bytes)
         rate_field, startup = ONCHIP_PATHS[name]
         nbytes = max(0 if src is None else raw_bytes(src), raw_bytes(dst))
         return float(getattr(t.startup, startup)), nbytes / getattr(t.onchip, rate_field), 0.0
 
-    def _fixpipe(self, src: Rect | None, dst: Rect, dst_gm: bool) -> Timing:
-        """L0C -> GM / L1 / UB through FixPipe."""
+    def _fixpipe(self, src: Rect | None, dst: Rect, dst_gm: bool, scale_bytes: int = 0) -> Timing:
+        """L0C -> GM / L1 / UB through FixPipe (a quant mode converts in line; its scale
+        vector's bytes, loaded into the fixpipe buffer, add to the bytes read)."""
         t = self.target
-        busy = (0 if src is None else raw_bytes(src)) / t.onchip.l0c_out
+        busy = ((0 if src is None else raw_bytes(src)) + scale_bytes) / t.onchip.l0c_out
         port = 0.0
         if dst_gm:
             moved, port = self._write(dst)

@@ -557,6 +557,12 @@ class KernelProgram:
         name = rec["op"]
         fix = name in L0C_OUT  # FixPipe or the Vector unit's copy_l0c_to_ub: convert (and ReLU) on the way
         relu = fix and bool(props.get("relu"))
+        quant = props if props.get("quant_pre") else None  # FixPipe's quant mode: dequantize [ReLU] [requantize]
+        scl = self.operand(rec, "scale") if "scale" in rec["opnds"] else None
+        bia = self.operand(rec, "bias") if "bias" in rec["opnds"] else None
+        sstr, bstr = tuple(props.get("scale_strides") or ()), tuple(props.get("bias_strides") or ())
+        scale_bytes = sum(4 * math.prod(d for d, st_ in zip(sizes, strides) if st_)
+                          for o, strides in ((scl, sstr), (bia, bstr)) if o is not None)
         src_gm, dst_gm = src.region >= GM_BASE, dst.region >= GM_BASE
         vector_unit = name == isa.CopyUbToUbOp.name
 
@@ -572,11 +578,12 @@ class KernelProgram:
             if vector_unit:
                 return st.cost.vector_copy(max(0 if empty else math.prod(sub) * ks, math.prod(drect[0]) * kd))
             read_at = (src.region, (src.first + src_elem) * ks) if src_gm and not empty else None
-            return st.cost.move(name, srect, drect, read_at, dst_gm)
+            return st.cost.move(name, srect, drect, read_at, dst_gm, scale_bytes)
 
         def move(st: RunState) -> None:
             nonlocal static_cost
             check = st.check
+            scale = bias = None
             i = st.begin(p, instr) if check else 0
             regs = st.regs
             so = 0 if src_reg is None else regs[src_reg]
@@ -595,6 +602,12 @@ class KernelProgram:
                 empty = 0 in sub
                 src_elem = so + sum(a * b for a, b in zip(lo, ss))
                 sview = None if empty else st.touch(instr, p, src, src_elem, pattern(sub, ss, ks), False, pending)
+                if scl is not None and not empty:
+                    scale = st.touch(instr, p, scl, st.offset(scl) + sum(a * b for a, b in zip(lo, sstr)),
+                                     pattern(sub, sstr, scl.itemsize), False, pending)
+                if bia is not None and not empty:
+                    bias = st.touch(instr, p, bia, st.offset(bia) + sum(a * b for a, b in zip(lo, bstr)),
+                                    pattern(sub, bstr, bia.itemsize), False, pending)
                 if pad is not None:
                     dview = st.touch(instr, p, dst, do, full_dst, True, pending)
                     target = None if dview is None or empty else dview[tuple(slice(a, a + n) for a, n in zip(lo, sub))]
@@ -611,6 +624,10 @@ class KernelProgram:
                         timing = local_costs[sub] = cost(st, sub, empty, src_elem)
             else:
                 sview = st.touch(instr, p, src, so, full_src, False, pending)
+                if scl is not None:
+                    scale = st.touch(instr, p, scl, st.offset(scl), pattern(sizes, sstr, scl.itemsize), False, pending)
+                if bia is not None:
+                    bias = st.touch(instr, p, bia, st.offset(bia), pattern(sizes, bstr, bia.itemsize), False, pending)
                 dview = target = st.touch(instr, p, dst, do, full_dst, True, pending)
                 if not check:
                     timing = None
@@ -626,7 +643,11 @@ class KernelProgram:
                 if pad is not None and dview is not None:
                     dview[...] = pad
                 if target is not None and sview is not None:
-                    target[...] = K.fixpipe(sview, dst.dtype, relu) if fix else sview
+                    if quant is not None:
+                        target[...] = K.fixpipe_quant(sview, props.get("deq_value") if scl is None else scale, quant,
+                                                      bias)
+                    else:
+                        target[...] = K.fixpipe(sview, dst.dtype, relu) if fix else sview
             if check:
                 if st.trace is None:
                     st.pipes.issue(p, *timing)

@@ -173,3 +173,120 @@ builtin.module attributes {ge.target = "ascend910"} {
 // SYNC-NEXT:     isa.set_flag [MTE2, MTE3, 0]
 // SYNC:          isa.copy_gm_to_ub {{.*}} to %[[S1:[a-z_0-9]+]] sizes
 // SYNC-NEXT:     isa.set_flag [MTE2, MTE3, 1]
+
+// -----
+
+// The int8 epilogue on a FixPipe chip: the L0C read-out of the i32 accumulator takes the
+// dequantize (f32 cast, multiply by the per-channel scale), the f16 cast, the ReLU and the
+// requantize as FixPipe's VREQ8 mode, reading the scale from UB with stride 0 along the
+// rows; it writes the int8 result buffer itself, after the scale's copy-in, and no Vector
+// instruction is left (nor the i32 accumulator's UB buffer).
+
+builtin.module attributes {ge.target = "ascend910b"} {
+  tile.kernel @int8_epilogue ins(%x: memref<16x64xi8, #tile.space<gm>>, %v1_w_fractal_nz: memref<1x4x16x32xi8, #tile.space<gm>>, %v2_s: memref<32xf32, #tile.space<gm>>) outs(%v4: memref<16x32xi8, #tile.space<gm>>) block_dim 1 kind "cube_epilogue" {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %a_gm = tile.view %x : memref<16x64xi8, #tile.space<gm>> to memref<1x16x64xi8, #tile.space<gm>>
+    %b_gm = tile.view %v1_w_fractal_nz : memref<1x4x16x32xi8, #tile.space<gm>> to memref<1x1x4x16x32xi8, #tile.space<gm>>
+    %a_l1 = tile.alloc buffers 2 : memref<1x16x64xi8, #tile.space<l1>>
+    %b_l1 = tile.alloc buffers 2 : memref<1x1x4x16x32xi8, #tile.space<l1>>
+    %a_l0 = tile.alloc buffers 2 : memref<16x64xi8, #tile.space<l0a>>
+    %b_l0 = tile.alloc buffers 2 : memref<64x32xi8, #tile.space<l0b>>
+    %c_l0 = tile.alloc buffers 2 : memref<16x32xi32, #tile.space<l0c>>
+    %acc_ub = tile.alloc buffers 2 : memref<1x16x32xi32, #tile.space<ub>>
+    %v2_s_ub = tile.alloc buffers 2 : memref<1x1x32xf32, #tile.space<ub>>
+    %v4_ub = tile.alloc buffers 2 : memref<1x16x32xi8, #tile.space<ub>>
+    %0 = tile.view %v2_s : memref<32xf32, #tile.space<gm>> to memref<1x1x32xf32, #tile.space<gm>>
+    %1 = tile.view %v4 : memref<16x32xi8, #tile.space<gm>> to memref<1x16x32xi8, #tile.space<gm>>
+    scf.for %tile = %c0 to %c1 step %c1 {
+      tile.copy %a_gm[%c0, %c0, %c0] to %a_l1[%c0, %c0, %c0] sizes [1, 16, 64] {pad = 0.000000e+00 : f32} : memref<1x16x64xi8, #tile.space<gm>> to memref<1x16x64xi8, #tile.space<l1>>
+      tile.copy %b_gm[%c0, %c0, %c0, %c0, %c0] to %b_l1[%c0, %c0, %c0, %c0, %c0] sizes [1, 1, 4, 16, 32] {pad = 0.000000e+00 : f32} : memref<1x1x4x16x32xi8, #tile.space<gm>> to memref<1x1x4x16x32xi8, #tile.space<l1>>
+      %2 = tile.view %a_l1 : memref<1x16x64xi8, #tile.space<l1>> to memref<16x64xi8, #tile.space<l1>>
+      tile.copy %2[%c0, %c0] to %a_l0[%c0, %c0] sizes [16, 64] : memref<16x64xi8, #tile.space<l1>> to memref<16x64xi8, #tile.space<l0a>>
+      %3 = tile.view %b_l1 : memref<1x1x4x16x32xi8, #tile.space<l1>> to memref<1x4x16x32xi8, #tile.space<l1>>
+      %4 = tile.view %b_l0 : memref<64x32xi8, #tile.space<l0b>> to memref<4x16x1x32xi8, #tile.space<l0b>>
+      tile.copy %3[%c0, %c0, %c0, %c0] to %4[%c0, %c0, %c0, %c0] sizes [1, 4, 16, 32] perm [1, 2, 0, 3] : memref<1x4x16x32xi8, #tile.space<l1>> to memref<4x16x1x32xi8, #tile.space<l0b>>
+      %first = arith.constant true
+      tile.mmad %a_l0, %b_l0, %c_l0 init %first : memref<16x64xi8, #tile.space<l0a>>, memref<64x32xi8, #tile.space<l0b>>, memref<16x32xi32, #tile.space<l0c>>
+      %5 = tile.view %acc_ub : memref<1x16x32xi32, #tile.space<ub>> to memref<16x32xi32, #tile.space<ub>>
+      tile.copy %c_l0[%c0, %c0] to %5[%c0, %c0] sizes [16, 32] : memref<16x32xi32, #tile.space<l0c>> to memref<16x32xi32, #tile.space<ub>>
+      tile.copy %0[%c0, %c0, %c0] to %v2_s_ub[%c0, %c0, %c0] sizes [1, 1, 32] {pad = 0.000000e+00 : f32} : memref<1x1x32xf32, #tile.space<gm>> to memref<1x1x32xf32, #tile.space<ub>>
+      tile.vector ins(%acc_ub, %v2_s_ub : memref<1x16x32xi32, #tile.space<ub>>, memref<1x1x32xf32, #tile.space<ub>>) outs(%v4_ub : memref<1x16x32xi8, #tile.space<ub>>) {
+      ^bb0(%acc: tensor<16x32xi32>, %v2_s_1: tensor<32xf32>):
+        %6 = graph.cast %acc : tensor<16x32xi32> to tensor<16x32xf32>
+        %7 = graph.mul %6, %v2_s_1 : (tensor<16x32xf32>, tensor<32xf32>) -> tensor<16x32xf32>
+        %8 = graph.cast %7 : tensor<16x32xf32> to tensor<16x32xf16>
+        %v3 = graph.relu %8 : tensor<16x32xf16>
+        %v4_1 = graph.quantize %v3 {scale = 5.000000e-02 : f32, offset = 0 : i64} : tensor<16x32xf16> to tensor<16x32xi8>
+        tile.yield %v4_1 : tensor<16x32xi8>
+      }
+      tile.copy %v4_ub[%c0, %c0, %c0] to %1[%c0, %c0, %c0] sizes [1, 16, 32] : memref<1x16x32xi8, #tile.space<ub>> to memref<1x16x32xi8, #tile.space<gm>>
+    }
+  }
+}
+// CHECK-LABEL: isa.kernel @int8_epilogue
+// CHECK-NOT:     memref<512xi32, #isa.space<ub>>
+// CHECK:         isa.mmad %[[C:[a-z0-9_]+]],
+// CHECK-NEXT:    isa.copy_gm_to_ub %v2_s to %[[S:[a-z0-9_]+]] sizes [32]
+// CHECK-NEXT:    isa.fixpipe %[[C]] to %[[Q:[a-z0-9_]+]] sizes [2, 16, 16] dst_strides [16, 32, 1] quant_pre "VREQ8" scale %[[S]] strides [16, 0, 1] relu quant_scale 5.000000e-02 : f32 quant_offset 0 : memref<512xi32, #isa.space<l0c>> to memref<512xi8, #isa.space<ub>>, memref<32xf32, #isa.space<ub>>
+// CHECK-NEXT:    isa.copy_ub_to_gm %[[Q]] to %v4 sizes [512]
+// CHECK-NOT:     isa.v
+
+// -----
+
+// The same kernel on the 910 (no FixPipe): L0C is read out as i32 into UB on the Vector
+// pipe and the epilogue is Vector instructions (i32 -> f32, * scale, -> f16, ReLU, -> f32,
+// / 0.05, rint -> i8).
+
+builtin.module attributes {ge.target = "ascend910"} {
+  tile.kernel @int8_epilogue ins(%x: memref<16x64xi8, #tile.space<gm>>, %v1_w_fractal_nz: memref<1x4x16x32xi8, #tile.space<gm>>, %v2_s: memref<32xf32, #tile.space<gm>>) outs(%v4: memref<16x32xi8, #tile.space<gm>>) block_dim 1 kind "cube_epilogue" {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %a_gm = tile.view %x : memref<16x64xi8, #tile.space<gm>> to memref<1x16x64xi8, #tile.space<gm>>
+    %b_gm = tile.view %v1_w_fractal_nz : memref<1x4x16x32xi8, #tile.space<gm>> to memref<1x1x4x16x32xi8, #tile.space<gm>>
+    %a_l1 = tile.alloc buffers 2 : memref<1x16x64xi8, #tile.space<l1>>
+    %b_l1 = tile.alloc buffers 2 : memref<1x1x4x16x32xi8, #tile.space<l1>>
+    %a_l0 = tile.alloc buffers 2 : memref<16x64xi8, #tile.space<l0a>>
+    %b_l0 = tile.alloc buffers 2 : memref<64x32xi8, #tile.space<l0b>>
+    %c_l0 = tile.alloc buffers 2 : memref<16x32xi32, #tile.space<l0c>>
+    %acc_ub = tile.alloc buffers 2 : memref<1x16x32xi32, #tile.space<ub>>
+    %v2_s_ub = tile.alloc buffers 2 : memref<1x1x32xf32, #tile.space<ub>>
+    %v4_ub = tile.alloc buffers 2 : memref<1x16x32xi8, #tile.space<ub>>
+    %0 = tile.view %v2_s : memref<32xf32, #tile.space<gm>> to memref<1x1x32xf32, #tile.space<gm>>
+    %1 = tile.view %v4 : memref<16x32xi8, #tile.space<gm>> to memref<1x16x32xi8, #tile.space<gm>>
+    scf.for %tile = %c0 to %c1 step %c1 {
+      tile.copy %a_gm[%c0, %c0, %c0] to %a_l1[%c0, %c0, %c0] sizes [1, 16, 64] {pad = 0.000000e+00 : f32} : memref<1x16x64xi8, #tile.space<gm>> to memref<1x16x64xi8, #tile.space<l1>>
+      tile.copy %b_gm[%c0, %c0, %c0, %c0, %c0] to %b_l1[%c0, %c0, %c0, %c0, %c0] sizes [1, 1, 4, 16, 32] {pad = 0.000000e+00 : f32} : memref<1x1x4x16x32xi8, #tile.space<gm>> to memref<1x1x4x16x32xi8, #tile.space<l1>>
+      %2 = tile.view %a_l1 : memref<1x16x64xi8, #tile.space<l1>> to memref<16x64xi8, #tile.space<l1>>
+      tile.copy %2[%c0, %c0] to %a_l0[%c0, %c0] sizes [16, 64] : memref<16x64xi8, #tile.space<l1>> to memref<16x64xi8, #tile.space<l0a>>
+      %3 = tile.view %b_l1 : memref<1x1x4x16x32xi8, #tile.space<l1>> to memref<1x4x16x32xi8, #tile.space<l1>>
+      %4 = tile.view %b_l0 : memref<64x32xi8, #tile.space<l0b>> to memref<4x16x1x32xi8, #tile.space<l0b>>
+      tile.copy %3[%c0, %c0, %c0, %c0] to %4[%c0, %c0, %c0, %c0] sizes [1, 4, 16, 32] perm [1, 2, 0, 3] : memref<1x4x16x32xi8, #tile.space<l1>> to memref<4x16x1x32xi8, #tile.space<l0b>>
+      %first = arith.constant true
+      tile.mmad %a_l0, %b_l0, %c_l0 init %first : memref<16x64xi8, #tile.space<l0a>>, memref<64x32xi8, #tile.space<l0b>>, memref<16x32xi32, #tile.space<l0c>>
+      %5 = tile.view %acc_ub : memref<1x16x32xi32, #tile.space<ub>> to memref<16x32xi32, #tile.space<ub>>
+      tile.copy %c_l0[%c0, %c0] to %5[%c0, %c0] sizes [16, 32] : memref<16x32xi32, #tile.space<l0c>> to memref<16x32xi32, #tile.space<ub>>
+      tile.copy %0[%c0, %c0, %c0] to %v2_s_ub[%c0, %c0, %c0] sizes [1, 1, 32] {pad = 0.000000e+00 : f32} : memref<1x1x32xf32, #tile.space<gm>> to memref<1x1x32xf32, #tile.space<ub>>
+      tile.vector ins(%acc_ub, %v2_s_ub : memref<1x16x32xi32, #tile.space<ub>>, memref<1x1x32xf32, #tile.space<ub>>) outs(%v4_ub : memref<1x16x32xi8, #tile.space<ub>>) {
+      ^bb0(%acc: tensor<16x32xi32>, %v2_s_1: tensor<32xf32>):
+        %6 = graph.cast %acc : tensor<16x32xi32> to tensor<16x32xf32>
+        %7 = graph.mul %6, %v2_s_1 : (tensor<16x32xf32>, tensor<32xf32>) -> tensor<16x32xf32>
+        %8 = graph.cast %7 : tensor<16x32xf32> to tensor<16x32xf16>
+        %v3 = graph.relu %8 : tensor<16x32xf16>
+        %v4_1 = graph.quantize %v3 {scale = 5.000000e-02 : f32, offset = 0 : i64} : tensor<16x32xf16> to tensor<16x32xi8>
+        tile.yield %v4_1 : tensor<16x32xi8>
+      }
+      tile.copy %v4_ub[%c0, %c0, %c0] to %1[%c0, %c0, %c0] sizes [1, 16, 32] : memref<1x16x32xi8, #tile.space<ub>> to memref<1x16x32xi8, #tile.space<gm>>
+    }
+  }
+}
+// CHECK-LABEL: isa.kernel @int8_epilogue
+// CHECK:         isa.copy_l0c_to_ub %{{.*}} to %[[ACC:[a-z0-9_]+]] sizes [2, 16, 16] dst_strides [16, 32, 1] : memref<512xi32, #isa.space<l0c>> to memref<512xi32, #isa.space<ub>>
+// CHECK:         isa.vconv %[[F:[a-z0-9_]+]], %[[ACC]] repeat 8
+// CHECK-NEXT:    isa.vmul %[[F]], %[[F]], %{{.*}} repeat 16 mask 32
+// CHECK-NEXT:    isa.vconv
+// CHECK-NEXT:    isa.vrelu
+// CHECK-NEXT:    isa.vconv
+// CHECK-NEXT:    isa.vdup
+// CHECK-NEXT:    isa.vdiv
+// CHECK-NEXT:    isa.vconv %v4_ub{{.*}} round "rint" repeat 8

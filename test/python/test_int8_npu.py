@@ -17,6 +17,8 @@ Integer results are compared exactly.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import onnxruntime as ort
 import pytest
@@ -305,12 +307,13 @@ class Net:
                      f"  func.return %{out} : {self.t(out)}\n}}")
 
 
-def npu_run(net: Net, out: str, x: np.ndarray, precision: str = "must_keep_origin_dtype"):
-    """(simulated ascend910 output, reference output, the compiled model)."""
+def npu_run(net: Net, out: str, x: np.ndarray, precision: str = "must_keep_origin_dtype", soc: str = "ascend910",
+            dump_ir: str | None = None):
+    """(simulated output on `soc`, reference output, the compiled model)."""
     import ge
 
     (want,) = reference.run(net.module(out), [x])
-    compiled = ge.compile(net.module(out), ge.CompileOptions(soc_version="ascend910", precision_mode=precision))
+    compiled = ge.compile(net.module(out), ge.CompileOptions(soc_version=soc, precision_mode=precision, dump_ir=dump_ir))
     (got,) = compiled.run({"x": x}).values()
     return got, want, compiled
 
@@ -458,13 +461,8 @@ def test_standalone_quantize_with_a_zero_point_on_the_npu():
         assert got.min() == -128 and got.max() == 127
 
 
-@pytest.mark.parametrize("dtype", [np.float16, np.float32])
-def test_residual_block_requantized_in_the_epilogue(dtype):
-    """A ResNet block in int8: the block input h (an f16 / f32 NC1HWC0 tensor, C0 16 / 8) is
-    both requantized for the conv and added back in the conv's epilogue, whose output is int8
-    (C0 32): the residual's tile is re-laid in UB to the output's C0. The graph computes in
-    `dtype` already (f32 kept by must_keep_origin_dtype), so the compiled model does the same
-    roundings as the reference."""
+def residual_block(dtype) -> tuple[Net, str]:
+    """quantize -> conv -> deq -> relu (h) -> quantize -> conv -> deq -> + h -> relu -> quantize."""
     net = Net((1, 40, 8, 8), dtype)
     a1 = net.conv(net.quantize("x", 0.03), weights((40, 40, 3, 3), 61))
     h = net.relu(net.dequantize(a1, np.full(40, 0.03 * 0.004, np.float32), dtype=dtype))
@@ -472,7 +470,17 @@ def test_residual_block_requantized_in_the_epilogue(dtype):
     y = net.dequantize(a2, np.full(40, 0.05 * 0.003, np.float32), dtype=dtype)
     s = net._new(net.shapes[y][0], dtype)
     net.body += f"  %{s} = graph.add %{y}, %{h} : ({net.t(y)}, {net.t(h)}) -> {net.t(s)}\n"
-    out = net.quantize(net.relu(s), 0.08)
+    return net, net.quantize(net.relu(s), 0.08)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32])
+def test_residual_block_requantized_in_the_epilogue(dtype):
+    """A ResNet block in int8: the block input h (an f16 / f32 NC1HWC0 tensor, C0 16 / 8) is
+    both requantized for the conv and added back in the conv's epilogue, whose output is int8
+    (C0 32): the residual's tile is re-laid in UB to the output's C0. The graph computes in
+    `dtype` already (f32 kept by must_keep_origin_dtype), so the compiled model does the same
+    roundings as the reference."""
+    net, out = residual_block(dtype)
     x = rng(63).standard_normal((1, 40, 8, 8)).astype(dtype)
     precision = "force_fp16" if dtype == np.float16 else "must_keep_origin_dtype"
     got, want, compiled = npu_run(net, out, x, precision=precision)
@@ -539,3 +547,100 @@ def test_standalone_dequantize_with_one_scale_on_the_npu(shape, c):
     np.testing.assert_array_equal(got, want)
     (k,) = compiled.last_run.kernels
     assert k.work["gm_read"] == x.nbytes and k.instructions["MTE2"] == k.blocks
+
+
+# --------------------------------------------------------------------------------------
+# FixPipe's quant mode (ascend910b / ascend310b): the L0C read-out dequantizes, ReLUs and
+# requantizes on the way (isa.fixpipe quant_pre), the Vector unit does the rest
+# --------------------------------------------------------------------------------------
+
+
+def _isa_text(dump: Path) -> str:
+    (path,) = dump.glob("*_to-isa.mlir")
+    return path.read_text()
+
+
+@pytest.mark.parametrize("soc", ["ascend910b", "ascend310b"])
+@pytest.mark.parametrize("case,precision,modes", [
+    ("cnn", "must_keep_origin_dtype", {"VREQ8"}),  # deq (f32) -> relu -> quantize; the f32 output stays on V
+    ("cnn", "force_fp16", {"VREQ8", "VDEQF16"}),
+    ("residual", "force_fp16", {"VDEQF16"}),  # both convs: deq [relu] to f16 by FixPipe; + h, relu, quantize on V
+])
+def test_fixpipe_quant_mode_is_bit_exact(soc, case, precision, modes, tmp_path):
+    """The int8 epilogues in FixPipe's quant mode give the 910's results (its Vector
+    epilogue, bit-exact with the reference: the tests above) bit for bit, and the reference's
+    own under must_keep_origin_dtype."""
+    if case == "cnn":
+        net, out = small_cnn(40)
+        x = rng(34).standard_normal((2, 40, 12, 12)).astype(np.float32)
+    else:
+        net, out = residual_block(np.float32)
+        x = rng(63).standard_normal((1, 40, 8, 8)).astype(np.float32)
+    got, want, compiled = npu_run(net, out, x, precision, soc, dump_ir=str(tmp_path))
+    vector_epilogue, _, _ = npu_run(net, out, x, precision)
+    np.testing.assert_array_equal(got, vector_epilogue)
+    if precision == "must_keep_origin_dtype":
+        np.testing.assert_array_equal(got, want)
+    assert len(np.unique(got)) > 50
+    text = _isa_text(tmp_path)
+    assert {m for m in ("DEQF16", "VDEQF16", "REQ8", "VREQ8") if f'quant_pre "{m}"' in text} == modes
+    assert sum(k.instructions["FIX"] for k in compiled.last_run.kernels) > 0
+
+
+def test_fixpipe_quant_mode_with_one_scale_and_a_matmul(tmp_path):
+    """A one-value deq scale (rank 0, as onnxruntime writes it) staged in UB is read with
+    stride 0 everywhere (VREQ8 with scale strides all 0); an int8 matmul's epilogue takes the
+    per-column scale (VDEQF16)."""
+    net = Net((1, 40, 9, 9), np.float32)
+    acc = net.conv(net.quantize("x", 0.03), weights((32, 40, 3, 3), 90), strides=(2, 2))
+    out = net.quantize(net.relu(net.dequantize(acc, np.full((), 1.5e-4, np.float32))), 0.02)
+    x = rng(91).standard_normal((1, 40, 9, 9)).astype(np.float32)
+    got, want, _ = npu_run(net, out, x, "must_keep_origin_dtype", "ascend910b", dump_ir=str(tmp_path / "conv"))
+    np.testing.assert_array_equal(got, want)
+    assert len(np.unique(got)) > 20
+    text = _isa_text(tmp_path / "conv")
+    assert 'quant_pre "VREQ8" scale %' in text and "strides [0, 0] deq_f32 relu quant_scale 2.000000e-02" in text
+    mm = Net((20, 64), np.int8)
+    y = mm.dequantize(mm.matmul("x", weights((64, 48), 92)), (rng(93).random(48) * 1e-3).astype(np.float32),
+                      axis=1, dtype=np.float16)
+    got, want, _ = npu_run(mm, y, i8((20, 64), 94), "must_keep_origin_dtype", "ascend910b", dump_ir=str(tmp_path / "mm"))
+    np.testing.assert_array_equal(got, want)
+    assert 'quant_pre "VDEQF16" scale %' in _isa_text(tmp_path / "mm")
+
+
+def _vector_ops(module) -> dict[str, int]:
+    """Vector instructions per isa kernel (static count in the kernel body)."""
+    from ge.dialects import isa
+
+    return {k.sym_name.data: sum(isinstance(o, isa.VECTOR_OPS) for o in k.walk())
+            for k in module.body.block.ops if isinstance(k, isa.KernelOp)}
+
+
+def test_fixpipe_quant_mode_shortens_the_int8_epilogue(tmp_path):
+    """The same tile kernels lowered with and without FixPipe's quant mode
+    (`to-isa{fixpipe-quant=false}`): the int8 conv kernels lose their epilogue's Vector
+    instructions (all of them where the requantized result goes straight to GM), and the
+    simulated kernels get faster."""
+    from ge.ir import parse_module
+    from ge.lowering.to_isa import ToIsaPass
+
+    net, out = small_cnn(40)
+    x = rng(34).standard_normal((2, 40, 12, 12)).astype(np.float32)
+    _, _, compiled = npu_run(net, out, x, "force_fp16", "ascend910b", dump_ir=str(tmp_path))
+    (tile_ir,) = tmp_path.glob("*_tile.mlir")
+    counts = {}
+    for fix in (True, False):
+        module = parse_module(tile_ir.read_text())
+        ToIsaPass(fixpipe_quant=fix).apply(None, module)
+        counts[fix] = _vector_ops(module)
+    cube = [k.kernel for k in compiled.last_run.kernels if k.work["fractals"]]
+    assert len(cube) == 2
+    for name in cube:
+        assert counts[True][name] < counts[False][name], (name, counts)
+    assert min(counts[True][n] for n in cube) == 0  # conv1 + deq + relu + requantize: FixPipe alone
+    for name in set(counts[True]) - set(cube):
+        assert counts[True][name] == counts[False][name]
+    # simulated: a conv kernel without Vector instructions runs none, its read-outs on FIX
+    ran = {k.kernel: k.instructions for k in compiled.last_run.kernels}
+    for name in (n for n in cube if counts[True][n] == 0):
+        assert ran[name]["V"] == 0 and ran[name]["FIX"] > 0, ran[name]

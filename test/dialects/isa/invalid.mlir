@@ -272,6 +272,30 @@ builtin.module attributes {ge.target = "ascend910"} {
 
 // -----
 
+// FixPipe's vector quant modes (VDEQF16 / VREQ8) read a per-channel scale vector
+builtin.module attributes {ge.target = "ascend910b"} {
+  isa.kernel @k ins(%x: memref<512xf16, #isa.space<gm>>) outs() block_dim 1 {
+    %c = isa.buffer offset 0 : memref<512xi32, #isa.space<l0c>>
+    isa.fixpipe %c to %x sizes [512] quant_pre "VDEQF16" : memref<512xi32, #isa.space<l0c>> to memref<512xf16, #isa.space<gm>>
+  }
+}
+// CHECK: Operation does not verify: VDEQF16 takes a scale vector with scale_strides (V* modes: a per-channel vector; the others: a scalar)
+// CHECK: -----
+
+// -----
+
+// REQ8 writes int8 and needs the requantize scale
+builtin.module attributes {ge.target = "ascend910b"} {
+  isa.kernel @k ins(%x: memref<512xf16, #isa.space<gm>>) outs() block_dim 1 {
+    %c = isa.buffer offset 0 : memref<512xi32, #isa.space<l0c>>
+    isa.fixpipe %c to %x sizes [512] quant_pre "REQ8" deq 1.0e-03 : f32 : memref<512xi32, #isa.space<l0c>> to memref<512xf16, #isa.space<gm>>
+  }
+}
+// CHECK: Operation does not verify: REQ8 writes i8, got f16
+// CHECK: -----
+
+// -----
+
 // mmad works on whole fractals
 builtin.module attributes {ge.target = "ascend910"} {
   isa.kernel @k ins(%x: memref<1024xf16, #isa.space<gm>>) outs() block_dim 1 {
