@@ -1,7 +1,7 @@
 """Simulated cycles against the roofline bound, per kernel and per model, before -> after.
 
     python bench/kernels.py [--quick] [--models a,b] [--json bench/results/kernels.json]
-                            [--before bench/results/kernels_before.json]
+                            [--before bench/results/kernels_before.json] [--variants] [--kernels a,b]
 
 Models: resnet50 at batch 1 and 16, squeezenet, the encoder layer (seq 64, d 128) and a
 BERT-base-sized encoder layer (`bert_base`: 12 heads, d = 768, FFN 3072, seq 128, batch 8).
@@ -15,8 +15,10 @@ kernel uses), the ratio, and the pipes' utilization (busy cycles over cycles x c
 another, their bounds' sum, efficiency = bound / cycles, the run's total (streams share the
 cores), and an independent model-level bound: the Conv/Gemm/MatMul MACs at all cores' Cube
 peak, or the f16 weights at the HBM rate, whichever is larger. With `--before` (a JSON of
-an earlier run of this script) each model row gets its before -> after. Cycles are
-simulated: one run is exact, no noise.
+an earlier run of this script) each model row gets its before -> after; `--variants` also
+runs each model single stream and single-buffered (`double_buffer=False`). Cycles are
+simulated: one run is exact, no noise. bert_base compiles in ~35-45 s and resnet50 at
+batch 16 in ~85-100 s (on a loaded 2-core machine); the whole script takes ~5 minutes.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ MODELS = ("resnet50", "resnet50_b16", "squeezenet", "encoder_layer", "bert_base"
 QUICK = ("resnet50", "squeezenet", "encoder_layer")
 TARGET = "ascend910"
 PIPES = {"cube": "M", "vector": "V", "mte": "MTE2"}
+VARIANTS = {"single_stream": {"enable_single_stream": True}, "single_buffer": {"double_buffer": False}}
 
 
 def build(name: str) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
@@ -92,7 +95,14 @@ def model_bound(model: onnx.ModelProto, inputs: dict[str, np.ndarray]) -> dict:
             "model_bound": max(compute, hbm)}
 
 
-def measure(name: str) -> dict:
+def _total(model: onnx.ModelProto, inputs: dict[str, np.ndarray], **options) -> float:
+    """The run's total cycles (streams sharing the cores) compiled with `options`."""
+    compiled = ge.compile(model, ge.CompileOptions(**options))
+    compiled.run(inputs, timing_only=True)
+    return compiled.last_run.total_cycles
+
+
+def measure(name: str, variants: tuple[str, ...] = ()) -> dict:
     started = time.time()
     with blob_scope():
         model, inputs = build(name)
@@ -103,6 +113,7 @@ def measure(name: str) -> dict:
         compile_seconds = time.time() - started
         compiled.run(inputs, timing_only=True)
         run = compiled.last_run
+        others = {v: _total(model, inputs, **{**vars(options), **opts}) for v, opts in VARIANTS.items() if v in variants}
     if run.problems:
         raise SystemExit(f"{name}: simulator problems: {run.problems[:3]}")
     per_kernel = [{
@@ -117,7 +128,8 @@ def measure(name: str) -> dict:
         "model": name, "kernels": len(per_kernel), "streams": run.streams, "kernel_cycles": kernel_cycles,
         "bound": bounds, "efficiency": bounds / kernel_cycles if kernel_cycles else 0.0, "total": run.total_cycles,
         **{p: sum(k.pipe_busy.get(pipe, 0.0) for k in run.kernels) / core_cycles for p, pipe in PIPES.items()},
-        **bound, "compile_seconds": round(compile_seconds, 1), "seconds": round(time.time() - started, 1),
+        **bound, **{f"{v}_total": c for v, c in others.items()},
+        "compile_seconds": round(compile_seconds, 1), "seconds": round(time.time() - started, 1),
         "per_kernel": per_kernel,
     }
 
@@ -144,6 +156,13 @@ def model_table(rows: list[dict], before: dict[str, dict]) -> str:
     return markdown(header, body)
 
 
+def variant_table(rows: list[dict]) -> str:
+    header = ["model", "run, streams", "run, single stream", "run, single-buffered"]
+    return markdown(header, ([r["model"], f"{r['total']:,.0f} ({r['streams']} streams)", f"{r['single_stream_total']:,.0f}",
+                              f"{r['single_buffer_total']:,.0f} ({r['single_buffer_total'] / r['total'] - 1:+.0%})"]
+                             for r in rows))
+
+
 def kernel_table(row: dict, before: dict | None) -> str:
     old = {k["kernel"]: k for k in before["per_kernel"]} if before else {}
     header = ["kernel", "blocks / cores", "cycles", "bound", "cycles / bound", "Cube / Vector / MTE2"]
@@ -167,17 +186,21 @@ def main(argv: list[str] | None = None) -> None:
     p = parser(__doc__, "kernels", QUICK)
     p.add_argument("--before", type=Path, help="an earlier JSON of this script: print before -> after")
     p.add_argument("--kernels", default="resnet50,encoder_layer", help="models whose per-kernel table is printed")
+    p.add_argument("--variants", action="store_true", help="also run single stream and single-buffered (2 more compiles)")
     args = p.parse_args(argv)
     names = args.models.split(",") if args.models else QUICK if args.quick else MODELS
     before = {r["model"]: r for r in json.loads(args.before.read_text())["models"]} if args.before else {}
     rows = []
     for name in names:
-        row = measure(name)
+        row = measure(name, tuple(VARIANTS) if args.variants else ())
         row["run_over_model_bound"] = row["total"] / row["model_bound"]
         rows.append(row)
         print(f"{name}: {row['total']:,.0f} cycles, compiled in {row['compile_seconds']} s,"
               f" {row['seconds']} s in all", file=sys.stderr)
     print(model_table(rows, before))
+    if args.variants:
+        print()
+        print(variant_table(rows))
     for r in rows:
         if r["model"] in args.kernels.split(","):
             print()
