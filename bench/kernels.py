@@ -14,7 +14,8 @@ kernel uses), the ratio, and the pipes' utilization (busy cycles over cycles x c
 = M, Vector = V, MTE = the GM-in pipe MTE2). Per model: the kernels' cycles one after
 another, their bounds' sum, efficiency = bound / cycles, the run's total (streams share the
 cores), and an independent model-level bound: the Conv/Gemm/MatMul MACs at all cores' Cube
-peak, or the f16 weights at the HBM rate, whichever is larger. With `--before` (a JSON of
+peak, or the f16 weights at the HBM rate, whichever is larger (issue 16 asks model bound /
+run >= 0.60 for resnet50 at batch 16). With `--before` (a JSON of
 an earlier run of this script) each model row gets its before -> after; `--variants` also
 runs each model single stream and single-buffered (`double_buffer=False`). Cycles are
 simulated: one run is exact, no noise. bert_base compiles in ~35-45 s and resnet50 at
@@ -140,7 +141,7 @@ def _arrow(before: dict | None, key: str, fmt: str) -> str:
 
 def model_table(rows: list[dict], before: dict[str, dict]) -> str:
     header = ["model", "kernels", "kernel cycles", "roofline bound (sum)", "efficiency (bound / cycles)",
-              "Cube / Vector / MTE2 utilization", "run (streams)", "model-level bound", "run / model bound"]
+              "Cube / Vector / MTE2 utilization", "run (streams)", "model-level bound", "model bound / run"]
     body = []
     for r in rows:
         b = before.get(r["model"])
@@ -151,7 +152,7 @@ def model_table(rows: list[dict], before: dict[str, dict]) -> str:
             f"{_arrow(b, 'efficiency', '.2f')}{r['efficiency']:.2f}",
             " / ".join(f"{_arrow(b, p, '.0%')}{r[p]:.0%}" for p in PIPES),
             f"{_arrow(b, 'total', ',.0f')}{r['total']:,.0f} ({r['streams']})",
-            f"{r['model_bound']:,.0f}", f"{_arrow(b, 'run_over_model_bound', '.2f')}{r['run_over_model_bound']:.2f}",
+            f"{r['model_bound']:,.0f}", f"{_arrow(b, 'model_efficiency', '.2f')}{r['model_efficiency']:.2f}",
         ])
     return markdown(header, body)
 
@@ -185,15 +186,17 @@ def _source() -> str:
 def main(argv: list[str] | None = None) -> None:
     p = parser(__doc__, "kernels", QUICK)
     p.add_argument("--before", type=Path, help="an earlier JSON of this script: print before -> after")
-    p.add_argument("--kernels", default="resnet50,encoder_layer", help="models whose per-kernel table is printed")
+    p.add_argument("--kernels", default="resnet50,resnet50_b16,encoder_layer,bert_base", help="models whose per-kernel table is printed")
     p.add_argument("--variants", action="store_true", help="also run single stream and single-buffered (2 more compiles)")
     args = p.parse_args(argv)
     names = args.models.split(",") if args.models else QUICK if args.quick else MODELS
     before = {r["model"]: r for r in json.loads(args.before.read_text())["models"]} if args.before else {}
+    for r in before.values():
+        r.setdefault("model_efficiency", r["model_bound"] / r["total"])
     rows = []
     for name in names:
         row = measure(name, tuple(VARIANTS) if args.variants else ())
-        row["run_over_model_bound"] = row["total"] / row["model_bound"]
+        row["model_efficiency"] = row["model_bound"] / row["total"]
         rows.append(row)
         print(f"{name}: {row['total']:,.0f} cycles, compiled in {row['compile_seconds']} s,"
               f" {row['seconds']} s in all", file=sys.stderr)
