@@ -77,6 +77,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--ir-text", action="store_true",
                    help="store the task-level IR text in the model file (for ge-opt model.om; slower to compile)")
     p.add_argument("--no-ir-text", action="store_true", help="leave the IR text out (the default)")
+    p.add_argument("--verify-each", action="store_true",
+                   help="verify the IR after every stage, not only at the end of each level (names the stage that broke it)")
     add_compile_options(p)  # --calibration-data, --quant-method, --quant-skip (tools/ge_quantize.py)
     p.add_argument("--passes", default="", metavar="NAME[,NAME]",
                    help="custom passes to run, each at its registered stage (ge.register_pass or a package's "
@@ -109,6 +111,7 @@ def _options(args: argparse.Namespace):
         dynamic_dims=args.dynamic_dims, input_shape_range=args.input_shape_range, fusion_switch_file=args.fusion_switch_file,
         disable_reuse_memory=args.disable_reuse_memory, enable_single_stream=args.enable_single_stream,
         kernel_level=args.kernel_level, dump_ir=args.dump_ir, keep_ir_text=args.ir_text and not args.no_ir_text, passes=args.passes,
+        verify_each=args.verify_each,
     )
 
 

@@ -149,3 +149,12 @@ def test_prune_shortcut_on_the_lit_kernels(text, monkeypatch):
     """The insert-sync lit test's kernels (loops, double buffers, nested loops, merged events)."""
     module = parse_module(text)
     assert _sync_text(module) == _sync_text(module, monkeypatch, plain=True)
+
+
+def test_ge_compile_flags():
+    from ge.tools.ge_compile import _options, parser
+
+    default = _options(parser().parse_args(["m.onnx"]))
+    assert default.verify_each is False and default.keep_ir_text is False
+    flagged = _options(parser().parse_args(["m.onnx", "--verify-each", "--ir-text"]))
+    assert flagged.verify_each is True and flagged.keep_ir_text is True
