@@ -1,6 +1,7 @@
 """Simulated cycles of int8 vs f16 inference on an Ascend chip (issue 21; the 910 by default).
 
     python bench/int8_cycles.py [--models resnet50,resnet_stack] [--batch 16] [--soc ascend910] [--json out.json]
+                                [--vector-epilogue]
 
 Each model (a light zoo model with calibrated random weights, or `resnet_stack`: ResNet-50's
 conv2_x + one conv3_x bottleneck) is compiled twice: as is under force_fp16, and
@@ -8,7 +9,12 @@ after `ge.quantize` (minmax, symmetric int8 activations, per-channel int8 weight
 model's first and last layers kept in float, ATC's default; every conv of the stack) -- its QDQ
 model folds into quant_conv2d / quant_matmul on the int8 Cube with dequantize / requantize
 in the epilogues. Both run once on the simulator in timing-only mode at `--batch`; the table
-gives total cycles, Cube-kernel cycles and their int8 / f16 ratio.
+gives total cycles, Cube-kernel cycles and their int8 / f16 ratio, and what the int8 graph's
+extra kernels cost: the kernels without Cube work (standalone quantize / dequantize, layout
+changes) in each graph. On a FixPipe chip (910B / 310B) the int8 epilogues run in
+FixPipe's quant mode; `--vector-epilogue` keeps them on the Vector unit
+(`to-isa{fixpipe-quant=false}`) to measure what that buys. Results are merged into the
+JSON file under "<model>_<soc>_b<batch>[_vector_epilogue]".
 """
 
 from __future__ import annotations
@@ -87,8 +93,11 @@ def cycles(model: onnx.ModelProto, batch: int, soc: str = "ascend910") -> dict:
     run = compiled.last_run
     kernels = run.kernels
     cube = sum(k.cycles for k in kernels if k.work.get("fractals", 0) > 0)
+    other = [k for k in kernels if not k.work.get("fractals", 0)]
     return {"cycles": float(run.total_cycles), "cube_cycles": float(cube), "kernels": len(kernels),
-            "cube_kernels": sum(1 for k in kernels if k.work.get("fractals", 0) > 0),
+            "cube_kernels": len(kernels) - len(other),
+            "other_cycles": float(sum(k.cycles for k in other)),
+            "other": {k.kernel: round(float(k.cycles)) for k in other},
             "seconds": round(time.time() - started, 1)}
 
 
@@ -96,9 +105,15 @@ def main() -> None:
     p = parser(__doc__, "int8_cycles", ["resnet50"])
     p.add_argument("--batch", type=int, default=16)
     p.add_argument("--soc", default="ascend910")
+    p.add_argument("--vector-epilogue", action="store_true",
+                   help="the int8 epilogues on the Vector unit even on a FixPipe chip (to-isa{fixpipe-quant=false})")
     args = p.parse_args()
+    if args.vector_epilogue:
+        from ge.lowering import to_isa
+
+        to_isa.plan_fixquants = lambda kernel, target: {}  # what to-isa{fixpipe-quant=false} does
     names = args.models.split(",") if args.models else ["resnet50"]
-    rows, out = [], {}
+    rows, out = [], json.loads(args.json.read_text()) if args.json.exists() else {}
     for name in names:
         f16_model = resnet_stack() if name == "resnet_stack" else calibrated_model(name)
         calib = random_inputs(f16_model, seed=1)  # one sample: the model has a fixed batch of 1
@@ -106,12 +121,16 @@ def main() -> None:
                         keep_first_last=name != "resnet_stack").model
         f16 = cycles(batch_free(f16_model), args.batch, args.soc)
         int8 = cycles(batch_free(q), args.batch, args.soc)
-        out[name] = {"soc": args.soc, "batch": args.batch, "f16": f16, "int8": int8,
-                     "ratio_total": f16["cycles"] / int8["cycles"], "ratio_cube": f16["cube_cycles"] / int8["cube_cycles"]}
-        rows.append((name, args.batch, f"{f16['cycles']:.4g}", f"{int8['cycles']:.4g}", f"{out[name]['ratio_total']:.2f}",
-                     f"{f16['cube_cycles']:.4g}", f"{int8['cube_cycles']:.4g}", f"{out[name]['ratio_cube']:.2f}"))
-    print(markdown(["model", "batch", "f16 cycles", "int8 cycles", "f16/int8", "f16 cube", "int8 cube", "cube f16/int8"],
-                   rows))
+        key = f"{name}_{args.soc}_b{args.batch}" + ("_vector_epilogue" if args.vector_epilogue else "")
+        out[key] = r = {"soc": args.soc, "batch": args.batch, "vector_epilogue": args.vector_epilogue, "f16": f16,
+                        "int8": int8, "ratio_total": f16["cycles"] / int8["cycles"],
+                        "ratio_cube": f16["cube_cycles"] / int8["cube_cycles"]}
+        rows.append((name, args.soc, args.batch, f"{f16['cycles']:.4g}", f"{int8['cycles']:.4g}",
+                     f"{r['ratio_total']:.2f}", f"{f16['cube_cycles']:.4g}", f"{int8['cube_cycles']:.4g}",
+                     f"{r['ratio_cube']:.2f}", f"{f16['kernels']} / {int8['kernels']}",
+                     f"{f16['other_cycles']:.4g} / {int8['other_cycles']:.4g}"))
+    print(markdown(["model", "soc", "batch", "f16 cycles", "int8 cycles", "f16/int8", "f16 cube", "int8 cube",
+                    "cube f16/int8", "kernels f16 / int8", "non-Cube kernel cycles f16 / int8"], rows))
     RESULTS.mkdir(exist_ok=True)
     args.json.write_text(json.dumps(out, indent=1))
 

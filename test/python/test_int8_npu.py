@@ -603,9 +603,15 @@ def test_fixpipe_quant_mode_with_one_scale_and_a_matmul(tmp_path):
     mm = Net((20, 64), np.int8)
     y = mm.dequantize(mm.matmul("x", weights((64, 48), 92)), (rng(93).random(48) * 1e-3).astype(np.float32),
                       axis=1, dtype=np.float16)
-    got, want, _ = npu_run(mm, y, i8((20, 64), 94), "must_keep_origin_dtype", "ascend910b", dump_ir=str(tmp_path / "mm"))
+    a = i8((20, 64), 94)
+    got, want, compiled = npu_run(mm, y, a, "must_keep_origin_dtype", "ascend910b", dump_ir=str(tmp_path / "mm"))
     np.testing.assert_array_equal(got, want)
     assert 'quant_pre "VDEQF16" scale %' in _isa_text(tmp_path / "mm")
+    import ge  # the quant mode's properties survive the model file
+
+    compiled.save(tmp_path / "mm.om")
+    (again,) = ge.load_model(tmp_path / "mm.om").run({"x": a}).values()
+    np.testing.assert_array_equal(again, got)
 
 
 def _vector_ops(module) -> dict[str, int]:
