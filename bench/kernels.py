@@ -15,7 +15,8 @@ kernel uses), the ratio, and the pipes' utilization (busy cycles over cycles x c
 another, their bounds' sum, efficiency = bound / cycles, the run's total (streams share the
 cores), and an independent model-level bound: the Conv/Gemm/MatMul MACs at all cores' Cube
 peak, or the f16 weights at the HBM rate, whichever is larger (issue 16 asks model bound /
-run >= 0.60 for resnet50 at batch 16). With `--before` (a JSON of
+run >= 0.60 for resnet50 at batch 16). A second table splits the kernel cycles between
+the Cube kernels and the Vector / copy kernels and shows the launches' dispatch share. With `--before` (a JSON of
 an earlier run of this script) each model row gets its before -> after; `--variants` also
 runs each model single stream and single-buffered (`double_buffer=False`). Cycles are
 simulated: one run is exact, no noise. bert_base compiles in ~35-45 s and resnet50 at
@@ -157,6 +158,24 @@ def model_table(rows: list[dict], before: dict[str, dict]) -> str:
     return markdown(header, body)
 
 
+def kind_table(rows: list[dict]) -> str:
+    """Where the cycles go: the Cube kernels (any Cube work) against the others (Vector and
+    copy kernels), and the launches' dispatch overhead inside the kernel cycles."""
+    launch = load_target(TARGET).overhead.launch
+    header = ["model", "Cube kernels: cycles / bound", "efficiency", "Vector + copy kernels: cycles / bound", "efficiency",
+              "launch overhead (in the kernel cycles)"]
+    body = []
+    for r in rows:
+        cells = [r["model"]]
+        for cube in (True, False):
+            ks = [k for k in r["per_kernel"] if (k["cube"] > 0) == cube]
+            c, b = sum(k["cycles"] for k in ks), sum(k["bound"] or 0 for k in ks)
+            cells += [f"{len(ks)}: {c:,.0f} / {b:,.0f}", f"{b / c:.2f}" if c else "-"]
+        cells.append(f"{r['kernels'] * launch:,.0f} ({r['kernels'] * launch / r['kernel_cycles']:.0%})")
+        body.append(cells)
+    return markdown(header, body)
+
+
 def variant_table(rows: list[dict]) -> str:
     header = ["model", "run, streams", "run, single stream", "run, single-buffered"]
     return markdown(header, ([r["model"], f"{r['total']:,.0f} ({r['streams']} streams)", f"{r['single_stream_total']:,.0f}",
@@ -201,6 +220,8 @@ def main(argv: list[str] | None = None) -> None:
         print(f"{name}: {row['total']:,.0f} cycles, compiled in {row['compile_seconds']} s,"
               f" {row['seconds']} s in all", file=sys.stderr)
     print(model_table(rows, before))
+    print()
+    print(kind_table(rows))
     if args.variants:
         print()
         print(variant_table(rows))
