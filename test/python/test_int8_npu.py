@@ -390,18 +390,19 @@ def _roofline_helper():
     return module.roofline
 
 
-@pytest.mark.slow  # ~10-15 s: two models compiled and simulated
-def test_int8_kernels_respect_the_roofline():
+@pytest.mark.slow  # ~10-15 s per chip: two models compiled and simulated
+@pytest.mark.parametrize("soc", ["ascend910", "ascend910b"])  # the Vector epilogue / FixPipe's quant mode
+def test_int8_kernels_respect_the_roofline(soc):
     """Every launch of the int8 CNN (and of an int8 matmul) takes at least its bound: Cube
     fractals at the int8 rate (16x32x16 per cycle), Vector repeats, HBM bytes."""
     from ge.targets import load_target
 
     roofline = _roofline_helper()
-    target = load_target("ascend910")
+    target = load_target(soc)
     net, y = small_cnn(40)
-    _, _, compiled = npu_run(net, y, rng(35).standard_normal((2, 40, 12, 12)).astype(np.float32))
+    _, _, compiled = npu_run(net, y, rng(35).standard_normal((2, 40, 12, 12)).astype(np.float32), soc=soc)
     mm = Net((128, 256), np.int8)
-    _, _, compiled_mm = npu_run(mm, mm.matmul("x", weights((256, 96), 36)), i8((128, 256), 37))
+    _, _, compiled_mm = npu_run(mm, mm.matmul("x", weights((256, 96), 36)), i8((128, 256), 37), soc=soc)
     runs = compiled.last_run.kernels + compiled_mm.last_run.kernels
     assert sum(r.work["fractals"] > 0 for r in runs) == 3
     for r in runs:
