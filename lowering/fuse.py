@@ -19,7 +19,6 @@ a GE fusion switch file.
 from __future__ import annotations
 
 import heapq
-import math
 import sys
 from dataclasses import dataclass, field
 
@@ -356,10 +355,10 @@ def _materialize(block: Block, cand: Candidate) -> fusion.GroupOp:
     """Move the candidate's ops into a new fusion.group placed where its last op was."""
     members = set(cand.ops)
     inputs: list[SSAValue] = []
-    inner = _scalar_constants(cand)
+    inner = fr.scalar_operands(cand.ops)  # one-value constants: immediates inside the group
     for op in cand.ops:
         for v in op.operands:
-            if not (isinstance(v, OpResult) and (v.op in members or v.op in inner)) and v not in inputs:
+            if not (isinstance(v, OpResult) and v.op in members) and v not in inner and v not in inputs:
                 inputs.append(v)
     outputs = [r for op in cand.ops for r in op.results
                if any(u.operation not in members and u.operation.parent is block for u in r.uses)]
@@ -367,7 +366,12 @@ def _materialize(block: Block, cand: Candidate) -> fusion.GroupOp:
     mapping: dict[SSAValue, SSAValue] = dict(zip(inputs, body.args))
     for v, arg in zip(inputs, body.args):
         arg.name_hint = v.name_hint
-    for op in [*inner, *cand.ops]:
+    for op in cand.ops:
+        for v in op.operands:
+            if v in inner and v not in mapping:  # right before its first reader (a pool stays first)
+                body.add_op(scalar := inner[v].clone())
+                scalar.results[0].name_hint = v.name_hint
+                mapping[v] = scalar.results[0]
         clone = op.clone(value_mapper=mapping)
         body.add_op(clone)
         for old, new in zip(op.results, clone.results):
@@ -382,17 +386,6 @@ def _materialize(block: Block, cand: Candidate) -> fusion.GroupOp:
     for op in reversed(cand.ops):
         block.erase_op(op)
     return group
-
-
-def _scalar_constants(cand: Candidate) -> list[Operation]:
-    """One-value constants that scale a standalone (Vector) dequantize: copied into the
-    group, they become an immediate (vmuls) instead of a GM input every tile reads."""
-    if cand.kind != "elementwise":
-        return []
-    return list(dict.fromkeys(
-        op.scale.op for op in cand.ops
-        if isinstance(op, graph.DequantizeOp) and isinstance(op.scale, OpResult)
-        and isinstance(op.scale.op, graph.ConstantOp) and math.prod(op.scale.type.get_shape()) == 1))
 
 
 def _location(names: list[str]) -> NameLoc | FusedLoc:

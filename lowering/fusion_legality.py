@@ -18,6 +18,7 @@ and kept in `PROBE_BUGS` (the fuzzer reports it).
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Sequence
 
 from xdsl.context import Context
@@ -36,11 +37,14 @@ from ge.errors import GeError
 def probe_group(ops: Sequence[Operation]) -> tuple[fusion.GroupOp, list[SSAValue]]:
     """A detached fusion.group holding clones of `ops` (in order): its inputs are the
     values the ops use from outside, its outputs the results used outside them."""
+    from ge.lowering.fusion_rules import scalar_operands
+
     members = set(ops)
     inputs: list[SSAValue] = []
+    inner = scalar_operands(ops)  # immediates inside the kernel, as fuse puts them
     for op in ops:
         for v in op.operands:
-            if not (isinstance(v, OpResult) and v.op in members) and v not in inputs:
+            if not (isinstance(v, OpResult) and v.op in members) and v not in inner and v not in inputs:
                 inputs.append(v)
     block = ops[0].parent
     outputs = [r for op in ops for r in op.results
@@ -50,6 +54,10 @@ def probe_group(ops: Sequence[Operation]) -> tuple[fusion.GroupOp, list[SSAValue
     for v, arg in zip(inputs, body.args):
         arg.name_hint = v.name_hint
     for op in ops:
+        for v in op.operands:
+            if v in inner and v not in mapping:  # as fuse places them: before the first reader
+                body.add_op(scalar := inner[v].clone())
+                mapping[v] = scalar.results[0]
         clone = op.clone(value_mapper=mapping)
         body.add_op(clone)
         for old, new in zip(op.results, clone.results):
@@ -108,7 +116,9 @@ def structure(ops: Sequence[Operation]) -> tuple:
                 refs.append(index[v])
             else:
                 const = isinstance(v, OpResult) and isinstance(v.op, g.ConstantOp)
-                refs.append(("in", outside.setdefault(v, len(outside)), str(v.type), const))
+                # a one-element constant is an immediate of the kernel: its value can matter (pow)
+                value = str(v.op.value) if const and math.prod(g.shape_of(v.type)) == 1 else None
+                refs.append(("in", outside.setdefault(v, len(outside)), str(v.type), const, value))
         used_outside = tuple(any(u.operation not in members for u in r.uses) for r in op.results)
         key.append((op.name, tuple(sorted((k, str(a)) for k, a in op.properties.items())),
                     tuple(str(r.type) for r in op.results), tuple(refs), used_outside))

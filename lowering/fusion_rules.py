@@ -65,6 +65,65 @@ def is_elementwise(op) -> bool:
     return graph.has_trait(op, graph.Elementwise) and not is_view(op)
 
 
+def scalar_operands(ops) -> dict:
+    """The constant operands a Vector kernel of `ops` takes as immediates (vadds / vmuls /
+    vmaxs / vmins, or one block written by vdup), not as GM inputs every tile reads:
+    {constant value: the one-element `graph.constant` to put inside the group}. Any
+    constant of one value everywhere (one element, or a splat of a plain tensor whose
+    shape does not widen the result) read by an elementwise op that also reads a computed
+    value; integer and float element types (booleans stay inputs). None in Cube kernels
+    (their epilogue reads per-channel constants itself); batch norm's per-channel
+    parameters stay inputs."""
+    import numpy as np
+
+    from ge.dialects import dtypes
+    from ge.dialects.layout import layout_of
+    from ge.transforms.graph_utils import constant_value, make_constant
+
+    ops = list(ops)
+    if any(isinstance(op, CUBE_OPS) for op in ops):
+        return {}
+    users: dict = {}
+    for op in ops:
+        for v in op.operands:
+            if isinstance(v.owner, graph.ConstantOp):
+                users.setdefault(v, []).append(op)
+    out = {}
+    for v, readers in users.items():
+        t = v.type
+        if dtypes.is_bool(t.element_type) or not all(
+                is_elementwise(op) and not isinstance(op, graph.BatchNormOp) for op in readers) or any(
+                all(isinstance(w.owner, graph.ConstantOp) for w in op.operands) for op in readers):
+            continue
+        one = [1] * len(graph.shape_of(t))
+        if graph.shape_of(t) != tuple(one) and (layout_of(t) is not None or any(
+                isinstance(op, graph.DequantizeOp) or _widens(op, v) for op in readers)):
+            continue
+        arr = constant_value(v)
+        if arr is None or arr.size == 0 or not np.all(arr == arr.reshape(-1)[0]):  # (NaN: no immediate)
+            continue
+        if arr.size == 1:
+            out[v] = v.owner
+        else:
+            const = make_constant(arr.reshape(-1)[:1].reshape(one), t.element_type, v.name_hint or "scalar", v.owner)
+            const.output.name_hint = v.name_hint
+            out[v] = const
+    return out
+
+
+def _widens(op, v) -> bool:
+    """Does operand `v` take part in the broadcast shape of `op`'s result (so that a
+    one-element stand-in would change it)?"""
+    import numpy as np
+
+    others = [graph.shape_of(w.type) for w in op.operands if w is not v]
+    ones = (1,) * len(graph.shape_of(v.type))
+    try:
+        return tuple(np.broadcast_shapes(ones, *others)) != tuple(graph.shape_of(op.results[0].type))
+    except ValueError:  # operands that do not broadcast numpy's way (a storage format's channel)
+        return True
+
+
 @dataclass(frozen=True)
 class FusionRule:
     name: str

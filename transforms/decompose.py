@@ -31,8 +31,11 @@ Decompositions (each checked against the reference interpreter in test/python/te
   keeps x's sign, fmod(x, +-inf) = x), Python's mod from it: r + y where r != 0 and the signs
   of r and y differ (floats: a zero takes y's sign), as numpy's np.mod;
 - pow(x, c), constant c: an integer |c| <= 64 by repeated squaring (negative: its
-  reciprocal; integer bases: positive c only), 0 -> ones, 0.5 -> sqrt (the exponent is a
-  kernel input by the time the vector lowering runs, so no pow reaches it); otherwise and for a tensor exponent
+  reciprocal; integer bases: positive c only), 0 -> ones, 0.5 -> sqrt (kept although a
+  one-value exponent now reaches the Vector kernel as an immediate, fuse: the chain serves
+  every integer up to 64 and integer bases, the vector lowering's pow only 2, 3, -1 on
+  floats, and its exp(c ln x) for a fractional c is NaN at x = -inf where C's pow is not);
+  otherwise and for a tensor exponent
   exp(y * ln|x|) with C's sign rules: a negative sign bit (-0 and -inf too) and an odd integer
   y -> negative, a finite x < 0 and a fractional y -> NaN, y == 0 -> 1; integer bases compute
   that in f32 (exact results up to 2^24), rounded when y is whole, truncated to the integer;

@@ -16,13 +16,17 @@ func.func @gelu_erf(%x: tensor<2x8xf32>) -> tensor<16xf32> {
   func.return %f : tensor<16xf32>
 }
 // CHECK-LABEL: func.func @gelu_erf
-// CHECK:         %g = fusion.group "elementwise" ["TbeEltwiseFusionPass"] ins(%x, %r2, %one, %half)
+// The one-value constants are copied into the group (immediates), not kernel inputs.
+// CHECK:         %g = fusion.group "elementwise" ["TbeEltwiseFusionPass"] ins(%x) : (tensor<2x8xf32>) -> tensor<2x8xf32>
 // CHECK-NEXT:    ^bb0
-// CHECK-NEXT:      graph.div
+// CHECK-NEXT:      %r2_1 = graph.constant dense<1.41421354> : tensor<f32>
+// CHECK-NEXT:      graph.div %{{.*}}, %r2_1
 // CHECK-NEXT:      graph.erf
-// CHECK-NEXT:      graph.add
+// CHECK-NEXT:      %one_1 = graph.constant dense<1.000000e+00> : tensor<f32>
+// CHECK-NEXT:      graph.add %{{.*}}, %one_1
 // CHECK-NEXT:      graph.mul
-// CHECK-NEXT:      graph.mul
+// CHECK-NEXT:      %half_1 = graph.constant dense<5.000000e-01> : tensor<f32>
+// CHECK-NEXT:      graph.mul %{{.*}}, %half_1
 // CHECK-NEXT:      fusion.yield
 // CHECK-NEXT:    }
 // CHECK-NEXT:    %f = graph.reshape %g, %shape

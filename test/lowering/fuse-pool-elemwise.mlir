@@ -9,9 +9,10 @@ func.func @pool_then_scale(%x: tensor<1x2x4x4xf32>) -> tensor<1x2x2x2xf32> {
   func.return %r : tensor<1x2x2x2xf32>
 }
 // CHECK-LABEL: func.func @pool_then_scale
-// CHECK:         %r = fusion.group "pool" ["TbePoolElemwiseFusionPass"] ins(%x, %k)
+// CHECK:         %r = fusion.group "pool" ["TbePoolElemwiseFusionPass"] ins(%x)
 // CHECK-NEXT:    ^bb0
 // CHECK-NEXT:      graph.avg_pool
+// CHECK-NEXT:      graph.constant dense<2.000000e+00> : tensor<f32>
 // CHECK-NEXT:      graph.mul
 // CHECK-NEXT:      graph.relu
 // CHECK-NEXT:      fusion.yield
