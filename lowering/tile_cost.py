@@ -19,8 +19,8 @@ as the Ascend C paradigms run it:
 - With double buffering (buffer count 2) the stages of consecutive tiles overlap: a
   loop of n iterations costs n * (slowest stage) + the other stages once (fill and
   drain); with single buffers the stages of an iteration run one after another. The
-  Cube kernels' K loop (MTE2 -> MTE1 -> mmad) gets only part of that overlap in the
-  simulator (`K_LOOP_SERIAL`).
+  Cube kernels (lowering/tile_cube.py `cube_cost`) pipeline their tiles' L1 loads, K
+  loop and epilogue this way; a weight read after the first hits the L2.
 
 - A vector op costs what the simulator charges for the instructions `to-isa` emits for
   it (`op_program`): a row reduction (Softmax, LayerNorm) is a handful of f32
@@ -170,19 +170,6 @@ def pipelined(iterations: int, stages: Sequence[float], double: bool, port: floa
         return max(iterations * total, iterations * port)
     slowest = max(stages, default=0.0)
     return max(iterations * slowest + (total - slowest), iterations * port)
-
-
-# How much of the overlap double buffering promises the Cube kernels' K loop gets in the
-# simulator: their MTE2 / MTE1 / Cube busy cycles mostly add up (a 3x3 conv: 5.5k + 5.6k
-# + 2.8k busy per core in 13.9k cycles), a GEMV overlaps in part. Calibrated on
-# bench/tile_cost_accuracy.py (0: the stages overlap fully, 1: one after another).
-K_LOOP_SERIAL = 0.5
-
-
-def partly_pipelined(iterations: int, stages: Sequence[float], double: bool) -> float:
-    """`pipelined` with only part of the promised overlap (`K_LOOP_SERIAL`)."""
-    overlapped = pipelined(iterations, stages, double)
-    return overlapped + K_LOOP_SERIAL * (pipelined(iterations, stages, False) - overlapped)
 
 
 def align(nbytes: int, alignment: int) -> int:

@@ -38,13 +38,14 @@ from ge.dialects.blobs import dense_attr
 from ge.dialects.dtypes import numpy_dtype
 from ge.dialects.layout import Format
 from ge.lowering import fusion_rules as fr
-from ge.lowering.tile_cost import Machine, Roofline, align, elem_name, partly_pipelined, pipelined
+from ge.lowering.tile_cost import ELEMENTWISE, Machine, Roofline, align, elem_name, pipelined
 from ge.lowering.tile_ir import Index, KernelBuilder
 from ge.lowering.tile_vector import CapacityShortfall, Unsupported, shape_of
 
 TM = (16, 32, 48, 64, 96, 112, 128, 160, 192, 224, 256, 320, 384, 448, 512, 640, 768, 1024)
 TN = (16, 32, 48, 64, 96, 128, 160, 192, 256, 320, 384, 512)
 FRACTAL = 16  # rows of an NZ / Z fractal (M0 of FRACTAL_NZ, N0 of FRACTAL_Z)
+INNER_BATCH = True  # may a conv plan run the images in its inner loop (order "nm": weights once per N tile)?
 
 
 def _ceil(a: int, b: int) -> int:
@@ -332,10 +333,12 @@ class CubePlan:
     split: int = 1  # the inner tiles are split in this many parts across cores too
     usage: tuple[tuple[str, int], ...] = ()
     candidates: int = 0
+    batch_inner: bool = False  # order "nm": the images run in the inner loop (weights loaded once per N tile)
 
     def describe(self) -> str:
         used = ", ".join(f"{s.upper()} {b}" for s, b in self.usage)
         split = f" split={self.split}" if self.split > 1 else ""
+        split += " batch_inner" if self.batch_inner else ""
         return (f"m={self.tm} n={self.tn} k={self.tk} k_l1={self.kl1} order={self.order}{split} blocks={self.blocks} "
                 f"buffers l1={self.l1_buffers} l0={self.l0_buffers} l0c={self.l0c_buffers} ub={self.ub_buffers}; {used}")
 
@@ -361,6 +364,8 @@ class _Sizes:
     epi_in: int  # GM bytes of epilogue operands per output tile
     out: int
     vec_ops: int
+    program: tuple = ()  # the epilogue's vector instructions (`_epilogue_program`)
+    ub_temps: int = 0  # the part of `ub` that is the body's temporaries (one copy with double buffering)
 
 
 def epilogue_operands(p: CubeProblem) -> list[SSAValue]:
@@ -390,6 +395,7 @@ class _Fixed:
     outs: int  # stored outputs
     epi: tuple[tuple[int, int], ...]  # (element bytes, elements) per epilogue operand
     vec_ops: int
+    program: tuple[tuple[str, str, int, bool], ...] = ()  # `_epilogue_program`
 
 
 def _fixed(p: CubeProblem) -> _Fixed:
@@ -397,7 +403,46 @@ def _fixed(p: CubeProblem) -> _Fixed:
     epi = tuple((_itemsize(v), math.prod(shape_of(v))) for v in epilogue_operands(p))
     bn = sum(isinstance(o, g.BatchNormOp) for o in p.epilogue_ops)
     return _Fixed(numpy_dtype(p.elem).itemsize, max(_itemsize(v) for v in outs), len(outs), epi,
-                  2 + len(p.epilogue_ops) + 4 * bn)
+                  2 + len(p.epilogue_ops) + 4 * bn, _epilogue_program(p))
+
+
+def _epilogue_program(p: CubeProblem) -> tuple[tuple[str, str, int, bool], ...]:
+    """The vector instructions the epilogue body costs per output tile, as (op, element
+    type, bytes per output element, per-channel operand): the bias add and the cast on
+    the accumulator, then the group's ops."""
+    acc = elem_name(p.acc_elem)
+    out: list[tuple[str, str, int, bool]] = []
+    anchor = p.anchor
+    if isinstance(anchor, CONV_OPS + (g.QuantMatMulOp,)) and anchor.bias is not None:
+        out.append(("vadd", acc, 4, p.kind == "conv"))
+    if isinstance(anchor, g.GemmOp):
+        if anchor.alpha.value.data != 1.0:
+            out.append(("vmuls", "f32", 4, False))
+        if anchor.c is not None and anchor.beta.value.data != 0.0:
+            out.append(("vadd", "f32", 4, False))
+    if anchor.results[0].type.element_type != p.acc_elem:
+        out.append(("vconv", "f32", 4, False))
+    for op in p.epilogue_ops:
+        name = op.name.split(".", 1)[1]
+        elem = elem_name(op.results[0].type.element_type)
+        size = numpy_dtype(op.results[0].type.element_type).itemsize
+        if isinstance(op, g.BatchNormOp | g.DequantizeOp):
+            out += [("vconv", "f32", 4, False), ("vmul", "f32", 4, True), ("vadd", "f32", 4, True),
+                    ("vconv", "f32", 4, False)]
+        elif isinstance(op, g.CastOp):
+            out.append(("vconv", elem_name(op.operands[0].type.element_type), max(size, _itemsize(op.operands[0])),
+                        False))
+        else:
+            out.append((ELEMENTWISE.get(name, "default"), elem, size, False))
+    return tuple(out)
+
+
+def epilogue_cycles(mach: Machine, program: tuple, tm: int, tn: int) -> float:
+    """Cycles of the epilogue's vector instructions on a tm x tn tile: one start-up per
+    step (a per-channel operand's several instructions per step overlap their start-ups
+    on the pipelined Vector unit)."""
+    bpr = mach.target.vector.bytes_per_repeat
+    return sum(mach.instruction(op, elem, max(1, _ceil(tm * tn * size, bpr))) for op, elem, size, _ in program)
 
 
 def sizes(p: CubeProblem, tm: int, tn: int, tk: int, kl1: int, f: _Fixed | None = None) -> _Sizes:
@@ -416,41 +461,75 @@ def sizes(p: CubeProblem, tm: int, tn: int, tk: int, kl1: int, f: _Fixed | None 
     temps = (2 + f.outs) * tm * tn * 4 + 8 * tn * 4 * (len(f.epi) + 1)
     ub = tm * tn * 4 + f.outs * tm * tn * f.ob + epi_bytes + temps
     return _Sizes(a_l1, b_l1, tm * tk * ab, tk * tn * ab, tm * tn * 4, ub, epi_bytes // 2, f.outs * tm * tn * f.ob,
-                  f.vec_ops)
+                  f.vec_ops, f.program, temps)
 
 
 def cube_cost(p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl1: int, order: str, blocks: int,
-              l1d: bool, l0d: bool, epid: bool, split: int = 1, s: _Sizes | None = None) -> float:
+              l1d: bool, l0d: bool, epid: bool, split: int = 1, s: _Sizes | None = None,
+              batch_inner: bool = False) -> float:
+    """Cycles of the slowest core: its tiles pipelined through their stages -- the L1
+    loads (the next tile's overlap this tile's K loop when L1 is double-buffered), the K
+    loop (L1 -> L0 moves and mmads, overlapped when L0 is double-buffered; K chunks of L1
+    pipelined with their loads), the epilogue (the L0C read-out and vector ops, overlapped
+    with the next tile's K loop when L0C and UB are double-buffered) and the copy-out --
+    with the tile's GM bytes at the core's HBM share as a throughput limit. A weight read
+    after the first one hits the L2 (the weights fit it): it costs the L2 path's rate and
+    none of the HBM share."""
     s = s or sizes(p, tm, tn, tk, kl1)
     m_tiles, n_tiles = _ceil(p.m, tm), _ceil(p.n, tn)
     outer, inner = (m_tiles, n_tiles) if order == "mn" else (n_tiles, m_tiles)
-    inner = _ceil(inner, split)
+    images = 1 if batch_inner else p.batch  # images in the outer (multi-core) index
+    inner = _ceil(inner * (p.batch if batch_inner else 1), split)
+    per_core = _ceil(images * p.groups * outer * split, blocks)  # outer tiles of the slowest core
     chunks = _ceil(p.k, kl1)
     steps = _ceil(kl1, tk)
-    hoist = chunks == 1
     a_in, b_in = s.a_l1, s.b_l1
+    hoist_b = chunks == 1 and order == "nm"
+    b_reads = b_in * (per_core if hoist_b else per_core * inner * chunks)  # the core's weight bytes
+    weights = s.b_l1 * chunks * n_tiles * p.groups
+    miss = min(1.0, weights / b_reads) if b_reads and weights <= mach.target.memory.l2 else 1.0
+    l2_rate = mach.target.bytes_per_cycle(mach.target.dma.l2_to_l1)
+
+    def load(a: float, b_: float) -> float:
+        """MTE2 cycles of a tile's A and B bytes (B partly from the L2)."""
+        return mach.dma("gm_to_l1", a + b_ * miss, blocks, count=(a > 0) + (b_ > 0)) + b_ * (1 - miss) / l2_rate
+
     hoisted = 0.0
-    if hoist:
+    if chunks == 1:  # the outer operand is loaded once per outer tile
         if order == "mn":
-            hoisted, a_in = mach.dma("gm_to_l1", a_in, blocks), 0
+            hoisted, a_in = load(a_in, 0), 0
         else:
-            hoisted, b_in = mach.dma("gm_to_l1", b_in, blocks), 0
-    mte2 = mach.dma("gm_to_l1", a_in + b_in, blocks, count=(a_in > 0) + (b_in > 0))
+            hoisted, b_in = load(0, b_in), 0
+    mte2 = load(a_in, b_in)
     mte1 = mach.dma("l1_to_l0a", s.l0a) + mach.dma("l1_to_l0b", s.l0b)
     cube = mach.cube(tm, tk, tn, elem_name(p.elem))
-    chunk = partly_pipelined(steps, [mte1, cube], l0d)
-    main = partly_pipelined(chunks, [mte2, chunk], l1d)
+    chunk = pipelined(steps, [mte1, cube], l0d)
     fix = mach.dma("l0c_to_ub", s.l0c)
     epi_in = mach.dma("gm_to_ub", s.epi_in, blocks)
-    vec = mach.vector(tm * tn * 4, s.vec_ops)
+    vec = epilogue_cycles(mach, s.program, tm, tn)
     mte3 = mach.dma("ub_to_gm", s.out, blocks)
-    gm = mach.hbm(chunks * (a_in + b_in) + s.epi_in + s.out, blocks)  # reads and writes share HBM
+    hoisted_bytes = (s.a_l1 if order == "mn" else s.b_l1 * miss) if chunks == 1 else 0
+    gm = mach.hbm(chunks * (a_in + b_in * miss) + hoisted_bytes / inner + s.epi_in + s.out, blocks)  # reads + writes
     # without FixPipe (the 910) the L0C read-out runs on the Vector pipe, with the epilogue
-    # (there the read-out is the epilogue's first step: one vector instruction fewer)
-    read_out = fix + mach.vector(tm * tn * 4, s.vec_ops - 1)
-    stages = [main, fix, epi_in, vec, mte3] if mach.target.isa.fixpipe else [main, epi_in, read_out, mte3]
-    per_outer = hoisted + pipelined(inner, stages, epid, port=gm)
-    return _ceil(p.batch * p.groups * outer * split, blocks) * per_outer
+    read_out = fix + vec
+    epilogue = [fix, epi_in, vec, mte3] if mach.target.isa.fixpipe else [epi_in, read_out, mte3]
+    # the outer operand's load overlaps the previous outer tile's work only with two L1
+    # buffers and more than one outer tile; the first one is a fill either way
+    spread = l1d and per_core > 1
+    serial = hoisted if spread else per_core * hoisted
+    if chunks == 1:
+        load, body = mte2 + (hoisted / inner if spread else 0.0), chunk
+    else:
+        load, body = 0.0, pipelined(chunks, [mte2, chunk], l1d)
+    front = []
+    if l1d and load:
+        front = [load]
+    else:
+        body += load
+    if not epid:
+        body, epilogue = body + sum(epilogue), []
+    stages = [*front, body, *epilogue]
+    return serial + pipelined(per_core * inner, stages, len(stages) > 1, port=gm)
 
 
 def _divisors(n: int) -> list[int]:
@@ -557,15 +636,18 @@ def _plan_cube(p: CubeProblem, mach: Machine) -> CubePlan:
                     l0d = 2 * single["l0a"] <= mem.l0a and 2 * single["l0b"] <= mem.l0b
                     l1d = 2 * single["l1"] <= mem.l1
                     l0cd = 2 * single["l0c"] <= mem.l0c
-                    ubd = 2 * s.ub <= mem.ub
-                    for order in ("mn", "nm"):
+                    ubd = 2 * s.ub - s.ub_temps <= mem.ub  # the body's temporaries are not double-buffered
+                    # the images in the inner loop of order "nm": a conv's weights loaded once per N tile
+                    inner_batch = (False, True) if INNER_BATCH and p.batch > 1 and p.kind == "conv" else (False,)
+                    for order, bin_ in [(o, b_) for o in ("mn", "nm") for b_ in inner_batch if o == "nm" or not b_]:
                         outer, inner = (_ceil(p.m, tm), _ceil(p.n, tn))[:: 1 if order == "mn" else -1]
-                        items = p.batch * p.groups * outer
+                        items = (1 if bin_ else p.batch) * p.groups * outer
+                        inner *= p.batch if bin_ else 1
                         for split in (1, 2, 4, 8, 16, 32):
                             if split > inner or (split > 1 and items * split > 2 * cores):
                                 break
                             blocks = min(cores, items * split)
-                            cyc = cube_cost(p, mach, tm, tn, tk, kl1, order, blocks, l1d, l0d, l0cd and ubd, split, s)
+                            cyc = cube_cost(p, mach, tm, tn, tk, kl1, order, blocks, l1d, l0d, l0cd and ubd, split, s, bin_)
                             count += 1
                             if best is None or cyc < best.cycles:
                                 usage = (("l1", single["l1"] * (2 if l1d else 1)),
@@ -573,7 +655,8 @@ def _plan_cube(p: CubeProblem, mach: Machine) -> CubePlan:
                                          ("l0b", single["l0b"] * (2 if l0d else 1)),
                                          ("l0c", single["l0c"] * (2 if l0cd else 1)))
                                 best = CubePlan(tm, tn, tk, kl1, order, 2 if l1d else 1, 2 if l0d else 1,
-                                                2 if l0cd else 1, 2 if ubd else 1, blocks, cyc, split, usage)
+                                                2 if l0cd else 1, 2 if ubd else 1, blocks, cyc, split, usage,
+                                                batch_inner=bin_)
     if best is None:
         space, need, have = smallest or ("ub", 0, 0)
         raise CapacityShortfall(space, need, have)
@@ -1152,10 +1235,14 @@ class _CubeEmitter:
         outer_n, inner_n = (m_tiles, n_tiles) if pl.order == "mn" else (n_tiles, m_tiles)
         chunks, steps = _ceil(p.k, pl.kl1), _ceil(pl.kl1, tk)
         hoist = chunks == 1
+        m_per_image = inner_n
+        if pl.batch_inner:  # order "nm": (image, M tile) pairs in the inner loop
+            inner_n *= p.batch
         per_part = _ceil(inner_n, pl.split)
-        lo, hi = b.block_range(p.batch * p.groups * outer_n * pl.split, pl.blocks)
+        images = 1 if pl.batch_inner else p.batch
+        lo, hi = b.block_range(images * p.groups * outer_n * pl.split, pl.blocks)
         with b.loop(lo, hi, name="tile") as it:
-            bi, gi, oi, part = b.unravel(it, [p.batch, p.groups, outer_n, pl.split], ["image", "group", "outer", "part"])
+            bi, gi, oi, part = b.unravel(it, [images, p.groups, outer_n, pl.split], ["image", "group", "outer", "part"])
             first_tile = pl.order == "mn"
 
             def scaled(i: Index, size: int) -> Index:
@@ -1169,6 +1256,8 @@ class _CubeEmitter:
             inner_lo = b.mul(part, per_part)
             inner_hi = b.min_(b.add_(inner_lo, per_part), inner_n) if pl.split > 1 else inner_n
             with self._maybe_loop(inner_n, "inner", inner_lo, inner_hi) as ii:
+                if pl.batch_inner:
+                    bi, ii = b.unravel(ii, [p.batch, m_per_image], ["image", "m_tile"])
                 mi, ni = (oi, ii) if first_tile else (ii, oi)
                 m0, n0 = scaled(mi, tm), scaled(ni, tn)
                 with self._maybe_loop(chunks, "chunk") as kc:

@@ -8,7 +8,7 @@
 // (B re-laid from NZ by a permuting copy) -> mmad over 2 K steps -> L0C -> UB epilogue ->
 // GM. K fits one L1 chunk, so A's L1 load is hoisted out of the N loop. On the 910B: 4 M
 // tiles x 12 N tiles, the N loop split in 4 so that 16 cores share the work; the 910 (its
-// slower per-cycle L1 -> L0B path, no FixPipe) takes larger 128 x 48 tiles.
+// slower per-cycle L1 -> L0B path, no FixPipe) takes larger 128 x 64 tiles on 12 cores.
 func.func @matmul(%x: tensor<256x512xf16>) -> tensor<256x384xf16> {
   %w = graph.constant dense<0.5> : tensor<24x32x16x16xf16, #layout.fmt<FRACTAL_NZ, origin ND [512, 384]>>
   %b = graph.constant dense<1.0> : tensor<384xf16>
@@ -17,43 +17,45 @@ func.func @matmul(%x: tensor<256x512xf16>) -> tensor<256x384xf16> {
   %r = graph.relu %a : tensor<256x384xf16>
   func.return %r : tensor<256x384xf16>
 }
-// CHECK:       tile.kernel @k0_y {{.*}} block_dim 24 kind "cube_epilogue" attributes {{{.*}}tile.plan = "m=64 n=64 k=256 k_l1=256 order=nm split=4 blocks=24 buffers l1=2 l0=2 l0c=2 ub=2; L1 131072, L0A 65536, L0B 65536, L0C 32768"
-// B910:        tile.kernel @k0_y {{.*}} block_dim 24 kind "cube_epilogue" attributes {{{.*}}tile.plan = "m=64 n=64 k=256 k_l1=256 order=nm split=4 blocks=24 buffers l1=2 l0=2 l0c=2 ub=2; L1 131072, L0A 65536, L0B 65536, L0C 32768"
-// B910:          %[[A1:.*]] = tile.alloc buffers 2 : memref<1x64x256xf16, #tile.space<l1>>
-// B910-NEXT:     %[[B1:.*]] = tile.alloc buffers 2 : memref<1x4x16x16x16xf16, #tile.space<l1>>
+// CHECK:       tile.kernel @k0_y {{.*}} block_dim 12 kind "cube_epilogue" attributes {{{.*}}tile.plan = "m=128 n=64 k=64 k_l1=128 order=nm split=2 blocks=12 buffers l1=2 l0=2 l0c=2 ub=2; L1 98304, L0A 32768, L0B 16384, L0C 65536"
+// B910:        tile.kernel @k0_y {{.*}} block_dim 16 kind "cube_epilogue" attributes {{{.*}}tile.plan = "m=64 n=32 k=256 k_l1=512 order=mn split=4 blocks=16 buffers l1=2 l0=2 l0c=2 ub=2; L1 196608, L0A 65536, L0B 32768, L0C 16384"
+// B910:          %[[A1:.*]] = tile.alloc buffers 2 : memref<1x64x512xf16, #tile.space<l1>>
+// B910-NEXT:     %[[B1:.*]] = tile.alloc buffers 2 : memref<1x2x32x16x16xf16, #tile.space<l1>>
 // B910-NEXT:     %[[A0:.*]] = tile.alloc buffers 2 : memref<64x256xf16, #tile.space<l0a>>
-// B910-NEXT:     %[[B0:.*]] = tile.alloc buffers 2 : memref<256x64xf16, #tile.space<l0b>>
-// B910-NEXT:     %[[C0:.*]] = tile.alloc buffers 2 : memref<64x64xf32, #tile.space<l0c>>
+// B910-NEXT:     %[[B0:.*]] = tile.alloc buffers 2 : memref<256x32xf16, #tile.space<l0b>>
+// B910-NEXT:     %[[C0:.*]] = tile.alloc buffers 2 : memref<64x32xf32, #tile.space<l0c>>
 // B910:          scf.for %[[T:.*]] = %{{.*}} to %{{.*}} step %c1 {
 // B910-NEXT:       %[[OUTER:.*]] = arith.divui %[[T]], %c4 : index
 // B910-NEXT:       %[[PART:.*]] = arith.remui %[[T]], %c4 : index
-// B910:            scf.for %[[I:.*]] = %[[PART]] to %{{.*}} step %c1 {
-// B910-NEXT:         %[[M:.*]] = arith.muli %[[I]], %c64 : index
-// B910-NEXT:         %[[N:.*]] = arith.muli %[[OUTER]], %c64 : index
-// B910-NEXT:         scf.for %[[CH:.*]] = %c0 to %c2 step %c1 {
-// B910-NEXT:           %[[K:.*]] = arith.muli %[[CH]], %c256 : index
-// B910-NEXT:           tile.copy %{{.*}}[%c0, %[[M]], %[[K]]] to %[[A1]][%c0, %c0, %c0] sizes [1, 64, 256]
-// B910:                tile.copy %{{.*}} to %[[B1]][{{.*}}] sizes [1, 4, 16, 16, 16]
-// B910:                tile.copy %{{.*}} to %[[A0]][%c0, %c0] sizes [64, 256]
-// B910:                tile.copy %{{.*}} sizes [4, 16, 16, 16] perm [1, 2, 0, 3]
+// B910-NEXT:       %[[M:.*]] = arith.muli %[[OUTER]], %c64 : index
+// B910-NEXT:       tile.copy %{{.*}}[%c0, %[[M]], %c0] to %[[A1]][%c0, %c0, %c0] sizes [1, 64, 512]
+// B910:            scf.for %[[I:.*]] = %{{.*}} to %{{.*}} step %c1 {
+// B910:              %[[NB:.*]] = arith.muli %[[I]], %c2 : index
+// B910-NEXT:         tile.copy %{{.*}}[%c0, %[[NB]], %c0, %c0, %c0] to %[[B1]][{{.*}}] sizes [1, 2, 32, 16, 16]
+// B910-NEXT:         scf.for %[[ST:.*]] = %c0 to %c2 step %c1 {
+// B910-NEXT:           %[[K:.*]] = arith.muli %[[ST]], %c256 : index
+// B910:                tile.copy %{{.*}}[%c0, %[[K]]] to %[[A0]][%c0, %c0] sizes [64, 256]
+// B910:                %[[KB:.*]] = arith.muli %[[ST]], %c16 : index
+// B910-NEXT:           tile.copy %{{.*}}[%c0, %[[KB]], %c0, %c0] to %{{.*}} sizes [2, 16, 16, 16] perm [1, 2, 0, 3]
 // B910-NEXT:           %[[FIRST:.*]] = arith.cmpi eq, %[[K]], %c0 : index
 // B910-NEXT:           tile.mmad %[[A0]], %[[B0]], %[[C0]] init %[[FIRST]]
-// B910:              tile.copy %[[C0]][%c0, %c0] to %{{.*}} sizes [64, 64]
+// B910:              tile.copy %[[C0]][%c0, %c0] to %{{.*}} sizes [64, 32]
 // B910:              tile.vector ins({{.*}}) outs({{.*}}) {
-// B910-NEXT:         ^{{.*}}(%[[ACC:.*]]: tensor<64x64xf32>, %[[BIAS:.*]]: tensor<64xf16>):
-// B910-NEXT:           %[[H:.*]] = graph.cast %[[ACC]] : tensor<64x64xf32> to tensor<64x64xf16>
+// B910-NEXT:         ^{{.*}}(%[[ACC:.*]]: tensor<64x32xf32>, %[[BIAS:.*]]: tensor<32xf16>):
+// B910-NEXT:           %[[H:.*]] = graph.cast %[[ACC]] : tensor<64x32xf32> to tensor<64x32xf16>
 // B910-NEXT:           %[[S:.*]] = graph.add %[[H]], %[[BIAS]]
 // B910-NEXT:           %[[R:.*]] = graph.relu %[[S]]
 // B910-NEXT:           tile.yield %[[R]]
-// B310:        tile.kernel @k0_y {{.*}} block_dim 1 kind "cube_epilogue" attributes {{{.*}}tile.plan = "m=128 n=48 k=128 k_l1=512 order=mn blocks=1 buffers l1=2 l0=2 l0c=2 ub=2; L1 360448, L0A 65536, L0B 24576, L0C 49152"
+// B310:        tile.kernel @k0_y {{.*}} block_dim 1 kind "cube_epilogue" attributes {{{.*}}tile.plan = "m=128 n=64 k=128 k_l1=512 order=mn blocks=1 buffers l1=2 l0=2 l0c=2 ub=2; L1 393216, L0A 65536, L0B 32768, L0C 65536"
 
 // -----
 
 // A 3x3 conv on NC1HWC0 with FRACTAL_Z weights, bias, ReLU and a residual add: implicit
 // GEMM with M = 56x56 output pixels, N = 64 channels, K = C1 x 3 x 3 x C0 = 576. The L1
-// feature map holds the 4 input rows (from row 2 * t - 1) that a tile of 112 pixels (2
-// output rows) needs; img2col builds each 112 x 144 A tile from it; the residual comes in
-// through the epilogue in NC1HWC0 tiles.
+// feature map holds the 6 input rows (from row 4 * t - 1) that a tile of 224 pixels (4
+// output rows) needs, one C1 block per K chunk; img2col builds each 224 x 48 A tile (one
+// of 3 K steps, double-buffered in L0A) from it; the residual comes in through the
+// epilogue in NC1HWC0 tiles.
 func.func @conv(%x: tensor<1x4x56x56x16xf16, #layout.fmt<NC1HWC0, origin NCHW [1, 64, 56, 56]>>) -> tensor<1x4x56x56x16xf16, #layout.fmt<NC1HWC0, origin NCHW [1, 64, 56, 56]>> {
   %w = graph.constant dense<0.01> : tensor<36x4x16x16xf16, #layout.fmt<FRACTAL_Z, origin NCHW [64, 64, 3, 3]>>
   %b = graph.constant dense<0.5> : tensor<64xf16>
@@ -62,9 +64,9 @@ func.func @conv(%x: tensor<1x4x56x56x16xf16, #layout.fmt<NC1HWC0, origin NCHW [1
   %s = graph.add %r, %x : (tensor<1x4x56x56x16xf16, #layout.fmt<NC1HWC0, origin NCHW [1, 64, 56, 56]>>, tensor<1x4x56x56x16xf16, #layout.fmt<NC1HWC0, origin NCHW [1, 64, 56, 56]>>) -> tensor<1x4x56x56x16xf16, #layout.fmt<NC1HWC0, origin NCHW [1, 64, 56, 56]>>
   func.return %s : tensor<1x4x56x56x16xf16, #layout.fmt<NC1HWC0, origin NCHW [1, 64, 56, 56]>>
 }
-// CHECK:       tile.kernel @k0_c {{.*}} block_dim 28 kind "cube_epilogue" attributes {{{.*}}tile.plan = "m=224 n=32 k=144 k_l1=144 order=mn split=2 blocks=28 buffers l1=2 l0=1 l0c=2 ub=1; L1 39936, L0A 64512, L0B 9216, L0C 57344"
+// CHECK:       tile.kernel @k0_c {{.*}} block_dim 28 kind "cube_epilogue" attributes {{{.*}}tile.plan = "m=224 n=32 k=48 k_l1=144 order=mn split=2 blocks=28 buffers l1=2 l0=2 l0c=2 ub=2; L1 39936, L0A 43008, L0B 6144, L0C 57344"
 // CHECK:         %[[FM:.*]] = tile.alloc buffers 2 : memref<1x1x6x56x16xf16, #tile.space<l1>>
-// CHECK:         %[[A0:.*]] = tile.alloc buffers 1 : memref<224x144xf16, #tile.space<l0a>>
+// CHECK:         %[[A0:.*]] = tile.alloc buffers 2 : memref<224x48xf16, #tile.space<l0a>>
 // CHECK:         scf.for %[[T:.*]] = %{{.*}} to %{{.*}} step %c1 {
 // CHECK:           scf.for %[[I:.*]] = %{{.*}} to %{{.*}} step %c1 {
 // CHECK-NEXT:        %[[M:.*]] = arith.muli %{{.*}}, %c224 : index
@@ -73,14 +75,18 @@ func.func @conv(%x: tensor<1x4x56x56x16xf16, #layout.fmt<NC1HWC0, origin NCHW [1
 // CHECK-NEXT:          %[[IH:.*]] = arith.subi %[[OH]], %c1 : index
 // CHECK-NEXT:          %[[C:.*]] = arith.muli %[[CH]], %c16 : index
 // CHECK-NEXT:          tile.copy %x[%c0, %[[CH]], %[[IH]], %c0, %c0] to %[[FM]][%c0, %c0, %c0, %c0, %c0] sizes [1, 1, 6, 56, 16] {pad = 0.000000e+00 : f32}
-// CHECK:               %[[K:.*]] = arith.muli %[[CH]], %c144 : index
-// CHECK-NEXT:          tile.img2col %[[FM]][%[[M]], %[[K]], %[[C]], %[[IH]]] to %[[A0]] {kernel = array<i64: 3, 3>, strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, pads = array<i64: 1, 1>, out_size = array<i64: 56, 56>, channels = 64 : i64, c0 = 16 : i64}
+// CHECK:               scf.for %[[ST:.*]] = %c0 to %c3 step %c1 {
+// CHECK-NEXT:            %[[KS:.*]] = arith.muli %[[ST]], %c48 : index
+// CHECK-NEXT:            %[[KC:.*]] = arith.muli %[[CH]], %c144 : index
+// CHECK-NEXT:            %[[K:.*]] = arith.addi %[[KC]], %[[KS]] : index
+// CHECK-NEXT:            %[[C2:.*]] = arith.muli %[[CH]], %c16 : index
+// CHECK-NEXT:            tile.img2col %[[FM]][%[[M]], %[[K]], %[[C2]], %[[IH]]] to %[[A0]] {kernel = array<i64: 3, 3>, strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, pads = array<i64: 1, 1>, out_size = array<i64: 56, 56>, channels = 64 : i64, c0 = 16 : i64}
 // CHECK:               tile.mmad
 // CHECK:           tile.copy %{{.*}} sizes [224, 2, 16] perm [1, 0, 2] : memref<224x2x16xf32, #tile.space<l0c>> to memref<2x224x16xf32, #tile.space<ub>>
 // CHECK:           tile.copy %{{.*}} sizes [1, 2, 224, 16] {pad = 0.000000e+00 : f32} : memref<1x4x3136x16xf16, #tile.space<gm>> to memref<1x2x224x16xf16, #tile.space<ub>>
 // CHECK:           ^{{.*}}(%{{.*}}: tensor<1x2x224x1x16xf32>, %{{.*}}: tensor<1x2x1x1x16xf16>, %{{.*}}: tensor<1x2x224x1x16xf16>):
-// B910:        tile.kernel @k0_c {{.*}} block_dim 20 kind "cube_epilogue" attributes {{{.*}}tile.plan = "m=160 n=32 k=96 k_l1=576 order=mn blocks=20 buffers l1=2 l0=2 l0c=2 ub=1; L1 159744, L0A 61440, L0B 12288, L0C 40960"
-// B310:        tile.kernel @k0_c {{.*}} block_dim 1 kind "cube_epilogue" attributes {{{.*}}tile.plan = "m=64 n=64 k=192 k_l1=576 order=nm blocks=1 buffers l1=2 l0=2 l0c=2 ub=2; L1 219136, L0A 49152, L0B 49152, L0C 32768"
+// B910:        tile.kernel @k0_c {{.*}} block_dim 20 kind "cube_epilogue" attributes {{{.*}}tile.plan = "m=160 n=32 k=96 k_l1=576 order=mn blocks=20 buffers l1=2 l0=2 l0c=2 ub=2; L1 159744, L0A 61440, L0B 12288, L0C 40960"
+// B310:        tile.kernel @k0_c {{.*}} block_dim 1 kind "cube_epilogue" attributes {{{.*}}tile.plan = "m=112 n=64 k=144 k_l1=576 order=nm blocks=1 buffers l1=2 l0=2 l0c=2 ub=2; L1 204800, L0A 64512, L0B 36864, L0C 57344"
 
 // -----
 
@@ -102,4 +108,4 @@ func.func @depthwise(%x: tensor<1x2x28x28x16xf16, #layout.fmt<NC1HWC0, origin NC
 // CHECK:         %[[W:.*]] = tile.const dense_resource<{{.*}}> : tensor<9x2x16x16xf16, #layout.fmt<FRACTAL_Z, origin NCHW [32, 16, 3, 3]>> -> memref<9x2x16x16xf16, #tile.space<gm>>
 // CHECK-NEXT:    tile.launch @k0_c ins(%x, %[[W]] : {{.*}})
 // B910:        tile.kernel @k0_c {{.*}} block_dim 14 kind "cube_epilogue" attributes {tile.plan = "m=32 n=16 k=144 k_l1=144 order=mn blocks=14 buffers l1=2 l0=2 l0c=2 ub=2; L1 25344, L0A 18432, L0B 9216, L0C 4096"
-// B310:        tile.kernel @k0_c {{.*}} block_dim 1 kind "cube_epilogue" attributes {tile.plan = "m=208 n=16 k=144 k_l1=144 order=nm blocks=1 buffers l1=2 l0=1 l0c=2 ub=2; L1 61184, L0A 59904, L0B 4608, L0C 26624"
+// B310:        tile.kernel @k0_c {{.*}} block_dim 1 kind "cube_epilogue" attributes {tile.plan = "m=112 n=16 k=144 k_l1=144 order=nm blocks=1 buffers l1=2 l0=2 l0c=2 ub=2; L1 39680, L0A 64512, L0B 9216, L0C 14336"
