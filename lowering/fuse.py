@@ -246,7 +246,17 @@ class Fuser:
         return None if isinstance(user, func.ReturnOp) else user
 
     def _epilogue(self, cand: Candidate) -> None:
-        """Cube op + bias/scale + activation + residual add + activation, in that order."""
+        """Cube op + bias/scale + activation + residual add + activation, in that order;
+        an int8 conv's chain that assign-layouts planned for its epilogue, whole."""
+        self._staged_epilogue(cand)
+        chain = self._int8_layout_chain(cand)
+        if chain and not set(chain) <= set(cand.ops):
+            self.log.append(f"{cand.rule}: {op_label(cand.ops[0])} takes its int8 chain whole: "
+                            + " + ".join(op_label(o) for o in chain))
+            del cand.ops[1:]
+            cand.ops.extend(chain)
+
+    def _staged_epilogue(self, cand: Candidate) -> None:
         anchor = cand.ops[0]
         channel_axis = 1 if isinstance(anchor, graph.Conv2dOp | graph.QuantConv2dOp) else -1
         stage = 0  # 0: bias/scale allowed; 1: after activation; 2: after residual; 3: done (but a quantize); 4: done
@@ -273,6 +283,26 @@ class Fuser:
                 return
             cand.ops.append(user)
             tail = user.results[0]
+
+    def _int8_layout_chain(self, cand: Candidate) -> list[Operation]:
+        """int8: what assign-layouts computes in NC1HWC0 expecting this epilogue -- the
+        sole-user chain of elementwise ops from a quant_conv2d up to the first quantize,
+        cut after its last dequantize / quantize (they change C0, e.g. i32 8 -> f16 16 -> i8
+        32, which only the epilogue can do). [] when there is none or an op may not join."""
+        if not isinstance(cand.ops[0], graph.QuantConv2dOp):
+            return []
+        chain: list[Operation] = []
+        tail = cand.ops[0].results[0]
+        while (user := self._sole_user(cand, tail)) is not None and graph.has_trait(user, graph.Elementwise):
+            if self.can_join(user, {cand.ops[0], *chain}) is not None:
+                return []
+            chain.append(user)
+            if isinstance(user, graph.QuantizeOp):
+                break
+            tail = user.results[0]
+        while chain and not isinstance(chain[-1], graph.QuantizeOp | graph.DequantizeOp):
+            chain.pop()
+        return chain
 
     def _constant_rest(self, op: Operation, tail: SSAValue) -> bool:
         return all(v is tail or self._is_constant(v) for v in op.operands)

@@ -95,3 +95,40 @@ def test_qlinearmatmul_with_a_batched_weight_and_zero_points_on_the_npu(dtype):
     # an ulp of a .5 tie may round the other way (test_int8_npu.py's tolerance for QLinear*)
     assert np.abs(got.astype(int) - want.astype(int)).max() <= 1
     assert np.mean(got == want) > 0.99
+
+
+def _conv_then(op: str) -> onnx.ModelProto:
+    """QDQ: quantize x -> conv (int8 weight) -> op(1, y) -> quantize -> dequantize."""
+    r = np.random.default_rng(0)
+    inits = {"s": np.float32(0.05), "z": np.int8(0), "w": r.integers(-100, 100, (32, 16, 3, 3)).astype(np.int8),
+             "ws": np.full(32, 0.002, np.float32), "wz": np.zeros(32, np.int8), "one": np.float32(1.0),
+             "s2": np.float32(0.1)}
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["xq"]),
+             helper.make_node("DequantizeLinear", ["xq", "s", "z"], ["xd"]),
+             helper.make_node("DequantizeLinear", ["w", "ws", "wz"], ["wd"], axis=0),
+             helper.make_node("Conv", ["xd", "wd"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node(op, ["one", "c"], ["t"], name="t"),
+             helper.make_node("QuantizeLinear", ["t", "s2", "z"], ["tq"]),
+             helper.make_node("DequantizeLinear", ["tq", "s2", "z"], ["y"])]
+    graph = helper.make_graph(nodes, "q", [helper.make_tensor_value_info("x", TensorProto.FLOAT, (1, 16, 8, 8))],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              [numpy_helper.from_array(np.asarray(v), k) for k, v in inits.items()])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+
+
+@pytest.mark.parametrize("op", ["Sub", "Div", "Max"])
+def test_int8_conv_epilogue_takes_the_chain_assign_layouts_planned(op):
+    """quant_conv2d -> dequantize -> 1 - y (or 1 / y, max(1, y): not a stage of the f16
+    epilogue rule) -> quantize: assign-layouts plans the chain in NC1HWC0 for the epilogue
+    (the quantize changes C0 16 -> 32), so fuse takes it whole (before: a Vector kernel of
+    sub + quantize on NC1HWC0, which no tile covers). Bit-exact with the reference
+    interpreter; onnxruntime runs the QDQ conv in float: within one quantization step."""
+    from ge.backend import prepare
+
+    model = _conv_then(op)
+    x = np.random.default_rng(1).standard_normal((1, 16, 8, 8)).astype(np.float32)
+    got, compiled = _npu(model, {"x": x})
+    np.testing.assert_array_equal(got, prepare(model).run([x])[0])
+    assert np.abs(got - _ort(model, {"x": x})).max() <= 0.1 * 1.0001
+    kinds = [k["kind"] for k in compiled.model.definition["kernels"]]
+    assert kinds.count("cube_epilogue") == 1 and len(kinds) == 3  # quantize x; conv + chain; dequantize y
