@@ -256,6 +256,8 @@ def implied(dep: Dep, level: Level) -> bool:
     A state is (where, pipe, point, wrapped, waited): "at" a point of the block or "in"
     the loop holding the first side; `waited` once the pipe has waited for the first side
     (its work after the point is ordered), before that only its later sets carry it."""
+    if not (level.forward or level.carried or level.nested):
+        return False  # no pair and no loop in the block: no chain can start (the search below finds none)
     src, dst, xs, ys, carried = dep.src, dep.dst, dep.xs, dep.ys, dep.carried
     y = (ys[0], 2)
     todo: list[tuple] = [("at", src, (xs[0] + 1, -1), False, False)]  # a set after the op holding the first side
