@@ -29,12 +29,15 @@ from ge.transforms.isa_analysis import access_span, instructions
 pytestmark = pytest.mark.slow
 
 
-def conv_model(batch: int, c: int, hw: int, k: int):
+def conv_model(batch: int, c: int, hw: int, k: int, residual: bool = False):
+    """Conv (+ bias) [+ the input as a residual] + ReLU: one Cube kernel with its epilogue."""
     rng = np.random.default_rng(0)
     w = numpy_helper.from_array((rng.standard_normal((c, c, k, k)) / np.sqrt(c * k * k)).astype(np.float32), "w")
     b = numpy_helper.from_array(rng.standard_normal(c).astype(np.float32) * 0.1, "b")
-    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], kernel_shape=[k, k], pads=[k // 2] * 4),
-             helper.make_node("Relu", ["c"], ["y"])]
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], kernel_shape=[k, k], pads=[k // 2] * 4)]
+    if residual:
+        nodes.append(helper.make_node("Add", ["c", "x"], ["s"]))
+    nodes.append(helper.make_node("Relu", ["s" if residual else "c"], ["y"]))
     graph = helper.make_graph(nodes, "conv", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, c, hw, hw])],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch, c, hw, hw])], [w, b])
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), [batch, c, hw, hw]
@@ -95,7 +98,7 @@ def test_affine_tile_offsets_let_insert_sync_bound_every_l1_access(tmp_path, mon
 
 
 def test_layer4_conv_loads_its_weights_once_per_core(monkeypatch):
-    model, shape = conv_model(batch=8, c=512, hw=7, k=3)
+    model, shape = conv_model(batch=8, c=512, hw=7, k=3, residual=True)  # the residual's tiles per image
     x = np.random.default_rng(1).standard_normal(shape).astype(np.float32)
     want = reference(model, x)
     out, cycles, modeled, plans = run(model, x, monkeypatch)
