@@ -1,7 +1,7 @@
 """Simulated cycles of int8 vs f16 inference on an Ascend chip (issue 21; the 910 by default).
 
     python bench/int8_cycles.py [--models resnet50,resnet_stack] [--batch 16] [--soc ascend910] [--json out.json]
-                                [--vector-epilogue] [--fold-bn]
+                                [--vector-epilogue] [--fold-bn] [--no-fold-bn]
 
 Each model (a light zoo model with calibrated random weights, or `resnet_stack`: ResNet-50's
 conv2_x + one conv3_x bottleneck) is compiled twice: as is under force_fp16, and
@@ -13,12 +13,12 @@ gives total cycles, Cube-kernel cycles and their int8 / f16 ratio, and what the 
 extra kernels cost: the kernels without Cube work (standalone quantize / dequantize, layout
 changes) in each graph. On a FixPipe chip (910B / 310B) the int8 epilogues run in
 FixPipe's quant mode; `--vector-epilogue` keeps them on the Vector unit
-(`to-isa{fixpipe-quant=false}`) to measure what that buys. `--fold-bn` folds the float
-model's BatchNormalization into its convolutions (what onnxruntime's quantizer
-pre-processing and AMCT do before quantizing) for both runs: otherwise
-ge.quantize leaves each BatchNorm after its int8 conv's dequantize, in the epilogue, in
-float. Results are merged into the JSON file under
-"<model>_<soc>_b<batch>[_vector_epilogue][_fold_bn]".
+(`to-isa{fixpipe-quant=false}`) to measure what that buys. ge.quantize folds each
+Conv -> BatchNormalization into the conv before quantizing (its default, AMCT's "BN fold");
+`--no-fold-bn` turns that off (each BatchNorm then runs after its int8 conv's dequantize, in
+float); `--fold-bn` also folds the float model the f16 run compiles (ge.quantize's
+`fold_batch_norms`). Results are merged into the JSON file under
+"<model>_<soc>_b<batch>[_vector_epilogue][_fold_bn][_no_fold_bn]".
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ import onnx
 from _common import RESULTS, markdown, parser
 
 import ge
+from ge.quantization import fold_batch_norms
 from ge.testing import calibrated_model, random_inputs
 
 
@@ -87,51 +88,6 @@ def batch_free(model: onnx.ModelProto) -> onnx.ModelProto:
     return m
 
 
-def fold_batch_norms(model: onnx.ModelProto) -> onnx.ModelProto:
-    """The model with every BatchNormalization that is a Conv's only reader folded into the
-    Conv's weight and bias (w * g / sqrt(v + eps), (b - m) * g / sqrt(v + eps) + beta, in
-    f64): what onnxruntime's quantizer pre-processing and AMCT do before quantizing."""
-    from onnx import TensorProto, helper, numpy_helper
-
-    m = onnx.ModelProto()
-    m.CopyFrom(model)
-    inits = {t.name: numpy_helper.to_array(t) for t in m.graph.initializer}
-    readers: dict[str, int] = {}
-    for n in m.graph.node:
-        for x in n.input:
-            readers[x] = readers.get(x, 0) + 1
-    producer = {o: n for n in m.graph.node for o in n.output}
-    keep, new_inits = [], {}
-    for n in m.graph.node:
-        conv = producer.get(n.input[0]) if n.op_type == "BatchNormalization" else None
-        if conv is None or conv.op_type != "Conv" or readers.get(n.input[0]) != 1 or len(n.output) != 1:
-            keep.append(n)
-            continue
-        eps = next((a.f for a in n.attribute if a.name == "epsilon"), 1e-5)
-        g, beta, mean, var = (inits[x].astype(np.float64) for x in n.input[1:5])
-        w = inits[conv.input[1]].astype(np.float64)
-        b = inits[conv.input[2]].astype(np.float64) if len(conv.input) > 2 else np.zeros(w.shape[0])
-        k = g / np.sqrt(var + eps)
-        new_inits[f"{conv.name}_w_bn"] = (w * k.reshape(-1, 1, 1, 1)).astype(np.float32)
-        new_inits[f"{conv.name}_b_bn"] = ((b - mean) * k + beta).astype(np.float32)
-        conv.input[:] = [conv.input[0], f"{conv.name}_w_bn", f"{conv.name}_b_bn"]
-        conv.output[0] = n.output[0]
-    del m.graph.node[:]
-    m.graph.node.extend(keep)
-    m.graph.initializer.extend(numpy_helper.from_array(v, k) for k, v in new_inits.items())
-    used = {x for n in m.graph.node for x in n.input}
-    kept = [t for t in m.graph.initializer if t.name in used]
-    del m.graph.initializer[:]
-    m.graph.initializer.extend(kept)
-    inputs = [i for i in m.graph.input if i.name in used]  # old models list initializers as inputs too
-    if m.ir_version < 4:  # ... and need them there (the version converter does)
-        inputs += [helper.make_tensor_value_info(k, TensorProto.FLOAT, v.shape) for k, v in new_inits.items()]
-    del m.graph.input[:]
-    m.graph.input.extend(inputs)
-    del m.graph.value_info[:]
-    return m
-
-
 def cycles(model: onnx.ModelProto, batch: int, soc: str = "ascend910") -> dict:
     started = time.time()
     inputs = {k: np.repeat(v, batch, axis=0) for k, v in random_inputs(model, seed=3).items()}
@@ -156,7 +112,10 @@ def main() -> None:
     p.add_argument("--soc", default="ascend910")
     p.add_argument("--vector-epilogue", action="store_true",
                    help="the int8 epilogues on the Vector unit even on a FixPipe chip (to-isa{fixpipe-quant=false})")
-    p.add_argument("--fold-bn", action="store_true", help="fold BatchNormalization into the convs before quantizing")
+    p.add_argument("--fold-bn", action="store_true",
+                   help="the f16 run on the float model with its BatchNorms folded too (ge.quantize folds them anyway)")
+    p.add_argument("--no-fold-bn", action="store_true",
+                   help="ge.quantize(fold_bn=False): each BatchNorm left in float after its int8 conv's dequantize")
     args = p.parse_args()
     if args.vector_epilogue:
         from ge.lowering import to_isa
@@ -167,16 +126,16 @@ def main() -> None:
     for name in names:
         f16_model = resnet_stack() if name == "resnet_stack" else calibrated_model(name)
         if args.fold_bn:
-            f16_model = fold_batch_norms(f16_model)
+            f16_model = fold_batch_norms(f16_model)[0]
         calib = random_inputs(f16_model, seed=1)  # one sample: the model has a fixed batch of 1
         q = ge.quantize(f16_model, calib, method="minmax", report_error=False,
-                        keep_first_last=name != "resnet_stack").model
+                        keep_first_last=name != "resnet_stack", fold_bn=not args.no_fold_bn).model
         f16 = cycles(batch_free(f16_model), args.batch, args.soc)
         int8 = cycles(batch_free(q), args.batch, args.soc)
         key = f"{name}_{args.soc}_b{args.batch}" + ("_vector_epilogue" if args.vector_epilogue else "") + \
-            ("_fold_bn" if args.fold_bn else "")
+            ("_fold_bn" if args.fold_bn else "") + ("_no_fold_bn" if args.no_fold_bn else "")
         out[key] = r = {"soc": args.soc, "batch": args.batch, "vector_epilogue": args.vector_epilogue,
-                        "fold_bn": args.fold_bn, "f16": f16,
+                        "fold_bn": args.fold_bn, "quantize_fold_bn": not args.no_fold_bn, "f16": f16,
                         "int8": int8, "ratio_total": f16["cycles"] / int8["cycles"],
                         "ratio_cube": f16["cube_cycles"] / int8["cube_cycles"]}
         rows.append((name, args.soc, args.batch, f"{f16['cycles']:.4g}", f"{int8['cycles']:.4g}",

@@ -33,6 +33,12 @@ onnxruntime's `compute_scale_zp` (the range always includes 0; qmin = -128, qmax
 scale = max|w| / 127 per output channel. Biases: int32 = round(b / (scale_x * scale_w))
 (numpy round, half to even), as onnxruntime's `quantize_bias_static_impl`.
 
+BatchNorm folding (`fold_bn=True`, the default, AMCT's "BN fold"): before calibrating, each
+BatchNormalization that is a Conv's only reader (inference form, constant statistics) is
+folded into the conv's weight and bias (`fold_batch_norms`), so the per-channel scale the
+int8 weights take is the folded one and no float BN runs after the dequantize; the report
+lists the folded BNs (`folded_bn`).
+
 Kept in float (ATC's skip-layer config): the first and the last quantizable layer
 (`keep_first_last`), every node named in `skip`, and any Conv / MatMul / Gemm whose weight
 is not a constant (activation x activation products such as attention scores); Softmax,
@@ -252,6 +258,95 @@ def run_model(model: onnx.ModelProto, inputs: Mapping[str, np.ndarray], tensors:
 
 
 # --------------------------------------------------------------------------------------
+# BatchNorm folding (AMCT's "BN fold", onnxruntime's quantizer pre-processing)
+# --------------------------------------------------------------------------------------
+
+
+def _bn_foldable(bn: onnx.NodeProto, conv: onnx.NodeProto | None, readers: Mapping[str, int],
+                 inits: Mapping[str, onnx.TensorProto], graph_outputs: set[str]) -> bool:
+    """Conv -> BatchNormalization in inference form, the conv's output read by the BN only,
+    every parameter a constant: the BN is a per-output-channel affine map of the conv."""
+    if conv is None or conv.op_type != "Conv" or len(bn.output) != 1 or len(bn.input) != 5:
+        return False
+    if any(a.name == "training_mode" and a.i for a in bn.attribute):
+        return False
+    if readers.get(bn.input[0]) != 1 or bn.input[0] in graph_outputs:
+        return False
+    params = list(bn.input[1:5]) + list(conv.input[1:3])
+    if not all(x in inits for x in params if x):
+        return False
+    channels = inits[conv.input[1]].dims[0] if inits[conv.input[1]].dims else -1
+    return all(list(inits[x].dims) == [channels] for x in bn.input[1:5])
+
+
+def fold_batch_norms(model: onnx.ModelProto) -> tuple[onnx.ModelProto, dict[str, str]]:
+    """The model with each foldable BatchNormalization (`_bn_foldable`) folded into its
+    Conv's weight and bias, and {BN node: conv node} of those folded. Per output channel
+    k = gamma / sqrt(var + eps); w' = w * k, b' = (b - mean) * k + beta, computed in f64
+    and cast back to the weight's dtype. So the int8 conv's epilogue is the BN too, instead
+    of a float BN after the dequantize."""
+    m = onnx.ModelProto()
+    m.CopyFrom(model)
+    g = m.graph
+    inits = {t.name: t for t in g.initializer}
+    readers: dict[str, int] = {}
+    for n in g.node:
+        for x in n.input:
+            readers[x] = readers.get(x, 0) + 1
+    graph_outputs = {o.name for o in g.output}
+    producer = {o: n for n in g.node for o in n.output}
+    taken = set(inits) | set(producer) | {i.name for i in g.input}
+
+    def fresh(base: str) -> str:
+        name, i = base, 1
+        while name in taken:
+            name, i = f"{base}_{i}", i + 1
+        taken.add(name)
+        return name
+
+    keep, new_inits, folded = [], [], {}
+    for n in g.node:
+        conv = producer.get(n.input[0]) if n.op_type == "BatchNormalization" and n.input else None
+        if not _bn_foldable(n, conv, readers, inits, graph_outputs):
+            keep.append(n)
+            continue
+        eps = next((a.f for a in n.attribute if a.name == "epsilon"), 1e-5)
+        gamma, beta, mean, var = (numpy_helper.to_array(inits[x]).astype(np.float64) for x in n.input[1:5])
+        w0 = numpy_helper.to_array(inits[conv.input[1]])
+        w = w0.astype(np.float64)
+        has_bias = len(conv.input) > 2 and conv.input[2]
+        b = numpy_helper.to_array(inits[conv.input[2]]).astype(np.float64) if has_bias else np.zeros(w.shape[0])
+        k = gamma / np.sqrt(var + eps)
+        conv_name = conv.name or conv.output[0]
+        w_name, b_name = fresh(f"{conv_name}_w_bn"), fresh(f"{conv_name}_b_bn")
+        new_inits.append(numpy_helper.from_array((w * k.reshape((-1,) + (1,) * (w.ndim - 1))).astype(w0.dtype), w_name))
+        new_inits.append(numpy_helper.from_array(((b - mean) * k + beta).astype(w0.dtype), b_name))
+        conv.input[:] = [conv.input[0], w_name, b_name]
+        conv.output[0] = n.output[0]
+        folded[n.name or n.output[0]] = conv_name
+    if not folded:
+        return model, folded
+    del g.node[:]
+    g.node.extend(keep)
+    g.initializer.extend(new_inits)
+    used = {x for n in g.node for x in n.input}
+    kept = [t for t in g.initializer if t.name in used]
+    del g.initializer[:]
+    g.initializer.extend(kept)
+    # Old models (IR < 4) list initializers as graph inputs too, and need them there.
+    inputs = [i for i in g.input if i.name in used or i.name not in inits]
+    if m.ir_version < 4:
+        inputs += [helper.make_tensor_value_info(t.name, t.data_type, t.dims) for t in new_inits]
+    del g.input[:]
+    g.input.extend(inputs)
+    folded_values = {n.input[0] for n in model.graph.node if (n.name or n.output[0]) in folded}
+    vi = [v for v in g.value_info if v.name not in folded_values]
+    del g.value_info[:]
+    g.value_info.extend(vi)
+    return m, folded
+
+
+# --------------------------------------------------------------------------------------
 # Which layers
 # --------------------------------------------------------------------------------------
 
@@ -276,6 +371,7 @@ class QuantizationReport:
     method: str
     layers: list[LayerReport] = field(default_factory=list)
     kept_float: dict[str, str] = field(default_factory=dict)  # node -> why it stays float
+    folded_bn: dict[str, str] = field(default_factory=dict)  # BatchNormalization -> the Conv it is folded into
 
     def table(self) -> str:
         rows = [f"quantization ({self.method}): {len(self.layers)} layer(s) int8, {len(self.kept_float)} kept float",
@@ -284,10 +380,12 @@ class QuantizationReport:
             rows.append(f"{r.node:<28} {r.op_type:<6} {r.scale:>11.4g} {r.zero_point:>5} "
                         f"{r.weight_scale_min:>10.3g}..{r.weight_scale_max:<10.3g} {r.rel_error:>9.4f}")
         rows += [f"{name:<28} float: {why}" for name, why in self.kept_float.items()]
+        rows += [f"{bn:<28} folded into {conv}" for bn, conv in self.folded_bn.items()]
         return "\n".join(rows)
 
     def to_json(self) -> dict:
-        return {"method": self.method, "layers": [asdict(r) for r in self.layers], "kept_float": self.kept_float}
+        return {"method": self.method, "layers": [asdict(r) for r in self.layers], "kept_float": self.kept_float,
+                "folded_bn": self.folded_bn}
 
 
 @dataclass
@@ -445,12 +543,15 @@ def quantize(
     percentile: float = 99.999,
     symmetric: bool = True,
     report_error: bool = True,
+    fold_bn: bool = True,
 ) -> QuantizedModel:
     """Post-training int8 quantization of an ONNX model (path, bytes or ModelProto).
 
     `calibration_data`: a `.npz` path, a dict {input name: samples along dim 0}, or a
     list of such dicts. `symmetric`: activations with zero point 0 (what ge's int8 Cube
     path runs); False gives asymmetric ranges (zero point = the activation offset).
+    `fold_bn`: fold each Conv -> BatchNormalization into the conv first (`fold_batch_norms`,
+    AMCT's default), so the BN is not left in float after the int8 conv's dequantize.
     Returns a `QuantizedModel` (`.model` a QDQ ONNX model, `.report`).
     """
     from ge.frontend.onnx import load_onnx_model
@@ -458,10 +559,11 @@ def quantize(
     if method not in METHODS:
         raise QuantizeError(f"unknown calibration method '{method}'; choose one of {', '.join(METHODS)}")
     proto = _at_least_opset_13(load_onnx_model(model))
+    proto, folded = fold_batch_norms(proto) if fold_bn else (proto, {})
     init_names = {t.name for t in proto.graph.initializer}
     inputs = load_calibration_data(calibration_data, [i.name for i in proto.graph.input if i.name not in init_names])
     chosen, kept = select_layers(proto, list(skip), keep_first_last)
-    report = QuantizationReport(method, kept_float=kept)
+    report = QuantizationReport(method, kept_float=kept, folded_bn=folded)
     if not chosen:
         return QuantizedModel(proto, report)
 

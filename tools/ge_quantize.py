@@ -34,6 +34,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--asymmetric", action="store_true",
                    help="activations with a zero point (default: symmetric, zero point 0, as ge's int8 Cube path runs)")
     p.add_argument("--percentile", type=float, default=99.999, help="--method percentile: the percentile of |x|")
+    p.add_argument("--no-fold-bn", action="store_true",
+                   help="leave each Conv -> BatchNormalization as is (by default the BN is folded into the conv first)")
     p.add_argument("--report", metavar="REPORT.json", help="write the per-layer report as JSON")
     p.add_argument("--log", choices=LOG_LEVELS, default="warning", help="what to log on stderr")
     return p
@@ -54,6 +56,8 @@ def add_compile_options(p: argparse.ArgumentParser) -> None:
                    "activation ranges are calibrated (default minmax)")
     p.add_argument("--quant-skip", "--quant_skip", metavar="NODE[,NODE]",
                    help="with --calibration-data: nodes to keep in float (ATC's skip layers)")
+    p.add_argument("--quant-no-fold-bn", "--quant_no_fold_bn", action="store_true",
+                   help="with --calibration-data: do not fold Conv -> BatchNormalization into the conv first")
 
 
 def calibrated(source, args: argparse.Namespace):
@@ -62,13 +66,13 @@ def calibrated(source, args: argparse.Namespace):
     from ge.errors import GeError
 
     if args.calibration_data is None:
-        if args.quant_method or args.quant_skip:
-            raise GeError("--quant-method and --quant-skip need --calibration-data")
+        if args.quant_method or args.quant_skip or args.quant_no_fold_bn:
+            raise GeError("--quant-method, --quant-skip and --quant-no-fold-bn need --calibration-data")
         return source
     if not isinstance(source, str) or source.endswith(".pb"):
         raise GeError("--calibration-data quantizes ONNX models only")
     quantized = ge.quantize(source, args.calibration_data, method=args.quant_method or "minmax",
-                            skip=skip_list(args.quant_skip))
+                            skip=skip_list(args.quant_skip), fold_bn=not args.quant_no_fold_bn)
     print(quantized.report.table())
     return quantized.model
 
@@ -79,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
     setup_logging("ge-quantize", args.log)
     quantized = ge.quantize(args.model, args.calibration_data, method=args.method, skip=skip_list(args.skip),
                             keep_first_last=not args.quantize_first_last, symmetric=not args.asymmetric,
-                            percentile=args.percentile)
+                            percentile=args.percentile, fold_bn=not args.no_fold_bn)
     quantized.save(args.output, args.report)
     print(quantized.report.table())
     print(f"wrote {args.output}" + (f" and {args.report}" if args.report else ""))

@@ -315,7 +315,8 @@ def test_ge_quantize_tool(digits, tmp_path, capsys):
     assert capsys.readouterr().err.strip() == \
         "ge-quantize: error: the skip list names node(s) the model does not have: nope"
     assert ge_compile.main([str(tmp_path / "digits.onnx"), "-o", str(tmp_path / "d.om"), "--quant-method", "entropy"]) == 1
-    assert "ge-compile: error: --quant-method and --quant-skip need --calibration-data" in capsys.readouterr().err
+    assert "ge-compile: error: --quant-method, --quant-skip and --quant-no-fold-bn need --calibration-data" \
+        in capsys.readouterr().err
 
 
 def test_ge_compile_with_calibration_data(digits, tmp_path, capsys):
