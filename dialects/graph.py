@@ -231,6 +231,12 @@ class Reduction(OpTrait):
 
 
 @dataclass(frozen=True)
+class Activation(OpTrait):
+    """A pointwise nonlinearity of one tensor (Relu, Sigmoid, Gelu, ...): GE fuses it into
+    a Cube kernel's epilogue after the bias (fusion_rules.ACTIVATION_OPS)."""
+
+
+@dataclass(frozen=True)
 class Normalization(OpTrait):
     """A reduction along some axes whose result is used elementwise on the same tensor
     (Softmax, LayerNorm, LRN): fused like a reduction, tiled with the axes whole."""
@@ -441,55 +447,228 @@ class UnaryOp(GraphOp):
         return [t]
 
 
-def _unary(op_name: str, doc: str, float_only: bool = True, props: dict | None = None) -> type[UnaryOp]:
-    body = {
-        "name": f"graph.{op_name}", "__doc__": doc, "FLOAT_ONLY": float_only,
-        "__annotations__": {"FLOAT_ONLY": ClassVar[bool]}, **(props or {}),
-    }
-    cls_name = "".join(p.capitalize() for p in op_name.split("_")) + "Op"
-    return irdl_op_definition(type(cls_name, (UnaryOp,), body))
+@irdl_op_definition
+class ReluOp(UnaryOp):
+    """max(x, 0)."""
+
+    name = "graph.relu"
+    FLOAT_ONLY: ClassVar[bool] = False
+    traits = traits_def(Pure(), Elementwise(broadcast=False), Activation())
 
 
-ReluOp = _unary("relu", "max(x, 0).", float_only=False)
-SigmoidOp = _unary("sigmoid", "1 / (1 + exp(-x)).")
-TanhOp = _unary("tanh", "Hyperbolic tangent.")
-ErfOp = _unary("erf", "Gauss error function.")
-SqrtOp = _unary("sqrt", "Square root.")
-ExpOp = _unary("exp", "Natural exponential.")
-LogOp = _unary("log", "Natural logarithm.")
-SinOp = _unary("sin", "Sine.")
-CosOp = _unary("cos", "Cosine.")
-NegOp = _unary("neg", "-x.", float_only=False)
-AbsOp = _unary("abs", "|x|.", float_only=False)
-SignOp = _unary("sign", "-1, 0 or 1.", float_only=False)
-ReciprocalOp = _unary("reciprocal", "1 / x.")
-FloorOp = _unary("floor", "Round down.")
-CeilOp = _unary("ceil", "Round up.")
-RoundOp = _unary("round", "Round half to even.")
-SoftplusOp = _unary("softplus", "log(1 + exp(x)).")
-SoftsignOp = _unary("softsign", "x / (1 + |x|).")
-HardSwishOp = _unary("hard_swish", "x * max(0, min(1, x/6 + 1/2)).")
-IdentityOp = _unary("identity", "x (kept by the importer; removed by graph simplification).", float_only=False)
-LeakyReluOp = _unary("leaky_relu", "x if x >= 0 else alpha * x.", props={"alpha": prop_def(FloatAttr[Float32Type])})
-EluOp = _unary("elu", "x if x > 0 else alpha * (exp(x) - 1).", props={"alpha": prop_def(FloatAttr[Float32Type])})
-CeluOp = _unary("celu", "max(0, x) + min(0, alpha * (exp(x / alpha) - 1)).", props={"alpha": prop_def(FloatAttr[Float32Type])})
-SeluOp = _unary(
-    "selu", "gamma * (x if x > 0 else alpha * (exp(x) - 1)).",
-    props={"alpha": prop_def(FloatAttr[Float32Type]), "gamma": prop_def(FloatAttr[Float32Type])},
-)
-HardSigmoidOp = _unary(
-    "hard_sigmoid", "max(0, min(1, alpha * x + beta)).",
-    props={"alpha": prop_def(FloatAttr[Float32Type]), "beta": prop_def(FloatAttr[Float32Type])},
-)
-ThresholdedReluOp = _unary("thresholded_relu", "x if x > alpha else 0.", props={"alpha": prop_def(FloatAttr[Float32Type])})
-GeluOp = _unary(
-    "gelu", "x * Phi(x); `approximate = \"tanh\"` uses the tanh formula.",
-    props={"approximate": opt_prop_def(StringAttr)},
-)
-DropoutOp = _unary(
-    "dropout", "Inference dropout: the identity (the ratio is kept for the record).",
-    float_only=False, props={"ratio": opt_prop_def(FloatAttr[Float32Type])},
-)
+@irdl_op_definition
+class SigmoidOp(UnaryOp):
+    """1 / (1 + exp(-x))."""
+
+    name = "graph.sigmoid"
+    traits = traits_def(Pure(), Elementwise(broadcast=False), Activation())
+
+
+@irdl_op_definition
+class TanhOp(UnaryOp):
+    """Hyperbolic tangent."""
+
+    name = "graph.tanh"
+    traits = traits_def(Pure(), Elementwise(broadcast=False), Activation())
+
+
+@irdl_op_definition
+class ErfOp(UnaryOp):
+    """Gauss error function."""
+
+    name = "graph.erf"
+
+
+@irdl_op_definition
+class SqrtOp(UnaryOp):
+    """Square root."""
+
+    name = "graph.sqrt"
+
+
+@irdl_op_definition
+class ExpOp(UnaryOp):
+    """Natural exponential."""
+
+    name = "graph.exp"
+
+
+@irdl_op_definition
+class LogOp(UnaryOp):
+    """Natural logarithm."""
+
+    name = "graph.log"
+
+
+@irdl_op_definition
+class SinOp(UnaryOp):
+    """Sine."""
+
+    name = "graph.sin"
+
+
+@irdl_op_definition
+class CosOp(UnaryOp):
+    """Cosine."""
+
+    name = "graph.cos"
+
+
+@irdl_op_definition
+class NegOp(UnaryOp):
+    """-x."""
+
+    name = "graph.neg"
+    FLOAT_ONLY: ClassVar[bool] = False
+
+
+@irdl_op_definition
+class AbsOp(UnaryOp):
+    """|x|."""
+
+    name = "graph.abs"
+    FLOAT_ONLY: ClassVar[bool] = False
+
+
+@irdl_op_definition
+class SignOp(UnaryOp):
+    """-1, 0 or 1."""
+
+    name = "graph.sign"
+    FLOAT_ONLY: ClassVar[bool] = False
+
+
+@irdl_op_definition
+class ReciprocalOp(UnaryOp):
+    """1 / x."""
+
+    name = "graph.reciprocal"
+
+
+@irdl_op_definition
+class FloorOp(UnaryOp):
+    """Round down."""
+
+    name = "graph.floor"
+
+
+@irdl_op_definition
+class CeilOp(UnaryOp):
+    """Round up."""
+
+    name = "graph.ceil"
+
+
+@irdl_op_definition
+class RoundOp(UnaryOp):
+    """Round half to even."""
+
+    name = "graph.round"
+
+
+@irdl_op_definition
+class SoftplusOp(UnaryOp):
+    """log(1 + exp(x))."""
+
+    name = "graph.softplus"
+    traits = traits_def(Pure(), Elementwise(broadcast=False), Activation())
+
+
+@irdl_op_definition
+class SoftsignOp(UnaryOp):
+    """x / (1 + |x|)."""
+
+    name = "graph.softsign"
+
+
+@irdl_op_definition
+class HardSwishOp(UnaryOp):
+    """x * max(0, min(1, x/6 + 1/2))."""
+
+    name = "graph.hard_swish"
+    traits = traits_def(Pure(), Elementwise(broadcast=False), Activation())
+
+
+@irdl_op_definition
+class IdentityOp(UnaryOp):
+    """x (kept by the importer; removed by graph simplification)."""
+
+    name = "graph.identity"
+    FLOAT_ONLY: ClassVar[bool] = False
+
+
+@irdl_op_definition
+class LeakyReluOp(UnaryOp):
+    """x if x >= 0 else alpha * x."""
+
+    name = "graph.leaky_relu"
+    alpha = prop_def(FloatAttr[Float32Type])
+    traits = traits_def(Pure(), Elementwise(broadcast=False), Activation())
+
+
+@irdl_op_definition
+class EluOp(UnaryOp):
+    """x if x > 0 else alpha * (exp(x) - 1)."""
+
+    name = "graph.elu"
+    alpha = prop_def(FloatAttr[Float32Type])
+    traits = traits_def(Pure(), Elementwise(broadcast=False), Activation())
+
+
+@irdl_op_definition
+class CeluOp(UnaryOp):
+    """max(0, x) + min(0, alpha * (exp(x / alpha) - 1))."""
+
+    name = "graph.celu"
+    alpha = prop_def(FloatAttr[Float32Type])
+    traits = traits_def(Pure(), Elementwise(broadcast=False), Activation())
+
+
+@irdl_op_definition
+class SeluOp(UnaryOp):
+    """gamma * (x if x > 0 else alpha * (exp(x) - 1))."""
+
+    name = "graph.selu"
+    alpha = prop_def(FloatAttr[Float32Type])
+    gamma = prop_def(FloatAttr[Float32Type])
+    traits = traits_def(Pure(), Elementwise(broadcast=False), Activation())
+
+
+@irdl_op_definition
+class HardSigmoidOp(UnaryOp):
+    """max(0, min(1, alpha * x + beta))."""
+
+    name = "graph.hard_sigmoid"
+    alpha = prop_def(FloatAttr[Float32Type])
+    beta = prop_def(FloatAttr[Float32Type])
+    traits = traits_def(Pure(), Elementwise(broadcast=False), Activation())
+
+
+@irdl_op_definition
+class ThresholdedReluOp(UnaryOp):
+    """x if x > alpha else 0."""
+
+    name = "graph.thresholded_relu"
+    alpha = prop_def(FloatAttr[Float32Type])
+    traits = traits_def(Pure(), Elementwise(broadcast=False), Activation())
+
+
+@irdl_op_definition
+class GeluOp(UnaryOp):
+    """x * Phi(x); `approximate = "tanh"` uses the tanh formula."""
+
+    name = "graph.gelu"
+    approximate = opt_prop_def(StringAttr)
+    traits = traits_def(Pure(), Elementwise(broadcast=False), Activation())
+
+
+@irdl_op_definition
+class DropoutOp(UnaryOp):
+    """Inference dropout: the identity (the ratio is kept for the record)."""
+
+    name = "graph.dropout"
+    FLOAT_ONLY: ClassVar[bool] = False
+    ratio = opt_prop_def(FloatAttr[Float32Type])
 
 
 @irdl_op_definition
@@ -515,6 +694,7 @@ class ClipOp(UnaryOp):
     FLOAT_ONLY: ClassVar[bool] = False
     min = opt_prop_def(FloatAttr[Float32Type])
     max = opt_prop_def(FloatAttr[Float32Type])
+    traits = traits_def(Pure(), Elementwise(broadcast=False), Activation())
 
 
 @irdl_op_definition
@@ -568,26 +748,104 @@ class BinaryOp(GraphOp):
         return [tensor(elem, shape)]
 
 
-def _binary(op_name: str, doc: str, kind: str = "arith") -> type[BinaryOp]:
-    cls_name = "".join(p.capitalize() for p in op_name.split("_")) + "Op"
-    return irdl_op_definition(type(cls_name, (BinaryOp,), {
-        "name": f"graph.{op_name}", "__doc__": doc, "KIND": kind, "__annotations__": {"KIND": ClassVar[str]},
-    }))
+@irdl_op_definition
+class AddOp(BinaryOp):
+    """lhs + rhs."""
+
+    name = "graph.add"
 
 
-AddOp = _binary("add", "lhs + rhs.")
-SubOp = _binary("sub", "lhs - rhs.")
-MulOp = _binary("mul", "lhs * rhs.")
-DivOp = _binary("div", "lhs / rhs (integer division truncates toward zero, as ONNX).")
-PowOp = _binary("pow", "lhs ** rhs; the exponent may have another element type.", kind="pow")
-EqualOp = _binary("equal", "lhs == rhs, as i1.", kind="compare")
-LessOp = _binary("less", "lhs < rhs, as i1.", kind="compare")
-LessOrEqualOp = _binary("less_or_equal", "lhs <= rhs, as i1.", kind="compare")
-GreaterOp = _binary("greater", "lhs > rhs, as i1.", kind="compare")
-GreaterOrEqualOp = _binary("greater_or_equal", "lhs >= rhs, as i1.", kind="compare")
-AndOp = _binary("and", "Logical and on i1.", kind="logic")
-OrOp = _binary("or", "Logical or on i1.", kind="logic")
-XorOp = _binary("xor", "Logical xor on i1.", kind="logic")
+@irdl_op_definition
+class SubOp(BinaryOp):
+    """lhs - rhs."""
+
+    name = "graph.sub"
+
+
+@irdl_op_definition
+class MulOp(BinaryOp):
+    """lhs * rhs."""
+
+    name = "graph.mul"
+
+
+@irdl_op_definition
+class DivOp(BinaryOp):
+    """lhs / rhs (integer division truncates toward zero, as ONNX)."""
+
+    name = "graph.div"
+
+
+@irdl_op_definition
+class PowOp(BinaryOp):
+    """lhs ** rhs; the exponent may have another element type."""
+
+    name = "graph.pow"
+    KIND: ClassVar[str] = "pow"
+
+
+@irdl_op_definition
+class EqualOp(BinaryOp):
+    """lhs == rhs, as i1."""
+
+    name = "graph.equal"
+    KIND: ClassVar[str] = "compare"
+
+
+@irdl_op_definition
+class LessOp(BinaryOp):
+    """lhs < rhs, as i1."""
+
+    name = "graph.less"
+    KIND: ClassVar[str] = "compare"
+
+
+@irdl_op_definition
+class LessOrEqualOp(BinaryOp):
+    """lhs <= rhs, as i1."""
+
+    name = "graph.less_or_equal"
+    KIND: ClassVar[str] = "compare"
+
+
+@irdl_op_definition
+class GreaterOp(BinaryOp):
+    """lhs > rhs, as i1."""
+
+    name = "graph.greater"
+    KIND: ClassVar[str] = "compare"
+
+
+@irdl_op_definition
+class GreaterOrEqualOp(BinaryOp):
+    """lhs >= rhs, as i1."""
+
+    name = "graph.greater_or_equal"
+    KIND: ClassVar[str] = "compare"
+
+
+@irdl_op_definition
+class AndOp(BinaryOp):
+    """Logical and on i1."""
+
+    name = "graph.and"
+    KIND: ClassVar[str] = "logic"
+
+
+@irdl_op_definition
+class OrOp(BinaryOp):
+    """Logical or on i1."""
+
+    name = "graph.or"
+    KIND: ClassVar[str] = "logic"
+
+
+@irdl_op_definition
+class XorOp(BinaryOp):
+    """Logical xor on i1."""
+
+    name = "graph.xor"
+    KIND: ClassVar[str] = "logic"
 
 
 @irdl_op_definition
@@ -606,7 +864,7 @@ class PReluOp(GraphOp):
     input = operand_def(TensorType)
     slope = operand_def(TensorType)
     output = result_def(TensorType)
-    traits = traits_def(Pure(), Elementwise())
+    traits = traits_def(Pure(), Elementwise(), Activation())
     assembly_format = "$input `,` $slope attr-dict `:` functional-type(operands, results)"
 
     @classmethod
@@ -634,15 +892,32 @@ class VariadicOp(GraphOp):
         return [tensor(same_elem(ts), broadcast_shapes(*(shape_of(t) for t in ts)))]
 
 
-def _variadic(op_name: str, doc: str) -> type[VariadicOp]:
-    cls_name = op_name.capitalize() + "Op"
-    return irdl_op_definition(type(cls_name, (VariadicOp,), {"name": f"graph.{op_name}", "__doc__": doc}))
+@irdl_op_definition
+class SumOp(VariadicOp):
+    """Sum of all inputs."""
+
+    name = "graph.sum"
 
 
-SumOp = _variadic("sum", "Sum of all inputs.")
-MaxOp = _variadic("max", "Elementwise maximum of all inputs.")
-MinOp = _variadic("min", "Elementwise minimum of all inputs.")
-MeanOp = _variadic("mean", "Elementwise mean of all inputs.")
+@irdl_op_definition
+class MaxOp(VariadicOp):
+    """Elementwise maximum of all inputs."""
+
+    name = "graph.max"
+
+
+@irdl_op_definition
+class MinOp(VariadicOp):
+    """Elementwise minimum of all inputs."""
+
+    name = "graph.min"
+
+
+@irdl_op_definition
+class MeanOp(VariadicOp):
+    """Elementwise mean of all inputs."""
+
+    name = "graph.mean"
 
 
 @irdl_op_definition
@@ -1168,20 +1443,60 @@ class ReduceOp(GraphOp):
         return [tensor(x.element_type, out)]
 
 
-def _reduce(op_name: str, doc: str, reduction: Reduction) -> type[ReduceOp]:
-    cls_name = "".join(p.capitalize() for p in op_name.split("_")) + "Op"
-    return irdl_op_definition(type(cls_name, (ReduceOp,), {
-        "name": f"graph.{op_name}", "__doc__": doc, "traits": traits_def(Pure(), reduction),
-    }))
+@irdl_op_definition
+class ReduceMeanOp(ReduceOp):
+    """Mean over axes."""
+
+    name = "graph.reduce_mean"
+    traits = traits_def(Pure(), Reduction("add", 0.0, mean=True))
 
 
-ReduceMeanOp = _reduce("reduce_mean", "Mean over axes.", Reduction("add", 0.0, mean=True))
-ReduceSumOp = _reduce("reduce_sum", "Sum over axes.", Reduction("add", 0.0))
-ReduceMaxOp = _reduce("reduce_max", "Maximum over axes.", Reduction("max", -float("inf")))
-ReduceMinOp = _reduce("reduce_min", "Minimum over axes.", Reduction("min", float("inf")))
-ReduceProdOp = _reduce("reduce_prod", "Product over axes.", Reduction("mul", 1.0))
-ReduceL2Op = _reduce("reduce_l2", "sqrt(sum(x^2)) over axes.", Reduction("add", 0.0, square_first=True, sqrt_after=True))
-ReduceSumSquareOp = _reduce("reduce_sum_square", "sum(x^2) over axes.", Reduction("add", 0.0, square_first=True))
+@irdl_op_definition
+class ReduceSumOp(ReduceOp):
+    """Sum over axes."""
+
+    name = "graph.reduce_sum"
+    traits = traits_def(Pure(), Reduction("add", 0.0))
+
+
+@irdl_op_definition
+class ReduceMaxOp(ReduceOp):
+    """Maximum over axes."""
+
+    name = "graph.reduce_max"
+    traits = traits_def(Pure(), Reduction("max", -float("inf")))
+
+
+@irdl_op_definition
+class ReduceMinOp(ReduceOp):
+    """Minimum over axes."""
+
+    name = "graph.reduce_min"
+    traits = traits_def(Pure(), Reduction("min", float("inf")))
+
+
+@irdl_op_definition
+class ReduceProdOp(ReduceOp):
+    """Product over axes."""
+
+    name = "graph.reduce_prod"
+    traits = traits_def(Pure(), Reduction("mul", 1.0))
+
+
+@irdl_op_definition
+class ReduceL2Op(ReduceOp):
+    """sqrt(sum(x^2)) over axes."""
+
+    name = "graph.reduce_l2"
+    traits = traits_def(Pure(), Reduction("add", 0.0, square_first=True, sqrt_after=True))
+
+
+@irdl_op_definition
+class ReduceSumSquareOp(ReduceOp):
+    """sum(x^2) over axes."""
+
+    name = "graph.reduce_sum_square"
+    traits = traits_def(Pure(), Reduction("add", 0.0, square_first=True))
 
 
 class ArgReduceOp(GraphOp):

@@ -32,11 +32,9 @@ def ops_with(*traits) -> tuple[type, ...]:
 # Ops with the Elementwise interface (BatchNorm at inference is a per-channel scale and shift:
 # elementwise with a broadcast).
 ELEMENTWISE_OPS = ops_with(graph.Elementwise)
-ACTIVATION_OPS = (
-    graph.ReluOp, graph.LeakyReluOp, graph.ClipOp, graph.SigmoidOp, graph.TanhOp, graph.GeluOp, graph.EluOp,
-    graph.SeluOp, graph.CeluOp, graph.HardSigmoidOp, graph.HardSwishOp, graph.SoftplusOp, graph.PReluOp,
-    graph.ThresholdedReluOp,
-)
+# Pointwise nonlinearities a Cube epilogue absorbs after its bias (GE's conv + relu fusions).
+ACTIVATION_OPS = ops_with(graph.Activation)
+
 
 def ops_by_format_rule(*rules: str) -> tuple[type, ...]:
     """The graph ops whose StorageFormats interface has one of `rules`."""
