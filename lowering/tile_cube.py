@@ -46,6 +46,7 @@ TM = (16, 32, 48, 64, 96, 112, 128, 160, 192, 224, 256, 320, 384, 448, 512, 640,
 TN = (16, 32, 48, 64, 96, 128, 160, 192, 256, 320, 384, 512)
 FRACTAL = 16  # rows of an NZ / Z fractal (M0 of FRACTAL_NZ, N0 of FRACTAL_Z)
 INNER_BATCH = True  # may a conv plan run the images in its inner loop (order "nm": weights once per N tile)?
+GEMV = True  # are GEMV-shaped MatMuls (M one fractal) planned as a weight stream (`gemv`)?
 
 
 def _ceil(a: int, b: int) -> int:
@@ -334,11 +335,13 @@ class CubePlan:
     usage: tuple[tuple[str, int], ...] = ()
     candidates: int = 0
     batch_inner: bool = False  # order "nm": the images run in the inner loop (weights loaded once per N tile)
+    a_whole: bool = False  # order "mn", several K chunks: A's whole K stays in L1 (loaded once per M tile)
 
     def describe(self) -> str:
         used = ", ".join(f"{s.upper()} {b}" for s, b in self.usage)
         split = f" split={self.split}" if self.split > 1 else ""
         split += " batch_inner" if self.batch_inner else ""
+        split += " a_whole" if self.a_whole else ""
         return (f"m={self.tm} n={self.tn} k={self.tk} k_l1={self.kl1} order={self.order}{split} blocks={self.blocks} "
                 f"buffers l1={self.l1_buffers} l0={self.l0_buffers} l0c={self.l0c_buffers} ub={self.ub_buffers}; {used}")
 
@@ -445,10 +448,13 @@ def epilogue_cycles(mach: Machine, program: tuple, tm: int, tn: int) -> float:
     return sum(mach.instruction(op, elem, max(1, _ceil(tm * tn * size, bpr))) for op, elem, size, _ in program)
 
 
-def sizes(p: CubeProblem, tm: int, tn: int, tk: int, kl1: int, f: _Fixed | None = None) -> _Sizes:
+def sizes(p: CubeProblem, tm: int, tn: int, tk: int, kl1: int, f: _Fixed | None = None,
+          a_whole: bool = False) -> _Sizes:
     f = f or _fixed(p)
     ab = f.ab
-    if p.kind == "conv":
+    if a_whole:  # A's whole K (every chunk) in L1
+        a_l1 = tm * _ceil(p.k, kl1) * kl1 * ab
+    elif p.kind == "conv":
         cv = p.conv
         ncb = kl1 // (cv["kh"] * cv["kw"] * p.c0)
         a_l1 = ncb * p.c0 * _fmap_rows(p, tm) * cv["w"] * ab
@@ -466,7 +472,7 @@ def sizes(p: CubeProblem, tm: int, tn: int, tk: int, kl1: int, f: _Fixed | None 
 
 def cube_cost(p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl1: int, order: str, blocks: int,
               l1d: bool, l0d: bool, epid: bool, split: int = 1, s: _Sizes | None = None,
-              batch_inner: bool = False) -> float:
+              batch_inner: bool = False, a_whole: bool = False) -> float:
     """Cycles of the slowest core: its tiles pipelined through their stages -- the L1
     loads (the next tile's overlap this tile's K loop when L1 is double-buffered), the K
     loop (L1 -> L0 moves and mmads, overlapped when L0 is double-buffered; K chunks of L1
@@ -489,13 +495,27 @@ def cube_cost(p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl1: int
     weights = s.b_l1 * chunks * n_tiles * p.groups
     miss = min(1.0, weights / b_reads) if b_reads and weights <= mach.target.memory.l2 else 1.0
     l2_rate = mach.target.bytes_per_cycle(mach.target.dma.l2_to_l1)
+    # GEMV (M one fractal): every core of the N split reads the same A rows (padded to the
+    # fractal in L1); after the first read they hit the L2, at the L2 path's rate or the
+    # core's share of the L2 bandwidth, outside the HBM budget
+    a_miss, a_rate = 1.0, l2_rate
+    is_gemv = gemv(p, mach)
+    if is_gemv:
+        a_reads = blocks * (per_core if chunks == 1 and order == "mn" else per_core * inner * chunks)
+        a_miss = min(1.0, chunks * p.batch / a_reads) if a_reads else 1.0
+        a_rate = min(l2_rate, mach.target.bytes_per_cycle(mach.target.dma.l2_total) / blocks)
 
     def load(a: float, b_: float) -> float:
-        """MTE2 cycles of a tile's A and B bytes (B partly from the L2)."""
-        return mach.dma("gm_to_l1", a + b_ * miss, blocks, count=(a > 0) + (b_ > 0)) + b_ * (1 - miss) / l2_rate
+        """MTE2 cycles of a tile's A and B bytes (B partly from the L2; a GEMV's A too)."""
+        # a GEMV's stream of loads keeps MTE2 busy: their start-ups overlap (paid once, below)
+        count = 0 if is_gemv else (a > 0) + (b_ > 0)
+        return (mach.dma("gm_to_l1", a * a_miss + b_ * miss, blocks, count=count)
+                + b_ * (1 - miss) / l2_rate + a * (1 - a_miss) / a_rate)
 
     hoisted = 0.0
-    if chunks == 1:  # the outer operand is loaded once per outer tile
+    if a_whole:  # A's whole K once per outer (M) tile, B in K chunks: s.a_l1 is A's whole K
+        hoisted, a_in = load(a_in, 0), 0
+    elif chunks == 1:  # the outer operand is loaded once per outer tile
         if order == "mn":
             hoisted, a_in = load(a_in, 0), 0
         else:
@@ -508,14 +528,14 @@ def cube_cost(p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl1: int
     epi_in = mach.dma("gm_to_ub", s.epi_in, blocks)
     vec = epilogue_cycles(mach, s.program, tm, tn)
     mte3 = mach.dma("ub_to_gm", s.out, blocks)
-    hoisted_bytes = (s.a_l1 if order == "mn" else s.b_l1 * miss) if chunks == 1 else 0
-    gm = mach.hbm(chunks * (a_in + b_in * miss) + hoisted_bytes / inner + s.epi_in + s.out, blocks)  # reads + writes
+    hoisted_bytes = (s.a_l1 * a_miss if order == "mn" else s.b_l1 * miss) if chunks == 1 or a_whole else 0
+    gm = mach.hbm(chunks * (a_in * a_miss + b_in * miss) + hoisted_bytes / inner + s.epi_in + s.out, blocks)  # reads + writes
     # without FixPipe (the 910) the L0C read-out runs on the Vector pipe, with the epilogue
     read_out = fix + vec
     epilogue = [fix, epi_in, vec, mte3] if mach.target.isa.fixpipe else [epi_in, read_out, mte3]
     # the outer operand's load overlaps the previous outer tile's work only with two L1
     # buffers and more than one outer tile; the first one is a fill either way
-    spread = l1d and per_core > 1
+    spread = l1d and per_core > 1 and not a_whole
     serial = hoisted if spread else per_core * hoisted
     if chunks == 1:
         load, body = mte2 + (hoisted / inner if spread else 0.0), chunk
@@ -529,7 +549,18 @@ def cube_cost(p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl1: int
     if not epid:
         body, epilogue = body + sum(epilogue), []
     stages = [*front, body, *epilogue]
+    if is_gemv:
+        serial += mach.target.startup.mte2
     return serial + pipelined(per_core * inner, stages, len(stages) > 1, port=gm)
+
+
+def gemv(p: CubeProblem, mach: Machine) -> bool:
+    """A GEMV-shaped MatMul / Gemm: M is one Cube fractal (a classifier at batch 1, a
+    transformer's matmuls at small batch x sequence). Its cost is the weight stream: the
+    plans split N over the cores (K whole per core, no cross-core reduction), the cores
+    read the same A rows (L2 hits after the first), and the stream of weight loads keeps
+    MTE2 busy (their start-ups overlap). `GEMV = False`: the old cost (for comparison)."""
+    return GEMV and p.kind == "matmul" and p.groups == 1 and _round(p.m, mach.fractal(elem_name(p.elem))[0]) <= FRACTAL
 
 
 def _divisors(n: int) -> list[int]:
@@ -620,43 +651,47 @@ def _plan_cube(p: CubeProblem, mach: Machine) -> CubePlan:
 
     k_opts = _k_options(p, k0)
     fixed = _fixed(p)
+    is_gemv = gemv(p, mach)
     for tm in _m_candidates(p, m0):
         for tn in _n_candidates(p, n0):
             for kl1, tks in k_opts:
                 for tk in sorted(tks, reverse=True):
                     if p.kind == "conv" and tk < kl1 and _ceil(kl1, tk) * tk - kl1 >= tk // 2 and kl1 % tk:
                         continue  # a last K step mostly padding
-                    s = sizes(p, tm, tn, tk, kl1, fixed)
-                    single = {
-                        "l0a": align(s.l0a, al.l0a), "l0b": align(s.l0b, al.l0b), "l0c": align(s.l0c, al.l0c),
-                        "l1": align(s.a_l1, al.l1) + align(s.b_l1, al.l1), "ub": s.ub,
-                    }
-                    if fits(single) is not None:
-                        continue
-                    l0d = 2 * single["l0a"] <= mem.l0a and 2 * single["l0b"] <= mem.l0b
-                    l1d = 2 * single["l1"] <= mem.l1
-                    l0cd = 2 * single["l0c"] <= mem.l0c
-                    ubd = 2 * s.ub - s.ub_temps <= mem.ub  # the body's temporaries are not double-buffered
-                    # the images in the inner loop of order "nm": a conv's weights loaded once per N tile
-                    inner_batch = (False, True) if INNER_BATCH and p.batch > 1 and p.kind == "conv" else (False,)
-                    for order, bin_ in [(o, b_) for o in ("mn", "nm") for b_ in inner_batch if o == "nm" or not b_]:
-                        outer, inner = (_ceil(p.m, tm), _ceil(p.n, tn))[:: 1 if order == "mn" else -1]
-                        items = (1 if bin_ else p.batch) * p.groups * outer
-                        inner *= p.batch if bin_ else 1
-                        for split in (1, 2, 4, 8, 16, 32):
-                            if split > inner or (split > 1 and items * split > 2 * cores):
-                                break
-                            blocks = min(cores, items * split)
-                            cyc = cube_cost(p, mach, tm, tn, tk, kl1, order, blocks, l1d, l0d, l0cd and ubd, split, s, bin_)
-                            count += 1
-                            if best is None or cyc < best.cycles:
-                                usage = (("l1", single["l1"] * (2 if l1d else 1)),
-                                         ("l0a", single["l0a"] * (2 if l0d else 1)),
-                                         ("l0b", single["l0b"] * (2 if l0d else 1)),
-                                         ("l0c", single["l0c"] * (2 if l0cd else 1)))
-                                best = CubePlan(tm, tn, tk, kl1, order, 2 if l1d else 1, 2 if l0d else 1,
-                                                2 if l0cd else 1, 2 if ubd else 1, blocks, cyc, split, usage,
-                                                batch_inner=bin_)
+                    # a GEMV may keep A's whole K in L1 and stream B in K chunks
+                    for whole in (False, True) if is_gemv and kl1 < p.k else (False,):
+                        s = sizes(p, tm, tn, tk, kl1, fixed, whole)
+                        single = {
+                            "l0a": align(s.l0a, al.l0a), "l0b": align(s.l0b, al.l0b), "l0c": align(s.l0c, al.l0c),
+                            "l1": align(s.a_l1, al.l1) + align(s.b_l1, al.l1), "ub": s.ub,
+                        }
+                        if fits(single) is not None:
+                            continue
+                        l0d = 2 * single["l0a"] <= mem.l0a and 2 * single["l0b"] <= mem.l0b
+                        l1d = 2 * single["l1"] <= mem.l1
+                        l0cd = 2 * single["l0c"] <= mem.l0c
+                        ubd = 2 * s.ub - s.ub_temps <= mem.ub  # the body's temporaries are not double-buffered
+                        # the images in the inner loop of order "nm": a conv's weights loaded once per N tile
+                        inner_batch = (False, True) if INNER_BATCH and p.batch > 1 and p.kind == "conv" else (False,)
+                        for order, bin_ in [(o, b_) for o in (("mn",) if whole else ("mn", "nm")) for b_ in inner_batch if o == "nm" or not b_]:
+                            outer, inner = (_ceil(p.m, tm), _ceil(p.n, tn))[:: 1 if order == "mn" else -1]
+                            items = (1 if bin_ else p.batch) * p.groups * outer
+                            inner *= p.batch if bin_ else 1
+                            for split in (1, 2, 4, 8, 16, 32):
+                                if split > inner or (split > 1 and items * split > 2 * cores):
+                                    break
+                                blocks = min(cores, items * split)
+                                cyc = cube_cost(p, mach, tm, tn, tk, kl1, order, blocks, l1d, l0d, l0cd and ubd, split, s, bin_,
+                                              whole)
+                                count += 1
+                                if best is None or cyc < best.cycles:
+                                    usage = (("l1", single["l1"] * (2 if l1d else 1)),
+                                             ("l0a", single["l0a"] * (2 if l0d else 1)),
+                                             ("l0b", single["l0b"] * (2 if l0d else 1)),
+                                             ("l0c", single["l0c"] * (2 if l0cd else 1)))
+                                    best = CubePlan(tm, tn, tk, kl1, order, 2 if l1d else 1, 2 if l0d else 1,
+                                                    2 if l0cd else 1, 2 if ubd else 1, blocks, cyc, split, usage,
+                                                    batch_inner=bin_, a_whole=whole)
     if best is None:
         space, need, have = smallest or ("ub", 0, 0)
         raise CapacityShortfall(space, need, have)
@@ -1002,13 +1037,19 @@ class _CubeEmitter:
             if p.a_fmt == "nc1hwc0":
                 return (1, ncb, rows, cv["w"], p.c0)
             return (1, ncb * p.c0, rows, cv["w"])
+        ka = self.a_k()
         if p.a_fmt == "nd":
-            return (1, pl.tm, pl.kl1)
+            return (1, pl.tm, ka)
         if p.a_fmt == "nd_t":
-            return (1, pl.kl1, pl.tm)
+            return (1, ka, pl.tm)
         if p.a_fmt == "nz_t":  # A^T [K, M] stored FRACTAL_NZ: (M / C0, K / 16, 16, C0)
-            return (1, pl.tm // p.c0, pl.kl1 // FRACTAL, FRACTAL, p.c0)
-        return (1, pl.kl1 // p.c0, pl.tm // FRACTAL, FRACTAL, p.c0)
+            return (1, pl.tm // p.c0, ka // FRACTAL, FRACTAL, p.c0)
+        return (1, ka // p.c0, pl.tm // FRACTAL, FRACTAL, p.c0)
+
+    def a_k(self) -> int:
+        """K extent of A's L1 buffer: one chunk, or every chunk (`a_whole`)."""
+        pl = self.plan
+        return _ceil(self.p.k, pl.kl1) * pl.kl1 if pl.a_whole else pl.kl1
 
     def b_l1_shape(self) -> tuple[int, ...]:
         p, pl = self.p, self.plan
@@ -1091,6 +1132,9 @@ class _CubeEmitter:
         p, b, pl = self.p, self.b, self.plan
         tm, tk = pl.tm, pl.tk
         kin = b.mul(kj, tk)  # K offset within the chunk
+        ka = self.a_k()
+        if pl.a_whole:  # within A's whole K
+            kin = b.add_(b.mul(kc, pl.kl1), kin)
         if p.kind == "conv":
             cv = p.conv
             ncb = pl.kl1 // (cv["kh"] * cv["kw"] * p.c0)
@@ -1108,17 +1152,17 @@ class _CubeEmitter:
             b.add(op)
             return
         if p.a_fmt == "nd":
-            src = b.view(a_l1, (tm, pl.kl1))
+            src = b.view(a_l1, (tm, ka))
             b.copy(src, [0, kin], l0a, None, (tm, tk))
         elif p.a_fmt == "nd_t":
-            src = b.view(a_l1, (pl.kl1, tm))
+            src = b.view(a_l1, (ka, tm))
             b.copy(src, [kin, 0], l0a, None, (tk, tm), perm=(1, 0))
         elif p.a_fmt == "nz_t":
             # L1 [m // C0, k // 16, k % 16, m % C0] -> L0A [m // 16, m % 16, k // C0, k % C0],
             # with m and k split into the common (16, C0) digits
             c0 = p.c0
             mr, kr = FRACTAL // c0, FRACTAL // c0  # C0 blocks per 16 (1 for f16, 2 for f32)
-            src = b.view(a_l1, (tm // FRACTAL, mr, pl.kl1 // FRACTAL, kr, c0, c0))
+            src = b.view(a_l1, (tm // FRACTAL, mr, ka // FRACTAL, kr, c0, c0))
             dst = b.view(l0a, (tm // FRACTAL, mr, c0, tk // FRACTAL, kr, c0))
             b.copy(src, [0, 0, _div_exact(b, kin, FRACTAL), 0, 0, 0], dst, None,
                    (tm // FRACTAL, mr, tk // FRACTAL, kr, c0, c0), perm=(0, 1, 5, 2, 3, 4))
@@ -1235,6 +1279,7 @@ class _CubeEmitter:
         outer_n, inner_n = (m_tiles, n_tiles) if pl.order == "mn" else (n_tiles, m_tiles)
         chunks, steps = _ceil(p.k, pl.kl1), _ceil(pl.kl1, tk)
         hoist = chunks == 1
+        a_once = hoist or pl.a_whole  # A loaded once per outer (M) tile
         m_per_image = inner_n
         if pl.batch_inner:  # order "nm": (image, M tile) pairs in the inner loop
             inner_n *= p.batch
@@ -1248,11 +1293,10 @@ class _CubeEmitter:
             def scaled(i: Index, size: int) -> Index:
                 return b.mul(i, size)
 
-            if hoist:
-                if first_tile:
-                    self.load_a(a_gm, a_l1, bi, gi, scaled(oi, tm), 0)
-                else:
-                    self.load_b(b_gm, b_l1, bi, gi, scaled(oi, tn), 0)
+            if a_once and first_tile:
+                self.load_a(a_gm, a_l1, bi, gi, scaled(oi, tm), 0)
+            elif hoist:
+                self.load_b(b_gm, b_l1, bi, gi, scaled(oi, tn), 0)
             inner_lo = b.mul(part, per_part)
             inner_hi = b.min_(b.add_(inner_lo, per_part), inner_n) if pl.split > 1 else inner_n
             with self._maybe_loop(inner_n, "inner", inner_lo, inner_hi) as ii:
@@ -1261,7 +1305,7 @@ class _CubeEmitter:
                 mi, ni = (oi, ii) if first_tile else (ii, oi)
                 m0, n0 = scaled(mi, tm), scaled(ni, tn)
                 with self._maybe_loop(chunks, "chunk") as kc:
-                    if not (hoist and first_tile):
+                    if not (a_once and first_tile):
                         self.load_a(a_gm, a_l1, bi, gi, m0, kc)
                     if not (hoist and not first_tile):
                         self.load_b(b_gm, b_l1, bi, gi, n0, kc)
