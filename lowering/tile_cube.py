@@ -496,11 +496,11 @@ def cube_cost(p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl1: int
     miss = min(1.0, weights / b_reads) if b_reads and weights <= mach.target.memory.l2 else 1.0
     l2_rate = mach.target.bytes_per_cycle(mach.target.dma.l2_to_l1)
     # GEMV (M one fractal): every core of the N split reads the same A rows (padded to the
-    # fractal in L1); after the first read they hit the L2, at the L2 path's rate or the
-    # core's share of the L2 bandwidth, outside the HBM budget
+    # fractal in L1); after the first read they hit the L2 (where there is one), at the L2
+    # path's rate or the core's share of the L2 bandwidth, outside the HBM budget
     a_miss, a_rate = 1.0, l2_rate
     is_gemv = gemv(p, mach)
-    if is_gemv:
+    if is_gemv and mach.target.memory.l2 and mach.target.dma.l2_total:  # the 310B has no L2
         a_reads = blocks * (per_core if chunks == 1 and order == "mn" else per_core * inner * chunks)
         a_miss = min(1.0, chunks * p.batch / a_reads) if a_reads else 1.0
         a_rate = min(l2_rate, mach.target.bytes_per_cycle(mach.target.dma.l2_total) / blocks)
