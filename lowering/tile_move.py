@@ -319,7 +319,11 @@ def plan_piece(p: Piece, mach: Machine, parts: int) -> Piece:
     # cheaper under the cost model): a piece UB holds whole would otherwise run on one core
     whole, cores = math.prod(p.extent), mach.cores(cube=False)
     best = None
-    for elems in sorted({most} | {min(most, -(-whole // m)) for m in (2, 4, 8, 16, cores, 2 * cores, 4 * cores)}, reverse=True):
+    # (never below one UB block: a DMA moves whole 32-byte blocks, so a smaller tile costs
+    # as much and only multiplies the per-copy start-ups)
+    block = max(1, al // k)
+    for elems in sorted({most} | {min(most, max(block, -(-whole // m))) for m in (2, 4, 8, 16, cores, 2 * cores, 4 * cores)},
+                        reverse=True):
         p.tiles = _fit(p.extent, walked, elems)
         n = math.prod(p.counts)
         bufs = buffers if n > 1 else 1

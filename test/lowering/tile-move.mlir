@@ -44,17 +44,22 @@ func.func @slice(%x: tensor<8x10xf32>) -> tensor<3x5xf32> {
 
 // -----
 
-// Split into unequal parts: one kernel, one copy loop per output.
+// Split into unequal parts: one kernel, one copy loop per output. The second part (two
+// UB blocks) is spread over two cores, one 32-byte block each (never less than a block).
 func.func @split(%x: tensor<6x4xf32>) -> (tensor<2x4xf32>, tensor<4x4xf32>) {
   %a, %b = graph.split %x {axis = 0 : i64, sizes = array<i64: 2, 4>} : (tensor<6x4xf32>) -> (tensor<2x4xf32>, tensor<4x4xf32>) loc("parts")
   func.return %a, %b : tensor<2x4xf32>, tensor<4x4xf32>
 }
 // CHECK-LABEL: tile.kernel @k0_parts
-// CHECK-SAME:    outs(%a: memref<2x4xf32, #tile.space<gm>>, %b: memref<4x4xf32, #tile.space<gm>>)
+// CHECK-SAME:    outs(%a: memref<2x4xf32, #tile.space<gm>>, %b: memref<4x4xf32, #tile.space<gm>>) block_dim 2
+// CHECK-SAME:    tile.plan = "piece 0: tile [2, 4] x1 on 1 cores; piece 1: tile [2, 4] x2 on 2 cores"
 // CHECK:         tile.copy %x[%c0, %c0] to %part0_ub[%c0, %c0] sizes [2, 4]
 // CHECK-NEXT:    tile.copy %part0_ub[%c0, %c0] to %a[%c0, %c0] sizes [2, 4]
-// CHECK:         tile.copy %x[%c2, %c0] to %part1_ub[%c0, %c0] sizes [4, 4]
-// CHECK-NEXT:    tile.copy %part1_ub[%c0, %c0] to %b[%c0, %c0] sizes [4, 4]
+// CHECK:         scf.for %tile1 = %lo to %hi step %c1 {
+// CHECK-NEXT:      %[[ROW:.*]] = arith.muli %tile1, %c2 : index
+// CHECK-NEXT:      %[[SRC:.*]] = arith.addi %[[ROW]], %c2 : index
+// CHECK-NEXT:      tile.copy %x[%[[SRC]], %c0] to %part1_ub[%c0, %c0] sizes [2, 4]
+// CHECK-NEXT:      tile.copy %part1_ub[%c0, %c0] to %b[%[[ROW]], %c0] sizes [2, 4]
 
 // -----
 
@@ -64,9 +69,13 @@ func.func @pad(%x: tensor<3x4xf32>) -> tensor<5x7xf32> {
   %p = graph.pad %x {pads = array<i64: 1, 2, 1, 1>, mode = "constant", value = 1.500000e+00 : f32} : (tensor<3x4xf32>) -> tensor<5x7xf32> loc("border")
   func.return %p : tensor<5x7xf32>
 }
+// The five output rows are spread over five cores (one row each).
 // CHECK-LABEL: tile.kernel @k0_border
-// CHECK:         tile.copy %x[%cm1, %cm2] to %part0_ub[%c0, %c0] sizes [5, 7] {pad = 1.500000e+00 : f32}
-// CHECK-NEXT:    tile.copy %part0_ub[%c0, %c0] to %p[%c0, %c0] sizes [5, 7]
+// CHECK-SAME:    tile.plan = "piece 0: tile [1, 7] x5 on 5 cores"
+// CHECK:         scf.for %tile0 = %lo to %hi step %c1 {
+// CHECK-NEXT:      %[[R:.*]] = arith.addi %tile0, %cm1 : index
+// CHECK-NEXT:      tile.copy %x[%[[R]], %cm2] to %part0_ub[%c0, %c0] sizes [1, 7] {pad = 1.500000e+00 : f32}
+// CHECK-NEXT:      tile.copy %part0_ub[%c0, %c0] to %p[%tile0, %c0] sizes [1, 7]
 
 // -----
 
@@ -79,7 +88,7 @@ func.func @d2s(%x: tensor<1x8x2x3xf32>) -> tensor<1x2x4x6xf32> {
 // CHECK-LABEL: tile.kernel @k0_d2s
 // CHECK:         %x_view = tile.view %x : memref<1x8x2x3xf32, #tile.space<gm>> to memref<1x2x2x2x2x3xf32, #tile.space<gm>>
 // CHECK-NEXT:    %y_view = tile.view %y : memref<1x2x4x6xf32, #tile.space<gm>> to memref<1x2x2x2x3x2xf32, #tile.space<gm>>
-// CHECK:         tile.copy %x_view[{{.*}}] to %part0_ub[{{.*}}] sizes [1, 2, 2, 2, 2, 3] perm [0, 3, 4, 1, 5, 2]
+// CHECK:         tile.copy %x_view[{{.*}}] to %part0_ub[{{.*}}] sizes [1, 1, 2, 1, 1, 3] perm [0, 3, 4, 1, 5, 2]
 
 // -----
 
