@@ -20,6 +20,7 @@ model keeps its graph and compiles kernels per input shape at run time (`ge.dyna
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import time
@@ -77,6 +78,7 @@ class CompileOptions:
     double_buffer: bool = True  # ge's own switch (not ATC's): to-isa{double-buffer=false} to measure what it buys
     passes: str | Sequence[str] = ()  # custom passes (ge.register_pass / `ge.passes` entry points) to run at their stage
     kernels_once: bool = True  # lower identical kernels once and copy them (same result; False: each on its own)
+    reuse_probes: bool = True  # with kernels_once: take the kernels fuse's legality probes built (same result)
     verify_each: bool = False  # verify the whole module after every stage (a debugging aid; off: at VERIFY_AFTER)
 
 
@@ -214,6 +216,14 @@ class _Pipeline:
         return (self.options.kernels_once and self.options.dump_ir is None
                 and names[names.index(ISA_STAGES[0]):] == list(ISA_STAGES))
 
+    def probe_kernels(self, stages: list[tuple[str, Any]]):
+        """Where fuse's probes keep their kernels for the isa stages (an empty scope when
+        they are not reused: kernels lowered one by one, or `to-isa` not on its defaults)."""
+        from ge.lowering.fusion_legality import ProbeScope
+
+        isa = ISA_STAGES[0] in [s for s, _ in stages]
+        return ProbeScope(self.options.reuse_probes and self.options.double_buffer and isa and self.kernels_once(stages))
+
     def verifies(self, stages: list[tuple[str, Any]], i: int) -> bool:
         """Verify the module after stage i? At the end of each level and of the pipeline,
         before and after a custom pass, or after every stage with `verify_each`."""
@@ -243,12 +253,16 @@ class _Pipeline:
         _pass("quant-fold").apply(ctx, module)  # QDQ -> int8 Cube ops with the import (README "INT8 quantization")
         stages = pass_stages(self.options, self.target)
         once = None  # the isa stages on one copy of each distinct kernel (lowering/kernel_dedup.py)
+        probes = self.probe_kernels(stages)
         for number, (stage, p) in enumerate(stages, start=1):
             if stage == ISA_STAGES[0] and self.kernels_once(stages):
-                once = self.untimed("kernel-copies", lambda: _distinct_kernels(module))
+                once = self.untimed("kernel-copies", lambda: _distinct_kernels(module, probes))
             on = module if once is None else once.work
             check = self.verifies(stages, number - 1)
-            self.timed(stage, lambda p=p, on=on, check=check: (p.apply(ctx, on), check and on.verify()))
+            with probes if stage == "fuse" else contextlib.nullcontext():
+                self.timed(stage, lambda p=p, on=on, check=check: (p.apply(ctx, on), check and on.verify()))
+            if once is not None and stage == ISA_STAGES[1]:
+                self.untimed("kernel-copies", once.add_probe_kernels)
             if once is not None and stage == ISA_STAGES[-1]:
                 self.untimed("kernel-copies", once.finish)
                 result.stats["distinct_kernels"], once = once.distinct, None
@@ -264,10 +278,10 @@ class _Pipeline:
         return result
 
 
-def _distinct_kernels(module: ModuleOp):
+def _distinct_kernels(module: ModuleOp, probes):
     from ge.lowering.kernel_dedup import DistinctKernels
 
-    return DistinctKernels(module)
+    return DistinctKernels(module, probes.kernels)
 
 
 def _import(source, shapes: dict[str, tuple[int, ...]], name: str) -> ModuleOp:

@@ -13,13 +13,19 @@ per structure in one run. A probe that fails with a refusal (a GeError, a pass o
 failure: capacity, an unsupported lowering) answers why; any other exception is a bug in a
 later stage: the group is still refused, and the error is logged under `ge.fusion_legality`
 and kept in `PROBE_BUGS` (the fuzzer reports it).
+
+Inside a `ProbeScope` (`ge.compile` opens it around a gear) a probe that builds
+also keeps its kernel after `plan-local-memory`, keyed by the `structure_key` of its tiled
+kernel: the real pipeline's isa stages then take a kernel of the same key from there
+instead of lowering and planning it a second time (lowering/kernel_dedup.py).
 """
 
 from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
+from contextvars import ContextVar
 
 from xdsl.context import Context
 from xdsl.dialects import func
@@ -28,7 +34,7 @@ from xdsl.ir import Block, Operation, OpResult, Region, SSAValue
 from xdsl.utils.exceptions import DiagnosticException, PassFailedException, VerifyException
 
 from ge import targets
-from ge.dialects import fusion
+from ge.dialects import fusion, isa
 from ge.dialects import graph as g
 from ge.dialects import tile as t
 from ge.errors import GeError
@@ -66,6 +72,8 @@ def probe_group(ops: Sequence[Operation]) -> tuple[fusion.GroupOp, list[SSAValue
     body.add_op(fusion.YieldOp(*[mapping[r] for r in outputs]))
     group = fusion.GroupOp(list(inputs), [r.type for r in outputs], "probe", [], Region(body))
     group.location = ops[0].location
+    for r, out in zip(group.results, outputs):  # named as fuse's group results are (outline names by them)
+        r.name_hint = out.name_hint
     return group, inputs
 
 
@@ -145,14 +153,46 @@ def group_tiles(ops: Sequence[Operation], target: targets.Target | None = None,
     return verdicts[key]
 
 
+# A kept probe kernel: (target name, structure_key of its tiled kernel blind to its kind and
+# rules) -> (the tiled kernel's SSA name hints in `defined_values` order, its attribute
+# names, its kernel after plan-local-memory).
+ProbeKernels = dict[tuple[str, Hashable], tuple[list[str | None], list[str], Operation]]
+_KEPT: ContextVar[ProbeKernels | None] = ContextVar("ge_probe_kernels", default=None)
+
+
+class ProbeScope:
+    """Probes run inside `with scope:` keep the kernels they build (with the default
+    `to-isa` and `plan-local-memory` options) in `scope.kernels`; a disabled scope keeps
+    none. `ge.compile` opens one around `fuse`."""
+
+    def __init__(self, enabled: bool = True):
+        self.enabled = enabled
+        self.kernels: ProbeKernels = {}
+        self._token = None
+
+    def __enter__(self) -> ProbeScope:
+        self._token = _KEPT.set(self.kernels if self.enabled else None)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        _KEPT.reset(self._token)
+
+
 def _probe(ops: Sequence[Operation], target: targets.Target) -> str | None:
+    from ge.lowering.kernel_dedup import PROBE_BLIND, defined_values, structure_key
     from ge.transforms import get_all_ge_passes
 
+    kept = _KEPT.get()
     try:
         module = probe_module(ops, target)
         passes = get_all_ge_passes()
         ctx = Context()
         for name in ("tile", "to-isa", "plan-local-memory"):
+            if name == "to-isa" and kept is not None:
+                tiled = next(op for op in module.body.block.ops if isinstance(op, t.KernelOp))
+                key = (target.name, structure_key(tiled, PROBE_BLIND))
+                hints = [v.name_hint for v in defined_values(tiled)]
+                attrs = list(tiled.attributes)
             passes[name]()().apply(ctx, module)
     except (PassFailedException, DiagnosticException, VerifyException, GeError) as e:  # a refusal: the group does not build
         return str(e).splitlines()[0] if str(e) else type(e).__name__
@@ -162,4 +202,8 @@ def _probe(ops: Sequence[Operation], target: targets.Target) -> str | None:
         if len(PROBE_BUGS) < 1000:
             PROBE_BUGS.append(what)
         return what
+    if kept is not None and key not in kept:
+        kernel = next(op for op in module.body.block.ops if isinstance(op, isa.KernelOp))  # the probe's one kernel
+        kernel.detach()
+        kept[key] = (hints, attrs, kernel)
     return None

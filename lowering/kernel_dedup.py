@@ -14,11 +14,17 @@ A key is a nested tuple, not printed text: each op's name, properties and attrib
 (block arguments and results numbered in order of definition) and its regions' block
 argument types, recursively. The kernel's own `sym_name` and its location are left out;
 SSA names are left out (they are restored by `rename`).
+
+The fusion probes (lowering/fusion_legality.py) have already tiled, lowered and planned
+most multi-op kernels on their way: given the kernels they kept, a representative whose key
+one of them has is not lowered again; the probe's kernel, renamed for it, joins the others
+before `insert-sync` (which the probes do not run).
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections import Counter
+from collections.abc import Hashable, Sequence
 
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Operation, SSAValue
@@ -29,8 +35,14 @@ from ge.dialects import tile as t
 KERNEL_OWN = frozenset({"sym_name"})  # kernel properties that name it, not what it computes
 
 
-def structure_key(kernel: Operation) -> Hashable:
-    """What the kernel computes, without its names: equal keys, identical lowering."""
+# What a fusion probe's kernel lacks (it is outlined as group "probe" with no rules): the
+# kind and the fusion rules are only copied onto the isa kernel, not lowered.
+PROBE_BLIND = (frozenset({"kind"}), frozenset({"rules"}))
+
+
+def structure_key(kernel: Operation, blind: tuple[frozenset, frozenset] = (frozenset(), frozenset())) -> Hashable:
+    """What the kernel computes, without its names: equal keys, identical lowering.
+    `blind`: kernel properties and attributes also left out (`PROBE_BLIND`)."""
     numbers: dict[SSAValue, int] = {}
 
     def number(v: SSAValue) -> int:
@@ -43,7 +55,7 @@ def structure_key(kernel: Operation) -> Hashable:
         for v in values:
             numbers[v] = len(numbers)
 
-    def op_key(op: Operation, skip: frozenset = frozenset()) -> tuple:
+    def op_key(op: Operation, skip: frozenset = frozenset(), skip_attrs: frozenset = frozenset()) -> tuple:
         regions = []
         for r in op.regions:
             blocks = []
@@ -53,7 +65,7 @@ def structure_key(kernel: Operation) -> Hashable:
             regions.append(tuple(blocks))
         key = (op.name,
                tuple(sorted((k, v) for k, v in op.properties.items() if k not in skip)),
-               tuple(sorted(op.attributes.items())),
+               tuple(sorted((k, v) for k, v in op.attributes.items() if k not in skip_attrs)),
                tuple(number(v) for v in op.operands),
                tuple(r.type for r in op.results),
                len(op.successors),
@@ -61,7 +73,7 @@ def structure_key(kernel: Operation) -> Hashable:
         define(op.results)
         return key
 
-    return op_key(kernel, KERNEL_OWN)
+    return op_key(kernel, KERNEL_OWN | blind[0], blind[1])
 
 
 def defined_values(op: Operation):
@@ -78,22 +90,28 @@ def name_map(representative: Operation, twin: Operation) -> dict[str, str] | Non
     """Representative's SSA name hint -> the twin's at the same place; None when one name
     of the representative stands for two different names of the twin (then a clone cannot
     be renamed reliably and the twin is lowered itself)."""
+    return hint_map([v.name_hint for v in defined_values(representative)], twin)
+
+
+def hint_map(hints: list[str | None], twin: Operation) -> dict[str, str] | None:
+    """`name_map` from a kernel's name hints (in `defined_values` order)."""
     out: dict[str, str] = {}
-    for a, b in zip(defined_values(representative), defined_values(twin), strict=True):
-        if a.name_hint is None and b.name_hint is None:
+    for a, b in zip(hints, (v.name_hint for v in defined_values(twin)), strict=True):
+        if a is None and b is None:
             continue
-        if a.name_hint is None or b.name_hint is None:
+        if a is None or b is None:
             return None
-        if out.setdefault(a.name_hint, b.name_hint) != b.name_hint:
+        if out.setdefault(a, b) != b:
             return None
     return out
 
 
-def renamed_clone(lowered: Operation, names: dict[str, str], twin: Operation) -> Operation:
+def renamed_clone(lowered: Operation, names: dict[str, str], twin: Operation, copy: bool = True) -> Operation:
     """A clone of `lowered` (the representative's lowering) named for `twin`: its symbol
     and location, and every SSA name hint that came from the representative's tile kernel
-    mapped to the twin's (the attributes are the same: they are part of the key)."""
-    clone = lowered.clone()
+    mapped to the twin's (the attributes are the same: they are part of the key).
+    `copy=False` renames `lowered` itself (a detached kernel nobody else uses)."""
+    clone = lowered.clone() if copy else lowered
     clone.properties["sym_name"] = StringAttr(twin.properties["sym_name"].data)
     clone.location = twin.location
     for v in defined_values(clone):
@@ -102,30 +120,81 @@ def renamed_clone(lowered: Operation, names: dict[str, str], twin: Operation) ->
     return clone
 
 
+def as_lowered(probe: Operation, names: dict[str, str], probe_attrs: Sequence[str], kernel: Operation,
+               copy: bool = True) -> Operation:
+    """A probe's isa kernel as `to-isa` + `plan-local-memory` would have made `kernel`:
+    renamed, and its attributes in the same order -- those set while lowering, the tile
+    kernel's own (`probe_attrs` were the probe's), `ge.kind`, then the planner's."""
+    clone = renamed_clone(probe, names, kernel, copy)
+    items = list(clone.attributes.items())
+    copied = [i for i, (k, _) in enumerate(items) if k in probe_attrs or k == "ge.kind"]
+    first = copied[0] if copied else len(items)
+    last = copied[-1] + 1 if copied else len(items)
+    attrs = dict(items[:first])
+    attrs.update(kernel.attributes)
+    attrs["ge.kind"] = StringAttr(kernel.kind.data)
+    attrs.update(items[last:])
+    clone.attributes.clear()
+    clone.attributes.update(attrs)
+    return clone
+
+
 class DistinctKernels:
     """The isa stages run on `work`: a module holding one clone of each distinct tile
     kernel of `module` (with `module`'s attributes: the target). `finish` then replaces
     every tile kernel of `module` by its isa kernel -- the lowered representative itself
-    or a renamed clone of it -- and lowers the launches as `to-isa` does."""
+    or a renamed clone of it -- and lowers the launches as `to-isa` does. With `probes`
+    (a `ProbeScope`'s kernels, when the isa stages run with its default options), a
+    representative a probe built stays out of `work` until `add_probe_kernels`, after
+    `plan-local-memory`."""
 
-    def __init__(self, module: ModuleOp):
+    def __init__(self, module: ModuleOp, probes: dict | None = None):
         self.module = module
         self.kernels = [op for op in module.body.block.ops if isinstance(op, t.KernelOp)]
         self.rep: dict[t.KernelOp, t.KernelOp] = {}  # each kernel -> the one lowered for it
         self.names: dict[t.KernelOp, dict[str, str]] = {}  # a twin -> rep's name hints to its own
+        self.probed: dict[t.KernelOp, tuple] = {}  # a rep -> its probe's kernel
+        self.reps: list[t.KernelOp] = []
         firsts: dict[Hashable, t.KernelOp] = {}
         lowered: list[t.KernelOp] = []
+        target = targets.target_of(module).name if probes else None
         for k in self.kernels:
-            first = firsts.setdefault(structure_key(k), k)
+            key = structure_key(k)
+            first = firsts.setdefault(key, k)
             names = None if first is k else name_map(first, k)
             if names is None:  # a representative (or a twin whose names do not map)
                 self.rep[k] = k
-                lowered.append(k)
+                self.reps.append(k)
+                probe = probes.get((target, structure_key(k, PROBE_BLIND))) if probes else None
+                probe_names = None if probe is None else hint_map(probe[0], k)
+                if probe_names is None:
+                    lowered.append(k)
+                else:
+                    self.probed[k] = (probe_names, probe[1:])
             else:
                 self.rep[k] = first
                 self.names[k] = names
         self.work = ModuleOp([k.clone() for k in lowered])
         self.work.attributes.update(module.attributes)
+
+    def add_probe_kernels(self) -> None:
+        """The probes' kernels, renamed for their representatives, into `work` in kernel
+        order (`work` holds the other representatives' kernels after plan-local-memory)."""
+        isa_of = {op.sym_name.data: op for op in self.work.body.block.ops}
+        after = None  # the kernel the next one (walking backwards) goes before
+        uses = Counter(id(kernel) for _, (_, kernel) in self.probed.values())  # the last use takes it, others copy
+        for k in reversed(self.reps):
+            if k not in self.probed:
+                after = isa_of[k.sym_name.data]
+                continue
+            names, (attrs, kernel) = self.probed[k]
+            uses[id(kernel)] -= 1
+            new = as_lowered(kernel, names, attrs, k, copy=uses[id(kernel)] > 0)
+            if after is None:
+                self.work.body.block.add_op(new)
+            else:
+                self.work.body.block.insert_op_before(new, after)
+            after = new
 
     @property
     def distinct(self) -> int:

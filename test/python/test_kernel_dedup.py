@@ -170,3 +170,58 @@ def test_kernel_code_partition_encodes_twins_by_their_names_only():
     assert got["bodies"] == bodies and got["kernels"] == refs
     twins = [r["names"]["args"] for r in refs.values()]
     assert len({tuple(a) for a in twins}) == len(kernels)  # every kernel keeps its own argument names
+
+
+def _same_compile(model, inputs: dict, on: ge.CompileOptions, off: ge.CompileOptions) -> ge.CompiledModel:
+    with blob_scope():
+        a = ge.compile(model, on)
+    with blob_scope():
+        b = ge.compile(model, off)
+    pa, pb = _parts(a), _parts(b)
+    for part in pa:
+        assert pa[part] == pb[part], part
+    ya, yb = a.run(inputs), b.run(inputs)
+    for name in ya:
+        np.testing.assert_array_equal(ya[name], yb[name])
+    assert a.last_run.total_cycles == b.last_run.total_cycles > 0
+    assert [k.cycles for k in a.last_run.kernels] == [k.cycles for k in b.last_run.kernels]
+    return a
+
+
+def test_probe_kernels_reused_change_no_compiled_result():
+    """The isa stages take the kernels fuse's legality probes built (reuse_probes) and
+    the model file is the same as lowering them again: the conv + relu + add blocks are
+    probed, so `to-isa` lowers fewer kernels with reuse than without."""
+    from ge.lowering import kernel_dedup
+
+    lowered = []
+    real = kernel_dedup.DistinctKernels.__init__
+
+    def spy(self, module, probes=None):
+        real(self, module, probes)
+        lowered.append((len(self.reps), len(self.probed)))
+
+    x = {"x": RNG.standard_normal((1, 16, 12, 12)).astype(np.float32)}
+    model = repeated_blocks().SerializeToString()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(kernel_dedup.DistinctKernels, "__init__", spy)
+        _same_compile(model, x, ge.CompileOptions(keep_ir_text=True),
+                      ge.CompileOptions(reuse_probes=False, keep_ir_text=True))
+    (reps, probed), (reps_off, probed_off) = lowered
+    assert reps == reps_off >= 2 and probed >= 1 and probed_off == 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["squeezenet", "resnet50"])
+def test_probe_kernels_reused_on_light_models(name):
+    """Same model file (IR text included), outputs and simulated cycles with the probes'
+    kernels reused or lowered again, on the light models the README times."""
+    import ge.testing
+
+    path = ge.testing.light_model_path(name)
+    with blob_scope():
+        shapes = ge.compile(path, ge.CompileOptions(kernel_level="tile")).inputs
+    rng = np.random.default_rng(5)
+    inputs = {i["name"]: rng.standard_normal(i["shape"]).astype(np.float32) for i in shapes}
+    _same_compile(path, inputs, ge.CompileOptions(keep_ir_text=True),
+                  ge.CompileOptions(reuse_probes=False, keep_ir_text=True))
