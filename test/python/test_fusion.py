@@ -176,3 +176,41 @@ def test_erf_gelu_joins_the_matmul_epilogue_and_matches_onnxruntime(precision):
     (want,) = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, inputs)
     err = np.abs(got.astype(np.float64) - want).max() / np.abs(want).max()
     assert err <= (1e-3 if precision == "must_keep_origin_dtype" else 2e-2), err
+
+
+def _silu_model(h_is_an_output: bool):
+    """MatMul + bias + x * sigmoid(x) (SiLU): the bias result is read twice."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    w = numpy_helper.from_array(rng.standard_normal((64, 96)).astype(np.float32) * 0.1, "w")
+    b = numpy_helper.from_array(rng.standard_normal(96).astype(np.float32) * 0.1, "b")
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["mm"], "mm"), helper.make_node("Add", ["mm", "b"], ["h"], "bias"),
+             helper.make_node("Sigmoid", ["h"], ["s"], "sig"), helper.make_node("Mul", ["h", "s"], ["y"], "silu")]
+    outs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, [32, 96])]
+    if h_is_an_output:
+        outs.append(helper.make_tensor_value_info("h", TensorProto.FLOAT, [32, 96]))
+    g = helper.make_graph(nodes, "silu", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [32, 64])], outs, [w, b])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
+@pytest.mark.parametrize("h_is_an_output", [False, True])
+def test_silu_joins_the_matmul_epilogue_only_when_nothing_else_reads_its_input(h_is_an_output):
+    """The pointwise region closes only when every value but its last result is used
+    inside it: with the bias result also a graph output it stays out (two kernels)."""
+    model = _silu_model(h_is_an_output)
+    precision = "must_keep_origin_dtype"
+    fused = run_passes(import_model(model), f"graph-optimize{{precision={precision}}},assign-layouts,"
+                                            "eliminate-trans-data,fuse")
+    groups = [_ops_of(g) for g in fused.walk() if g.name == "fusion.group"]
+    if h_is_an_output:
+        assert groups == [["graph.gemm"], ["graph.sigmoid", "graph.mul"]]
+    else:
+        assert groups == [["graph.gemm", "graph.sigmoid", "graph.mul"]]
+    inputs = {"x": np.random.default_rng(1).standard_normal((32, 64)).astype(np.float32)}
+    compiled = ge.compile(model, ge.CompileOptions(precision_mode=precision, keep_ir_text=False))
+    got = compiled.run(inputs)
+    want = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, inputs)
+    assert compiled.report["kernels"] == len(groups)
+    for g, w in zip(got.values(), want, strict=True):
+        assert np.abs(g.astype(np.float64) - w).max() <= 1e-3 * np.abs(w).max()
