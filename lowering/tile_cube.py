@@ -622,7 +622,7 @@ def plan_cube(p: CubeProblem, mach: Machine) -> CubePlan:
     geometry = None if p.conv is None else tuple(
         (k, tuple(v) if isinstance(v, tuple | list) else v) for k, v in sorted(p.conv.items()))
     key = (mach.target.name, p.kind, elem_name(p.elem), p.batch, p.groups, p.m, p.n, p.k, p.a_fmt, p.b_fmt,
-           p.out_fmt, p.c0, geometry, _fixed(p))
+           p.out_fmt, p.c0, geometry, _fixed(p), GEMV)  # GEMV: the switch changes the plan
     if key not in _PLANS:
         if len(_PLANS) > 4096:
             _PLANS.clear()
