@@ -221,9 +221,36 @@ def instructions(kernel: isa.KernelOp, target: targets.Target) -> list[Instr]:
                 raise UnplacedBufferError(f"{op.name} uses a buffer without an offset")
             key, base, _ = loc
             size = isa.itemsize(a.buffer.type)
-            accesses.append(MemAccess(key, base, size, affine(a.offset), a.lo, a.hi, a.write, a.buffer, a.rects, memo))
+            rects = _windowed(op, a)
+            lo, hi = min(r.lo for r in rects), max(r.hi for r in rects)
+            accesses.append(MemAccess(key, base, size, affine(a.offset), lo, hi, a.write, a.buffer, rects, memo))
         out.append(Instr(op, op.PIPE, path, accesses, len(out)))
     return out
+
+
+def _windowed(op: Operation, a: isa.Access) -> tuple[isa.Rect, ...]:
+    """A move's rectangle cut to the window it can have in any iteration: its reads always,
+    its writes when it has no pad (an edge tile's copy to GM writes only the window, so two
+    copies of adjacent row ranges through one strided rectangle do not overlap). Each
+    window bound is an affine form over loop counters with constant bounds, or the dim is
+    left whole."""
+    window = getattr(op, "window", ())  # the moves (isa._MoveOp)
+    if not window or (a.write and op.pad is not None) or len(a.rects) != 1:
+        return a.rects
+    rect, sizes = a.rects[0], op.static_sizes
+    if rect.base or rect.shape != sizes:
+        return a.rects
+    base, shape = 0, []
+    for d, (n, stride) in enumerate(zip(sizes, rect.strides)):
+        lo_form, hi_form = affine(window[2 * d]), affine(window[2 * d + 1])
+        lo_r, hi_r = _range(Affine(lo_form.terms)), _range(Affine(hi_form.terms))
+        first = 0 if lo_r is None else max(0, lo_r[0] + lo_form.const)
+        last = n if hi_r is None else min(n, hi_r[1] + hi_form.const)
+        if last <= first:
+            return a.rects  # never runs with a non-empty window: keep the plain rectangle
+        base += first * stride
+        shape.append(last - first)
+    return (isa.Rect(base, tuple(shape), rect.strides),)
 
 
 # --------------------------------------------------------------------------------------

@@ -261,3 +261,39 @@ builtin.module attributes {ge.target = "ascend910b"} {
 // CHECK:         isa.set_flag [V, MTE2, 7]
 // CHECK-NOT:     {{\[}}V, MTE2, {{[89]}}{{\]}}
 // CHECK:       }
+
+// -----
+
+// Copies to GM through a window write only the window (no pad): two copies of adjacent
+// 64-column pieces of a 100-column map through one strided [16, 64] rectangle do not
+// overlap once each rectangle is cut to the largest window its loop counters allow (here
+// columns [0, 64) and [0, 36) at offsets 0 and 64), so MTE3 needs no barrier between them;
+// the third copy, without a window, writes over the second.
+builtin.module attributes {ge.target = "ascend910"} {
+  isa.kernel @windows ins(%x: memref<2048xf16, #isa.space<gm>>) outs(%y: memref<1700xf16, #isa.space<gm>>) block_dim 1 {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c16 = arith.constant 16 : index
+    %c64 = arith.constant 64 : index
+    %c100 = arith.constant 100 : index
+    %c1024 = arith.constant 1024 : index
+    %a = isa.buffer offset 0 : memref<1024xf16, #isa.space<ub>>
+    %b = isa.buffer offset 2048 : memref<1024xf16, #isa.space<ub>>
+    isa.copy_gm_to_ub %x to %a sizes [1024] : memref<2048xf16, #isa.space<gm>> to memref<1024xf16, #isa.space<ub>>
+    isa.copy_gm_to_ub %x[%c1024] to %b sizes [1024] : memref<2048xf16, #isa.space<gm>> to memref<1024xf16, #isa.space<ub>>
+    scf.for %i = %c0 to %c1 step %c1 {
+      %lo = arith.subi %c0, %i : index
+      %hi = arith.subi %c100, %i : index
+      %j = arith.addi %i, %c64 : index
+      %hi2 = arith.subi %hi, %c64 : index
+      isa.copy_ub_to_gm %a to %y[%i] sizes [16, 64] dst_strides [100, 1] window (%c0, %c16, %lo, %hi) : memref<1024xf16, #isa.space<ub>> to memref<1700xf16, #isa.space<gm>>
+      isa.copy_ub_to_gm %b to %y[%j] sizes [16, 64] dst_strides [100, 1] window (%c0, %c16, %lo, %hi2) : memref<1024xf16, #isa.space<ub>> to memref<1700xf16, #isa.space<gm>>
+      isa.copy_ub_to_gm %b to %y[%j] sizes [16, 64] dst_strides [100, 1] : memref<1024xf16, #isa.space<ub>> to memref<1700xf16, #isa.space<gm>>
+    }
+  }
+}
+// CHECK-LABEL: isa.kernel @windows
+// CHECK:         isa.copy_ub_to_gm %a to %y[%i] sizes [16, 64] dst_strides [100, 1] window (%c0, %c16, %lo, %hi)
+// CHECK-NEXT:    isa.copy_ub_to_gm %b to %y[%j] sizes [16, 64] dst_strides [100, 1] window (%c0, %c16, %lo, %hi2)
+// CHECK-NEXT:    isa.pipe_barrier [MTE3]
+// CHECK-NEXT:    isa.copy_ub_to_gm %b to %y[%j] sizes [16, 64] dst_strides [100, 1] :
