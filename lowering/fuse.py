@@ -35,6 +35,9 @@ from ge.dialects import dtypes, fusion, graph
 from ge.lowering import fusion_rules as fr
 from ge.lowering.fusion_legality import group_tiles
 
+# Ops of a decomposed activation a Cube epilogue takes whole (x * 0.5 * (1 + erf(x / sqrt 2)): 5).
+_MAX_REGION = 8
+
 # Kernel kinds of ops left alone (a group of one op).
 _SINGLE_KINDS = (
     (fr.CUBE_OPS, "cube_epilogue"),
@@ -261,7 +264,16 @@ class Fuser:
         channel_axis = 1 if isinstance(anchor, graph.Conv2dOp | graph.QuantConv2dOp) else -1
         stage = 0  # 0: bias/scale allowed; 1: after activation; 2: after residual; 3: done (but a quantize); 4: done
         tail = anchor.results[0]
-        while stage < 4 and (user := self._sole_user(cand, tail)) is not None:
+        while stage < 4:
+            if stage in (0, 2) and len(self.users(tail)) > 1 and (region := self._pointwise_region(cand, tail)):
+                # a decomposed activation (Erf-form GELU, x * sigmoid(x)) reading the tail twice
+                self.log.append(f"{cand.rule}: {op_label(cand.ops[0])} takes the activation "
+                                + " + ".join(op_label(o) for o in region))
+                cand.ops.extend(region)
+                tail, stage = region[-1].results[0], (1 if stage == 0 else 3)
+                continue
+            if (user := self._sole_user(cand, tail)) is None:
+                return
             if stage == 3 and not isinstance(user, graph.QuantizeOp):
                 return  # done; only an int8 requantize may still follow
             group = set(cand.ops)
@@ -283,6 +295,31 @@ class Fuser:
                 return
             cand.ops.append(user)
             tail = user.results[0]
+
+    def _pointwise_region(self, cand: Candidate, tail: SSAValue) -> list[Operation]:
+        """The elementwise ops that compute one value from `tail` and constants alone (a
+        decomposed activation such as x * 0.5 * (1 + erf(x / sqrt 2))): grown over the users
+        of `tail` in block order, cut at the last op after which only one of its values is
+        used outside (that op's result, the new tail); [] when there is none, or the whole
+        group would not build (the region joins whole or not at all)."""
+        region: list[Operation] = []
+        best: list[Operation] = []
+        while len(region) < _MAX_REGION:
+            inside = {tail, *(r for o in region for r in o.results)}
+            users = sorted({u for v in inside for u in self.users(v) if u not in region},
+                           key=self.order.__getitem__)
+            user = next((u for u in users if fr.is_elementwise(u) and len(u.results) == 1
+                         and not isinstance(u, graph.QuantizeOp | graph.DequantizeOp)
+                         and all(v in inside or self._is_constant(v) for v in u.operands)
+                         and self.can_join(u, {*cand.ops, *region}) is None), None)
+            if user is None:
+                break
+            region.append(user)
+            if all(all(u in region for u in self.users(v)) for v in inside if v is not user.results[0]):
+                best = list(region)  # everything but the last result is used only inside
+        if not best or self.legality([*cand.ops, *best]) is not None:
+            return []
+        return best
 
     def _int8_layout_chain(self, cand: Candidate) -> list[Operation]:
         """int8: what assign-layouts computes in NC1HWC0 expecting this epilogue -- the

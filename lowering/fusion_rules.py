@@ -133,8 +133,9 @@ class FusionRule:
 RULES: tuple[FusionRule, ...] = (
     FusionRule(
         "TbeConvElemwiseFusionPass", "UBFusion", "cube_epilogue",
-        "Conv2d + per-channel bias/scale (Add/Mul with a constant, BatchNorm) + activation + one residual "
-        "Add (+ activation): the epilogue runs on the conv result while it is still on chip.",
+        "Conv2d + per-channel bias/scale (Add/Mul with a constant, BatchNorm) + activation (also a decomposed "
+        "one such as Erf GELU or x * sigmoid(x), taken whole) + one residual Add (+ activation): the epilogue "
+        "runs on the conv result while it is still on chip.",
     ),
     FusionRule(
         "TbeMatmulElemwiseFusionPass", "UBFusion", "cube_epilogue",
