@@ -22,8 +22,13 @@ How the region's values become instructions:
   a 32-byte block) is broadcast in full by one strided copy;
 - reductions (Softmax, LogSoftmax, LayerNorm, Reduce*, global pools on plain tensors) run on
   f32 rows whose stride is a whole number of blocks: wider rows are folded into one repeat
-  with elementwise max/add, `vreduce_*` gives one value per row, `vbrcb` spreads it back to
-  one block per row; f16 data is converted to f32 first and back at the end;
+  with elementwise max/add by halving the chunk count (log2 dependent steps); then either
+  `vreduce_*` gives one value per row (14 cycles a row), or -- when there are enough rows --
+  each row's blocks are folded onto its first block with full-width instructions (a repeat
+  takes one block of 8 rows), that block column is transposed by one strided copy and
+  folded by three elementwise halvings; `vbrcb` spreads the values back to one block per
+  row; f16 data is converted to f32 first and back at the end. Softmax divides by one
+  `vrec` per row and a `vmul`; a float Div by a constant is a `vmuls` by its reciprocal;
 - global pools on NC1HWC0 add (max) pixel blocks pairwise, halving the pixel count per step;
 - LRN moves the tile to channel-major rows padded with zero channels, so that the window
   over channels is a handful of whole-buffer adds;
@@ -224,6 +229,7 @@ SEQUENCES = (
 )
 PRIMITIVES = frozenset((*UNARY, *BINARY, *COMPARE, *ROUNDING, *SEQUENCES))
 ROUND_LIMIT = 2.0**23  # f32 values of this magnitude are integers
+SMALL_SCRATCH = 16384  # bytes: a row fold may take this much UB beyond the tiler's estimate
 
 
 def is_primitive(op: Operation) -> bool:
@@ -705,6 +711,8 @@ class VectorLowering:
         vals = [self.env[v] for v in o.operands]
         if name is g.SubOp and isinstance(vals[1], Splat):
             vals, name = [vals[0], replace(vals[1], value=-vals[1].value)], g.AddOp
+        if name is g.DivOp and self.by_reciprocal(vals):  # x / c as x * (1 / c): a vmuls, not a vdiv
+            vals, name = [vals[0], replace(vals[1], value=1.0 / vals[1].value)], g.MulOp
         # only the first two operands may be overwritten: a third is read after the first step
         firsts = list(zip(o.operands, vals))[:2]
         dst = self.dest(r, [v for v, x in firsts if isinstance(x, Tensor) and x.shape == tensor_shape(r)])
@@ -726,6 +734,15 @@ class VectorLowering:
         if name is g.MeanOp:
             self.flat(isa.VMulsOp, dst, [dst], scalar=1.0 / len(vals))
         self.env[r] = dst
+
+    @staticmethod
+    def by_reciprocal(vals: Sequence[Value]) -> bool:
+        """A float Div by a nonzero finite constant, computed as a multiply by its reciprocal:
+        vdiv costs 2-4x a vmul per repeat; the product is within an ulp of the quotient (exact
+        for powers of two), inside the f16 / f32 tolerances against onnxruntime."""
+        a, c = vals
+        return (isinstance(a, Tensor) and isinstance(c, Splat) and numpy_dtype(a.elem).kind == "f"
+                and c.value != 0 and math.isfinite(c.value) and math.isfinite(1.0 / c.value))
 
     def block_of_splat(self, x: Value) -> Tensor:
         if isinstance(x, Tensor):
@@ -1117,9 +1134,12 @@ class VectorLowering:
             self.vec(cls, [(x, done if b else 0) for x, b in zip(tensors, blk)], 1, mask=rest, blk=blk, rep=rep,
                      **props)
 
-    def row_reduce(self, kind: str, rows: Rows) -> Tensor:
+    def row_reduce(self, kind: str, rows: Rows, scratch: Tensor | None = None, consume: bool = False) -> Tensor:
         """One f32 value per row (a tensor of the row count rounded up to a repeat of
-        blocks; the padding is zero)."""
+        blocks; the padding is zero). Rows wider than a repeat are folded to one repeat by
+        halving (fold_rows: log2 dependent steps, not one per repeat of the row); `consume`:
+        the rows may be overwritten (they die here); `scratch`: a free buffer of the rows'
+        size for the first halving when they may not."""
         red_cls, fold_cls = REDUCE[kind]
         if red_cls is None:
             return self.row_tree(fold_cls, rows)
@@ -1128,9 +1148,19 @@ class VectorLowering:
         out = self.temp([r8], f32)
         if r8 != rows.r:
             self.dup(out, 0.0)
-        src, mask = rows, min(rows.n, per)
+        chunks = -(-rows.n // per)
+        keep = chunks - chunks // 2
         acc = None
-        if rows.n > per:
+        if rows.n <= per:
+            src = rows
+        elif consume:
+            src = self.fold_rows(fold_cls, rows, rows)
+        elif scratch is not None:
+            src = self.fold_rows(fold_cls, rows, Rows(scratch, rows.r, rows.n, rows.ld))
+        elif keep == 1 or rows.r * keep * per * 4 <= SMALL_SCRATCH:
+            acc = Rows(self.temp([rows.r * keep * per], f32), rows.r, keep * per, keep * per)
+            src = self.fold_rows(fold_cls, rows, acc)
+        else:  # no room for a tree: one repeat-wide accumulator, folded chunk by chunk
             acc = Rows(self.temp([rows.r * per], f32), rows.r, per, per)
             self.copy(rows.buf, acc.buf, [rows.r, per], [rows.ld, 1])
             full = rows.n // per - 1  # whole repeats after the first: an scf.for, so long rows stay short IR
@@ -1141,15 +1171,107 @@ class VectorLowering:
             for c0 in range(per * (1 + full) if full > 1 else per, rows.n, per):
                 part = Rows(self.shifted(rows.buf, c0), rows.r, min(per, rows.n - c0), rows.ld)
                 self.row_op(fold_cls, acc, [acc, part], n=part.n)
-            src, mask = acc, per
-        group = self.max_rep // self.per_blocks * self.per_blocks  # dst offsets stay on blocks
-        for r0 in range(0, rows.r, group):
-            reps = min(group, rows.r - r0)
-            self.vec(red_cls, [(out, r0), (src.buf, r0 * src.ld)], reps, mask=mask, blk=[1, 1],
-                     rep=[1, src.ld // epb])
+            src = acc
+        mask = src.n
+        if self.transposed_pays(kind, rows.r, mask):
+            if src is rows and not consume:  # the rows stay intact: fold a copy
+                acc = Rows(self.temp([rows.r * mask], f32), rows.r, mask, mask)
+                self.copy(rows.buf, acc.buf, [rows.r, mask], [rows.ld, 1])
+                src = acc
+            self.block_columns(fold_cls, src, out)
+        else:
+            group = self.max_rep // self.per_blocks * self.per_blocks  # dst offsets stay on blocks
+            for r0 in range(0, rows.r, group):
+                reps = min(group, rows.r - r0)
+                self.vec(red_cls, [(out, r0), (src.buf, r0 * src.ld)], reps, mask=mask, blk=[1, 1],
+                         rep=[1, src.ld // epb])
         if acc is not None:
             self.release(acc.buf)
         return out
+
+    def fold_rows(self, fold_cls, rows: Rows, dst: Rows) -> Rows:
+        """rows folded to one repeat (`per` elements) each by halving the chunk count: chunks
+        [keep, c) onto chunks [0, c - keep), the first halving from `rows` into `dst` (which
+        may be `rows`), the later ones in place. Returns the folded rows (in dst)."""
+        per = self.bpr // 4
+        r, n = rows.r, rows.n
+        c = -(-n // per)
+        src = rows
+
+        def chunk(x: Rows, j: int, width: int = per) -> Rows:
+            return Rows(self.shifted(x.buf, j * per), r, width, x.ld)
+
+        def move(a: Rows, b: Rows) -> None:
+            self.copy(a.buf, b.buf, [r, a.n], [a.ld, 1], [b.ld, 1])
+
+        while c > 1:
+            h = c // 2
+            keep = c - h
+            for j in range(h):
+                up = keep + j
+                w = min(per, n - up * per)
+                if w < per and src is not dst:  # a partial chunk leaves the rest of dst's chunk
+                    move(chunk(src, j), chunk(dst, j))
+                    self.row_op(fold_cls, chunk(dst, j, w), [chunk(dst, j, w), chunk(src, up, w)])
+                else:
+                    self.row_op(fold_cls, chunk(dst, j, w), [chunk(src, j, w), chunk(src, up, w)])
+            if keep > h and src is not dst:  # the middle chunk of an odd count
+                move(chunk(src, h), chunk(dst, h))
+            src, c = dst, keep
+        return Rows(dst.buf, r, min(n, per), dst.ld)
+
+    def transposed_pays(self, kind: str, r: int, width: int) -> bool:
+        """Whether block_columns (its ~7 dependent steps) beats one whole-repeat `vreduce` per
+        row for r rows of `width` (<= one repeat) f32 elements, on the target's costs."""
+        if width % self.epb(f32) or kind not in ("sum", "max"):
+            return False
+        cyc = self.target.vector_cycles
+        fold = "vadd" if kind == "sum" else "vmax"
+        nb = width // self.epb(f32)
+        groups = -(-r // self.per_blocks)
+        steps = nb.bit_length() + 3  # block halvings, the transposing copy, three row halvings
+        mine = (steps * self.startup + (nb - 1) * groups * cyc(fold, "f32")
+                + 2 * groups * cyc("default", "f32") + 7 * -(-groups // self.per_blocks) * cyc(fold, "f32"))
+        return mine < self.startup + r * cyc(f"vreduce_{kind}", "f32")
+
+    def block_columns(self, fold_cls, src: Rows, out: Tensor) -> None:
+        """out[i] = the fold of row i of src (rows of whole blocks, at most one repeat wide),
+        without a per-row reduction: the blocks of each row folded onto its first block in
+        place (a repeat takes one block of each of 8 rows: full-width instructions), that
+        block column moved to 8 rows of r elements (one strided copy), and those 8 rows
+        folded elementwise (three halvings). `out` holds the row count rounded up to a repeat
+        of blocks; its padding is zero."""
+        epb, nb8 = self.epb(f32), self.per_blocks
+        ld_b = src.ld // epb
+        r, r8 = src.r, isa.align_up(src.r, nb8)
+        nb = src.n // epb
+        full, part = divmod(r, nb8)
+        while nb > 1:  # blocks [nb - h, nb) of every row onto blocks [0, h)
+            h = nb // 2
+            for j in range(h):
+                lo, hi = j * epb, (nb - h + j) * epb
+                for g0 in range(0, full, self.max_rep):
+                    reps = min(self.max_rep, full - g0)
+                    base = g0 * nb8 * src.ld
+                    self.vec(fold_cls, [(src.buf, base + lo), (src.buf, base + lo), (src.buf, base + hi)], reps,
+                             blk=[ld_b] * 3, rep=[nb8 * ld_b] * 3)
+                if part:
+                    base = full * nb8 * src.ld
+                    self.vec(fold_cls, [(src.buf, base + lo), (src.buf, base + lo), (src.buf, base + hi)], 1,
+                             mask=part * epb, blk=[ld_b] * 3, rep=[nb8 * ld_b] * 3)
+            nb -= h
+        cols = self.temp([epb * r8], f32)
+        if r8 != r:
+            self.dup(cols, 0.0)
+        self.copy(src.buf, cols, [epb, r], [1, src.ld], [r8, 1])
+        left = epb
+        while left > 2:
+            h = left // 2
+            top = self.shifted(cols, (left - h) * r8)
+            self.flat(fold_cls, cols, [cols, top], h * r8)
+            left -= h
+        self.flat(fold_cls, out, [cols, self.shifted(cols, r8)], r8)
+        self.release(cols)
 
     def row_tree(self, fold_cls, rows: Rows) -> Tensor:
         """row_reduce for a combiner without a whole-repeat instruction (a product): the
@@ -1208,7 +1330,7 @@ class VectorLowering:
         if log:
             e = Rows(self.temp([rows.r * rows.ld], f32), rows.r, rows.n, rows.ld)
             self.row_op(isa.VExpOp, e, [rows])
-            s = self.row_reduce("sum", e)
+            s = self.row_reduce("sum", e, consume=True)
             self.release(e.buf)
             self.flat(isa.VLnOp, s, [s], rows.r)
             sb = self.brcb(s)
@@ -1216,8 +1338,9 @@ class VectorLowering:
         else:
             self.row_op(isa.VExpOp, rows, [rows])
             s = self.row_reduce("sum", rows)
+            self.flat(isa.VRecOp, s, [s], rows.r)  # one reciprocal per row, then a vmul per element
             sb = self.brcb(s)
-            self.row_op(isa.VDivOp, rows, [rows, ("bcast", sb)])
+            self.row_op(isa.VMulOp, rows, [rows, ("bcast", sb)])
         for tmp in (mx, mb, s, sb):
             self.release(tmp)
         dst = self.dest(o.results[0])
@@ -1243,13 +1366,13 @@ class VectorLowering:
         norm = shape[axis:]
         rows = self.load_rows(x, list(shape) or [1], list(row_major(shape)) or [1], len(norm))
         n = rows.n
-        mean = self.row_reduce("sum", rows)
+        sq = Rows(self.temp([rows.r * rows.ld], f32), rows.r, n, rows.ld)
+        mean = self.row_reduce("sum", rows, scratch=sq.buf)  # sq is free until the squares
         self.flat(isa.VMulsOp, mean, [mean], scalar=1.0 / n)
         mb = self.brcb(mean)
         self.row_op(isa.VSubOp, rows, [rows, ("bcast", mb)])
-        sq = Rows(self.temp([rows.r * rows.ld], f32), rows.r, n, rows.ld)
         self.row_op(isa.VMulOp, sq, [rows, rows])
-        var = self.row_reduce("sum", sq)
+        var = self.row_reduce("sum", sq, consume=True)
         self.release(sq.buf)
         self.flat(isa.VMulsOp, var, [var], scalar=1.0 / n)
         self.flat(isa.VAddsOp, var, [var], scalar=get_float(o.properties, "epsilon", 1e-5))
@@ -1293,7 +1416,7 @@ class VectorLowering:
         axes = list(get_ints(o.properties, "axes"))
         sizes, strides = self.axis_rows(o.operands[0], axes)
         rows = self.load_rows(x, sizes, strides, len(axes))
-        red = self.row_reduce(kind, rows)
+        red = self.row_reduce(kind, rows, consume=True)
         self.release(rows.buf)
         if mean:
             self.flat(isa.VMulsOp, red, [red], rows.r, scalar=1.0 / rows.n)
@@ -1319,7 +1442,7 @@ class VectorLowering:
         if enc is None:  # plain [N, C, spatial...]: one row per (n, c)
             sizes, strides = self.axis_rows(v, list(range(2, len(shape))))
             rows = self.load_rows(x, sizes, strides, len(shape) - 2)
-            red = self.row_reduce(kind, rows)
+            red = self.row_reduce(kind, rows, consume=True)
             self.release(rows.buf)
             if kind == "sum":
                 self.flat(isa.VMulsOp, red, [red], rows.r, scalar=1.0 / rows.n)

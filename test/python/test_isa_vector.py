@@ -317,8 +317,9 @@ def test_splat_constants_fold_into_scalar_instructions():
     }}""")
     res = run_region(vop)
     names = collections.Counter(o.name for o in res.vector_ops())
-    assert names["isa.vadds"] == 2 and names["isa.vmuls"] == 1  # x + 2, * 3, - 2
-    assert names["isa.vdup"] == 2  # the constants 3 (divisor) and 2 (minuend) as one block each
+    assert names["isa.vadds"] == 2 and names["isa.vmuls"] == 2  # x + 2, * 3, - 2, / 3 as * (1 / 3)
+    assert names["isa.vdiv"] == 0  # a float division by a constant is a multiply by its reciprocal
+    assert names["isa.vdup"] == 1  # the constant 2 (minuend) as one block
 
 
 def test_non_splat_constant_is_refused_by_name():
@@ -410,6 +411,40 @@ def test_layer_norm(shape, param, elem):
       func.return %y : {x}
     }}""")
     run_region(vop, seed=2)
+
+
+@pytest.mark.parametrize("shape", [(64, 128), (13, 24), (100, 64), (9, 1000)])
+def test_softmax_reduces_rows_without_a_vreduce_per_row(shape):
+    # many rows: each row folded to one block (8 rows per full-width repeat), that block
+    # column transposed by one copy and halved three times -- no vreduce (14 cycles per row);
+    # the division is one vrec per row and a vmul; partial groups of 8 rows (13, 9) and a
+    # partial last chunk (1000 = 15 x 64 + 40) run through the masks
+    ty = f"tensor<{shape[0]}x{shape[1]}xf32>"
+    vop = region(f"""
+    func.func @f(%x: {ty}) -> {ty} {{
+      %y = graph.softmax %x {{axis = 1 : i64}} : {ty}
+      func.return %y : {ty}
+    }}""")
+    res = run_region(vop, seed=3)
+    names = collections.Counter(o.name for o in res.vector_ops())
+    assert names["isa.vdiv"] == 0 and names["isa.vrec"] >= 1
+    if shape[0] >= 13:
+        assert names["isa.vreduce_max"] == 0 and names["isa.vreduce_sum"] == 0
+    else:  # 9 rows: a vreduce per row is cheaper than the transposition's dependent steps
+        assert names["isa.vreduce_max"] == 1 and names["isa.vreduce_sum"] == 1
+
+
+def test_wide_rows_fold_by_halving():
+    # rows of 768 (12 repeats) fold in 4 halvings (6 + 3 + 1 + 1 chunk folds), not a chain of 11
+    x, p = "tensor<16x768xf32>", "tensor<768xf32>"
+    vop = region(f"""
+    func.func @f(%x: {x}, %g: {p}, %b: {p}) -> {x} {{
+      %y = graph.layer_norm %x, %g, %b {{axis = 1 : i64, epsilon = 1.000000e-05 : f32}} : ({x}, {p}, {p}) -> {x}
+      func.return %y : {x}
+    }}""")
+    res = run_region(vop, seed=4)
+    adds = len(res.vector_ops("isa.vadd"))
+    assert adds == 2 * 11 + 12  # two reductions of 11 chunk folds each, the bias add's 12 chunks
 
 
 @pytest.mark.parametrize("kind", ["reduce_sum", "reduce_mean", "reduce_max", "reduce_min"])
