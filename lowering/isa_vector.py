@@ -229,6 +229,7 @@ SEQUENCES = (
 )
 PRIMITIVES = frozenset((*UNARY, *BINARY, *COMPARE, *ROUNDING, *SEQUENCES))
 ROUND_LIMIT = 2.0**23  # f32 values of this magnitude are integers
+MAX_REP_STRIDE = 255  # a repeat stride is an 8-bit field of the vector instructions (Ascend C: uint8_t repeat strides)
 SMALL_SCRATCH = 16384  # bytes: a row fold may take this much UB beyond the tiler's estimate
 
 
@@ -1173,11 +1174,15 @@ class VectorLowering:
                 self.row_op(fold_cls, acc, [acc, part], n=part.n)
             src = acc
         mask = src.n
-        if self.transposed_pays(kind, rows.r, mask):
-            if src is rows and not consume:  # the rows stay intact: fold a copy
-                acc = Rows(self.temp([rows.r * mask], f32), rows.r, mask, mask)
-                self.copy(rows.buf, acc.buf, [rows.r, mask], [rows.ld, 1])
-                src = acc
+        columns = self.transposed_pays(kind, rows.r, mask)
+        row_stride = src.ld // epb * (self.per_blocks if columns else 1)  # blocks between repeats
+        if (columns and src is rows and not consume) or row_stride > MAX_REP_STRIDE:
+            compact = Rows(self.temp([rows.r * mask], f32), rows.r, mask, mask)  # (the rows stay intact)
+            self.copy(src.buf, compact.buf, [rows.r, mask], [src.ld, 1])
+            if acc is not None:
+                self.release(acc.buf)
+            acc = src = compact
+        if columns:
             self.block_columns(fold_cls, src, out)
         else:
             group = self.max_rep // self.per_blocks * self.per_blocks  # dst offsets stay on blocks
@@ -1464,12 +1469,16 @@ class VectorLowering:
         self.move(replace(x, shape=work.shape), work)
         cls = isa.VAddOp if kind == "sum" else isa.VMaxOp
         left = p
-        while left > 1:
+        by_rows = p * c0 // self.epb(elem) <= MAX_REP_STRIDE  # the rows' stride fits a repeat stride
+        while left > 1:  # chunk-wise over all rows at once (static offsets: no barrier inside a halving)
             half = left // 2
-            a = work
-            b = self.shifted(work, (left - half) * c0)
-            st = [p * c0, 1]
-            self.strided(cls, a, [a, b], [rows, half * c0], [st, st, st])
+            if by_rows:
+                lower = Rows(work, rows, half * c0, p * c0)
+                upper = Rows(self.shifted(work, (left - half) * c0), rows, half * c0, p * c0)
+                self.row_op(cls, lower, [lower, upper])
+            else:
+                st = [p * c0, 1]
+                self.strided(cls, work, [work, self.shifted(work, (left - half) * c0)], [rows, half * c0], [st, st, st])
             left -= half
         if kind == "sum" and p > 1:
             st = [p * c0, 1]

@@ -443,8 +443,11 @@ def test_wide_rows_fold_by_halving():
       func.return %y : {x}
     }}""")
     res = run_region(vop, seed=4)
-    adds = len(res.vector_ops("isa.vadd"))
-    assert adds == 2 * 11 + 12  # two reductions of 11 chunk folds each, the bias add's 12 chunks
+    adds = res.vector_ops("isa.vadd")
+    assert len(adds) == 2 * 11 + 12  # two reductions of 11 chunk folds each, the bias add's 12 chunks
+    # the first halving writes chunks 0..5 (a chain would accumulate into chunk 0 only)
+    dst = {isa.static_index(op.offset_of("dst")) for op in adds[:6]}
+    assert dst == {64 * j for j in range(6)}
 
 
 @pytest.mark.parametrize("kind", ["reduce_sum", "reduce_mean", "reduce_max", "reduce_min"])
@@ -502,6 +505,22 @@ def test_batch_norm_lrn_and_global_pool(precision):
                 helper.make_node("GlobalAveragePool", ["p"], ["y"])],
                [_vi("x", [1, c, 14, 14])], [_vi("y", [1, c, 1, 1])], inits)
     _check_all(pipeline_regions(mp, precision), {"graph.batch_norm", "graph.lrn", "graph.global_avg_pool"})
+
+
+def test_global_pool_halvings_span_all_rows():
+    # NC1HWC0 [16, 8, 7, 7, 16] f16 (resnet50's pool at batch 16 in small): each halving of the
+    # 49 pixel blocks runs over all the tile's (n, c1) rows at once (repeat stride = one row of
+    # 49 x 16 f32 = 98 blocks) at static offsets -- not a loop of one instruction per row,
+    # whose dynamic offsets made insert-sync order every instruction after the previous one
+    mp = _onnx([helper.make_node("GlobalAveragePool", ["x"], ["y"])], [_vi("x", [16, 128, 7, 7])],
+               [_vi("y", [16, 128, 1, 1])])
+    (vop,) = [v for v in pipeline_regions(mp, F16) if "graph.global_avg_pool" in region_ops(v)]
+    res = run_region(vop)
+    adds = res.vector_ops("isa.vadd")
+    rows = math.prod(vop.ins[0].type.get_shape()[:2])
+    assert rows > 1 and all(isa.static_index(op.offset_of("src1")) is not None for op in adds)
+    assert all(op.repeats == rows and isa.ints(op.rep_stride) == (98, 98, 98) for op in adds)
+    assert len(adds) == 6 + 3 + 2 + 1 + 1 + 1  # 49 -> 25 -> 13 -> 7 -> 4 -> 2 -> 1 pixels, chunks of 4 pixels
 
 
 @pytest.mark.parametrize("precision", [F32, F16])
