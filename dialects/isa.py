@@ -42,6 +42,7 @@ What each instruction computes lives in `ge.runtime.isa_kernels`; how long it ta
 from __future__ import annotations
 
 import math
+import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
@@ -70,7 +71,9 @@ from xdsl.ir import Attribute, Dialect, Operation, Region, SpacedOpaqueSyntaxAtt
 from xdsl.irdl import (
     AttrSizedOperandSegments,
     IRDLOperation,
+    OptOperandDef,
     ParsePropInAttrDict,
+    VarOperandDef,
     irdl_attr_definition,
     irdl_op_definition,
     operand_def,
@@ -201,6 +204,9 @@ def int_array(values: Sequence[int]) -> DenseArrayBase:
 def ints(attr: DenseArrayBase | None, default: Sequence[int] = ()) -> tuple[int, ...]:
     if attr is None:
         return tuple(default)
+    data = attr.data.data
+    if attr.elt_type == i64:  # (unpacked directly: xDSL's get_values is slow on hot paths)
+        return struct.unpack(f"<{len(data) >> 3}q", data)
     return tuple(int(v) for v in attr.get_values())
 
 
@@ -612,12 +618,12 @@ class InstructionOp(IRDLOperation):
                 raise VerifyException(
                     f"{self.name} takes its {role} in {' or '.join(s.value for s in spaces)}, got {space.value}"
                 )
-        self.verify_instruction()
         target = target_for(self)
+        self.verify_instruction(target)
         for role, rs in self.rects(target).items():
             self._check_bounds(role, rs)
 
-    def verify_instruction(self) -> None:
+    def verify_instruction(self, target: targets.Target) -> None:
         """Op-specific checks (after the memory spaces)."""
 
     def _check_bounds(self, role: str, rects: tuple[Rect, ...]) -> None:
@@ -718,7 +724,7 @@ class _MoveOp(InstructionOp):
             return
         super()._check_bounds(role, rects)
 
-    def verify_instruction(self) -> None:
+    def verify_instruction(self, target: targets.Target) -> None:
         src, dst = _elem(self.src), _elem(self.dst)
         if self.SAME_ELEMENT and src != dst:
             raise VerifyException(f"{self.name} keeps the element type: {src} to {dst}")
@@ -820,8 +826,8 @@ class _L0cOutOp(_MoveOp):
     )
     SAME_ELEMENT: ClassVar[bool] = False
 
-    def verify_instruction(self) -> None:
-        super().verify_instruction()
+    def verify_instruction(self, target: targets.Target) -> None:
+        super().verify_instruction(target)
         src, what = _elem(self.src), self.name.removeprefix("isa.")
         if src not in (f32, IntegerType(32)):
             raise VerifyException(f"{what} reads the f32 or i32 accumulator, got {src}")
@@ -917,8 +923,8 @@ class FixpipeOp(_L0cOutOp):
             return
         super()._check_bounds(role, rects)
 
-    def verify_instruction(self) -> None:
-        super().verify_instruction()
+    def verify_instruction(self, target: targets.Target) -> None:
+        super().verify_instruction(target)
         mode = self.mode
         if mode is None:
             if self.scale is not None or self.bias is not None or any(getattr(self, n) is not None for n in (
@@ -1005,7 +1011,7 @@ class LoadScalarOp(InstructionOp):
     def rects(self, target: targets.Target) -> dict[str, tuple[Rect, ...]]:
         return {"src": (Rect(0, (1,), (1,)),)}
 
-    def verify_instruction(self) -> None:
+    def verify_instruction(self, target: targets.Target) -> None:
         if not isinstance(_elem(self.src), IntegerType):
             raise VerifyException(f"load_scalar reads an integer, got {_elem(self.src)}")
         if self.bound.value.data < 1:
@@ -1062,7 +1068,7 @@ class Img2colOp(InstructionOp):
         tm, tk = ints(self.sizes)
         return {"src": (Rect(0, (math.prod(fm),), (1,)),), "dst": (Rect(0, (tm * tk,), (1,)),)}
 
-    def verify_instruction(self) -> None:
+    def verify_instruction(self, target: targets.Target) -> None:
         src, dst = _elem(self.src), _elem(self.dst)
         if src != dst:
             raise VerifyException(f"img2col keeps the element type: {src} to {dst}")
@@ -1075,7 +1081,7 @@ class Img2colOp(InstructionOp):
                 raise VerifyException(f"{name} must be two positive sizes, got {list(v)}")
         if len(ints(self.pads)) != 2 or min(ints(self.pads)) < 0:
             raise VerifyException(f"pads must be two non-negative sizes (top, left), got {list(ints(self.pads))}")
-        m0, k0, _ = cube_fractal(target_for(self), src)
+        m0, k0, _ = cube_fractal(target, src)
         tm, tk = ints(self.sizes)
         if tm % m0 or tk % k0:
             raise VerifyException(f"sizes {tm}x{tk} must be whole {m0}x{k0} fractals")
@@ -1136,14 +1142,14 @@ class MmadOp(InstructionOp):
             out.append(Access(self.c, self.c_offset, out[0].rects, False))
         return out
 
-    def verify_instruction(self) -> None:
+    def verify_instruction(self, target: targets.Target) -> None:
         a, b, c = _elem(self.a), _elem(self.b), _elem(self.c)
         if a != b:
             raise VerifyException(f"A and B must have one element type, got {a} and {b}")
         want = IntegerType(32) if dtypes.is_integer(a) else f32
         if c != want:
             raise VerifyException(f"C must accumulate in {want} for {a} inputs, got {c}")
-        m0, k0, n0 = cube_fractal(target_for(self), a)
+        m0, k0, n0 = cube_fractal(target, a)
         m, k, n = self.mkn
         if min(m, k, n) < 1 or m % m0 or k % k0 or n % n0:
             raise VerifyException(f"m, k, n = {m}, {k}, {n} must be positive multiples of the fractal {m0}x{k0}x{n0}")
@@ -1211,8 +1217,7 @@ class _VectorOp(InstructionOp):
             out[role] = vector_rects(self.repeats, mask, blk, rep, self.epb(role, target))
         return out
 
-    def verify_instruction(self) -> None:
-        target = target_for(self)
+    def verify_instruction(self, target: targets.Target) -> None:
         r = self.repeats
         if not 1 <= r <= target.vector.max_repeats:
             raise VerifyException(f"repeat {r} is out of range 1..{target.vector.max_repeats}")
@@ -1613,6 +1618,63 @@ INSTRUCTION_OPS = (*MOVE_OPS, LoadScalarOp, Img2colOp, MmadOp, *VECTOR_OPS)
 
 for _cls in VECTOR_OPS:  # every vector operand is in UB
     _cls.SPACES = _cls._spaces()
+
+
+
+# --------------------------------------------------------------------------------------
+# Operand accessors that decode the segment sizes once
+# --------------------------------------------------------------------------------------
+
+_SEGMENTS: dict[bytes, tuple[tuple[int, int], ...]] = {}  # operandSegmentSizes bytes -> (start, size) each
+
+
+def _segments(op: Operation) -> tuple[tuple[int, int], ...]:
+    sizes = op.properties["operandSegmentSizes"]
+    assert isinstance(sizes, DenseArrayBase)
+    data = sizes.data.data
+    out = _SEGMENTS.get(data)
+    if out is None:
+        values = tuple(int(v) for v in sizes.get_values())
+        out = _SEGMENTS[data] = tuple((sum(values[:i]), n) for i, n in enumerate(values))
+    return out
+
+
+@dataclass(frozen=True)
+class _SegmentAccessor:
+    """A named operand of an `AttrSizedOperandSegments` op. Why: xDSL's accessor unpacks
+    the segment sizes property on every access, and the verifiers and the analyses of
+    insert-sync and the model file read an instruction's operands by name many times."""
+
+    idx: int  # which segment
+    kind: str  # "single", "optional" or "variadic"
+
+    def __get__(self, obj: Operation | None, objtype=None):
+        if obj is None:
+            return self
+        start, size = _segments(obj)[self.idx]
+        if self.kind == "variadic":
+            return obj.operands[start:start + size]
+        if self.kind == "optional" and not size:
+            return None
+        return obj.operands[start]
+
+    def __set__(self, instance, value) -> None:
+        raise NotImplementedError("Cannot write to named operands, regions, results, or successors.")
+
+
+def _fast_operand_accessors(cls: type[IRDLOperation]) -> None:
+    """Replace xDSL's segment-decoding operand accessors of `cls` by `_SegmentAccessor`s."""
+    op_def = cls.get_irdl_definition()
+    if not any(isinstance(o, AttrSizedOperandSegments) for o in op_def.options):
+        return
+    for i, (name, d) in enumerate(op_def.operands):
+        kind = ("optional" if isinstance(d, OptOperandDef) else "variadic" if isinstance(d, VarOperandDef)
+                else "single")
+        setattr(cls, name, _SegmentAccessor(i, kind))
+
+
+for _cls in (KernelOp, LaunchOp, BlockIdxOp, BufferOp, SetFlagOp, WaitFlagOp, PipeBarrierOp, *INSTRUCTION_OPS):
+    _fast_operand_accessors(_cls)
 
 Isa = Dialect(
     "isa",

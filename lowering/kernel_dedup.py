@@ -196,6 +196,11 @@ class DistinctKernels:
                 self.work.body.block.insert_op_before(new, after)
             after = new
 
+    def twins(self) -> dict[str, str]:
+        """Each kernel symbol that `finish` gives a renamed copy -> the symbol it copies
+        (for the model file, `kernel_code.partition`: one encoding serves both)."""
+        return {k.sym_name.data: rep.sym_name.data for k, rep in self.rep.items() if rep is not k}
+
     @property
     def distinct(self) -> int:
         return len(set(self.rep.values()))

@@ -938,7 +938,9 @@ def lower_module(module: ModuleOp, target: targets.Target, double_buffer: bool =
             module.body.block.insert_op_before(new, op)
             op.detach()
             op.erase()
-    for op in list(module.walk()):
+    # The launches are in the graph functions: the (many) isa kernels need no walk.
+    launches = [op for top in module.body.block.ops if not isinstance(top, isa.KernelOp) for op in top.walk()]
+    for op in launches:
         if isinstance(op, t.LaunchOp):
             launch = isa.LaunchOp(op.callee.root_reference.data, list(op.ins), list(op.outs))
             launch.attributes.update(op.attributes)

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from xdsl.dialects import arith, scf
@@ -290,9 +290,13 @@ def label(code: dict[str, Any], names: dict[str, list[str]]) -> dict[str, Any]:
                 instrs=[[i, loc] for i, loc in zip(code["instrs"], names["locs"])])
 
 
-def partition(kernels: Sequence[isa.KernelOp], target: targets.Target) -> dict[str, Any]:
+def partition(kernels: Sequence[isa.KernelOp], target: targets.Target,
+              twins: Mapping[str, str] | None = None) -> dict[str, Any]:
     """The KERNELS partition of an isa-level model: each distinct code once ("bodies"), and
-    per kernel symbol its body's index and its own names (`strip`)."""
+    per kernel symbol its body's index and its own names (`strip`). `twins` (from
+    `ge.compile`'s kernel dedup: a kernel symbol -> the earlier kernel it is a renamed copy
+    of) spares computing `structure_key`s: a kernel not in it is encoded, a twin takes its
+    original's encoding (the same partition: kernels of equal code share a body either way)."""
     from ge.lowering.kernel_dedup import structure_key
 
     bodies: list[dict] = []
@@ -300,7 +304,7 @@ def partition(kernels: Sequence[isa.KernelOp], target: targets.Target) -> dict[s
     refs: dict[str, dict] = {}
     encoded: dict[Any, tuple[isa.KernelOp, Encoder, str]] = {}  # structure -> its first kernel's encoding
     for k in kernels:
-        shape = structure_key(k)
+        shape = structure_key(k) if twins is None else twins.get(k.sym_name.data, k.sym_name.data)
         if shape in encoded:  # the same code as a kernel encoded already: only its names are new
             first, enc, key = encoded[shape]
             names = names_like(first, enc, k)

@@ -55,7 +55,7 @@ import io
 import itertools
 import json
 import struct
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from enum import IntEnum
@@ -294,27 +294,30 @@ def _parts(module: ModuleOp, prefix: str = "") -> _Parts:
     return _Parts(Model(definition, tasks, bytes(weights), {}, metadata), clones)
 
 
-def _kernels_partition(level: str, kernel_ops: list[Operation], target: str) -> dict[str, Any]:
-    """The KERNELS partition: kernel code (isa), else the kernel symbols in one module that
-    names the target."""
+def _kernels_partition(level: str, kernel_ops: list[Operation], target: str,
+                       twins: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The KERNELS partition: kernel code (isa; `twins` as `kernel_code.partition` takes
+    them), else the kernel symbols in one module that names the target."""
     from ge.ir import print_module
 
     if level == "isa":
         from ge import targets
         from ge.runtime import kernel_code
 
-        return kernel_code.partition(kernel_ops, targets.load_target(target))
+        return kernel_code.partition(kernel_ops, targets.load_target(target), twins)
     module = ModuleOp(kernel_ops)
     module.attributes["ge.target"] = StringAttr(target)
     return {"format": "mlir", "level": level, "text": print_module(module)}
 
 
-def model_from_module(module: ModuleOp, gears: list[dict[str, Any]] | None = None, with_ir: bool = True) -> Model:
-    """The model file contents of a module lowered by `build-model` (one `task.model`)."""
+def model_from_module(module: ModuleOp, gears: list[dict[str, Any]] | None = None, with_ir: bool = True,
+                      twins: Mapping[str, str] | None = None) -> Model:
+    """The model file contents of a module lowered by `build-model` (one `task.model`);
+    `twins`: which kernels are renamed copies of which (`kernel_code.partition`)."""
     parts = _parts(module)
     model = parts.model
     model.metadata["gears"] = list(gears or [])
-    model.kernels = _kernels_partition(model.metadata["kernel_level"], parts.kernel_ops, model.metadata["target"])
+    model.kernels = _kernels_partition(model.metadata["kernel_level"], parts.kernel_ops, model.metadata["target"], twins)
     model.ir_text = _ir_text(module) if with_ir else None
     return model
 

@@ -172,6 +172,29 @@ def test_kernel_code_partition_encodes_twins_by_their_names_only():
     assert len({tuple(a) for a in twins}) == len(kernels)  # every kernel keeps its own argument names
 
 
+def test_kernel_code_partition_takes_twins_from_the_dedup():
+    """Given which kernels are renamed copies of which (`DistinctKernels.twins`), the
+    partition skips the structural keys and is the same as computing them."""
+    from ge.dialects import isa
+    from ge.ir import run_passes
+    from ge.runtime import kernel_code as kc
+    from ge.transforms.plan_local_memory import module_target
+
+    with blob_scope():
+        module = _tile_module()
+        once = DistinctKernels(module)
+        run_passes(once.work, "to-isa,plan-local-memory,insert-sync")
+        once.finish()
+    twins = once.twins()
+    kernels = [op for op in module.body.block.ops if isinstance(op, isa.KernelOp)]
+    assert 1 <= len(twins) < len(kernels) and set(twins.values()).isdisjoint(twins)
+    target = module_target(module)
+    keys = kc.partition(kernels, target)
+    assert kc.partition(kernels, target, twins) == keys
+    assert len(keys["bodies"]) == len(kernels) - len(twins)
+    assert {keys["kernels"][t]["body"] for t in twins} <= {keys["kernels"][r]["body"] for r in twins.values()}
+
+
 def _same_compile(model, inputs: dict, on: ge.CompileOptions, off: ge.CompileOptions) -> ge.CompiledModel:
     with blob_scope():
         a = ge.compile(model, on)
