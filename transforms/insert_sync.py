@@ -46,6 +46,7 @@ analysed once; the others get the same sync ops at the same places.
 
 from __future__ import annotations
 
+import bisect
 import itertools
 from collections import defaultdict
 from collections.abc import Hashable
@@ -64,8 +65,8 @@ from ge.errors import GeError
 from ge.transforms.isa_analysis import (
     Instr,
     Linear,
+    MemAccess,
     UnplacedBufferError,
-    access_span,
     instructions,
     kernel_ops,
     may_overlap,
@@ -154,71 +155,91 @@ def dependencies(kernel: isa.KernelOp, instrs: list[Instr]) -> set[Dep]:
                 index.update((o, i) for i, o in enumerate(b.ops))
     index.update((o, i) for i, o in enumerate(kernel.body.block.ops))
 
-    paths: dict[tuple[int, Block], tuple[int, ...]] = {}
-
-    def path_in(instr: Instr, block: Block) -> tuple[int, ...]:
-        key = (instr.index, block)
-        if key not in paths:
-            d = next(i for i, o in enumerate(instr.path) if o.parent_block() is block)
-            paths[key] = tuple(index[o] for o in instr.path[d:])
-        return paths[key]
-
-    spans = {id(a): access_span(a) for i in instrs for a in i.accesses}
-
-    def candidates(a: Instr, b: Instr) -> list[tuple]:
-        """The access pairs that may meet: one memory, a write, byte spans that intersect
-        (cheap filters before the exact test)."""
-        out = []
-        for p in a.accesses:
-            sp = spans[id(p)]
-            for q in b.accesses:
-                if p.key != q.key or not (p.write or q.write):
-                    continue
-                sq = spans[id(q)]
-                if sp is not None and sq is not None and (sp[1] <= sq[0] or sq[1] <= sp[0]):
-                    continue
-                out.append((p, q))
-        return out
+    # tails[i][k]: instruction i's path below the block at depth k (the kernel body is 0).
+    tails = [[tuple(index[o] for o in ins.path[k:]) for k in range(len(ins.path))] for ins in instrs]
+    loop_of: dict[int, tuple] = {}  # id(block) -> (block's repeating loop, its body, the body's depth)
 
     def overlap(cands: list[tuple], block: Block, loop: scf.ForOp | None, later: bool) -> bool:
         return any(may_overlap(p, q, block, loop, later, kernel) for p, q in cands)
 
-    # The memories each instruction writes and touches: a pair without a common memory and
-    # a write there needs no closer look.
-    writes = [frozenset(a.key for a in i.accesses if a.write) for i in instrs]
-    touches = [frozenset(a.key for a in i.accesses) for i in instrs]
-    loop_of: dict[Block, scf.ForOp | None] = {}
-    for i, first in enumerate(instrs):
-        for j in range(i, len(instrs)):
-            if writes[i].isdisjoint(touches[j]) and touches[i].isdisjoint(writes[j]):
-                continue
-            second = instrs[j]
-            forward = candidates(first, second)
-            if not forward:
-                continue  # no common byte with a write, in any iteration
-            backward = [(q, p) for p, q in forward]
-            d = 0
-            while d < len(first.path) - 1 and first.path[d] is second.path[d]:
-                d += 1
-            block = first.path[d].parent_block()
-            assert block is not None
-            same_run = False
-            if first is not second and overlap(forward, block, None, False):
-                same_run = True
-                deps.add(Dep(block, None, first.pipe, second.pipe, path_in(first, block), path_in(second, block), False))
-            if block not in loop_of:
-                loop_of[block] = _repeating_loop(block)
-            loop = loop_of[block]
-            if loop is None:
-                continue
-            body = loop.body.block
-            xs, ys = path_in(first, body), path_in(second, body)
-            if overlap(backward, body, loop, True):
-                deps.add(Dep(body, loop, second.pipe, first.pipe, ys, xs, True))
-            if first is not second and not same_run and overlap(forward, body, loop, True):
-                carried = xs[0] == ys[0]
-                deps.add(Dep(body, loop if carried else None, first.pipe, second.pipe, xs, ys, carried))
+    meeting = meeting_accesses(instrs)
+    for i, j in sorted(meeting):
+        first, second = instrs[i], instrs[j]
+        forward = meeting[(i, j)]
+        d = 0
+        while d < len(first.path) - 1 and first.path[d] is second.path[d]:
+            d += 1
+        block = first.path[d].parent_block()
+        assert block is not None
+        same_run = False
+        if i != j and overlap(forward, block, None, False):
+            same_run = True
+            deps.add(Dep(block, None, first.pipe, second.pipe, tails[i][d], tails[j][d], False))
+        facts = loop_of.get(id(block))
+        if facts is None:
+            loop = _repeating_loop(block)
+            body = None if loop is None else loop.body.block
+            facts = loop_of[id(block)] = (loop, body, None if body is None else _depth(body))
+        loop, body, k = facts
+        if loop is None:
+            continue
+        xs, ys = tails[i][k], tails[j][k]
+        if overlap([(q, p) for p, q in forward], body, loop, True):
+            deps.add(Dep(body, loop, second.pipe, first.pipe, ys, xs, True))
+        if i != j and not same_run and overlap(forward, body, loop, True):
+            carried = xs[0] == ys[0]
+            deps.add(Dep(body, loop if carried else None, first.pipe, second.pipe, xs, ys, carried))
     return {d for d in deps if d.src != d.dst or d.src in PIPELINED}
+
+
+def meeting_accesses(instrs: list[Instr]) -> dict[tuple[int, int], list[tuple[MemAccess, MemAccess]]]:
+    """The access pairs that may touch a common byte, by instruction pair (i, j), i <= j
+    (positions in `instrs`): one memory, at least one write, byte spans that intersect
+    (`access_span`; an access without a span meets every access of its memory). Each
+    memory's accesses are swept in order of their first byte with the writes and the
+    reads still open kept apart, so an access meets only the open accesses it can
+    overlap: O(n log n + the pairs found), where trying every instruction pair is O(n^2)
+    -- the cheap filters before `may_overlap`'s exact test. Within one instruction both
+    orders of two accesses are listed, and a write with itself."""
+    by_key: dict[tuple, list[tuple[int, MemAccess]]] = defaultdict(list)
+    for i, ins in enumerate(instrs):
+        for a in ins.accesses:
+            by_key[a.key].append((i, a))
+    out: dict[tuple[int, int], list[tuple[MemAccess, MemAccess]]] = defaultdict(list)
+
+    def meet(i: int, p: MemAccess, j: int, q: MemAccess) -> None:
+        if i < j:
+            out[(i, j)].append((p, q))
+        elif j < i:
+            out[(j, i)].append((q, p))
+        else:
+            out[(i, i)] += [(p, q), (q, p)]
+
+    for entries in by_key.values():
+        spanned = sorted(((a.span, n) for n, (_, a) in enumerate(entries) if a.span is not None),
+                         key=lambda t: t[0][0])
+        open_: tuple[list, list] = ([], [])  # (end, n) of the reads, of the writes still open, by end
+        for (lo, hi), n in spanned:
+            i, a = entries[n]
+            for ends in open_:
+                del ends[:bisect.bisect_right(ends, (lo, len(entries)))]  # those ending by lo meet nothing more
+            for ends in (open_ if a.write else open_[1:]):
+                for _, m in ends:  # each starts by lo and ends after it
+                    j, b = entries[m]
+                    if b.span[0] < hi:  # (not when this span is empty)
+                        meet(j, b, i, a)
+            bisect.insort(open_[a.write], (hi, n))
+            if a.write and lo < hi:
+                out[(i, i)].append((a, a))
+        unspanned = [n for n, (_, a) in enumerate(entries) if a.span is None]
+        for n in unspanned:
+            i, a = entries[n]
+            if a.write:
+                out[(i, i)].append((a, a))
+            for m, (j, b) in enumerate(entries):
+                if m != n and (a.write or b.write) and (b.span is not None or m < n):
+                    meet(j, b, i, a)
+    return out
 
 
 # --------------------------------------------------------------------------------------
@@ -380,12 +401,12 @@ def _stab(deps: list[Dep]) -> dict[Pair, list[Dep]]:
     group: list[Dep] = []
 
     def close() -> None:
-        d = group[0]
-        pair = Pair(d.block, d.loop, d.src, d.dst, max(g.x for g in group), min(g.y for g in group), False)
+        d = group[0]  # the group's least y (deps come by y)
+        pair = Pair(d.block, d.loop, d.src, d.dst, max(g.x for g in group), d.y, False)
         out.setdefault(pair, []).extend(group)
 
     for d in sorted(deps, key=lambda d: (d.y, d.x, d.xs, d.ys)):
-        if group and d.x < min(g.y for g in group):
+        if group and d.x < group[0].y:
             group.append(d)
             continue
         if group:
@@ -413,7 +434,6 @@ def _prune(candidates: dict[Pair, list[Dep]], nested: dict[int, list[Pair]], inn
     is checked against all the block's dependencies -- a pair may be a link in the chain
     that orders another pair's dependency."""
     kept = list(candidates)
-    deps = list(dict.fromkeys(d for covered in candidates.values() for d in covered))
     # A dep that a kept pair covers directly (its set after the first side, its wait before
     # the second) is ordered without a search: only deps whose covering pairs are all gone
     # need `implied`.
@@ -422,6 +442,7 @@ def _prune(candidates: dict[Pair, list[Dep]], nested: dict[int, list[Pair]], inn
         for d in covered:
             covers[d].append(id(q))
     alive = {id(q) for q in kept}
+    exposed: list[Dep] = []  # the deps no kept pair covers directly (none of them is p's)
 
     def level(pairs) -> Level:
         return Level([p for p in pairs if not p.carried], [p for p in pairs if p.carried], nested, inner, always)
@@ -434,8 +455,9 @@ def _prune(candidates: dict[Pair, list[Dep]], nested: dict[int, list[Pair]], inn
             return any(q in alive for q in covers[d]) or implied(d, others)
 
         own = candidates[p]  # checked first: a pair that is needed fails on its own deps
-        if all(ordered(d) for d in own) and all(ordered(d) for d in deps if d not in own):
+        if all(ordered(d) for d in own) and all(implied(d, others) for d in exposed):
             kept.remove(p)
+            exposed += [d for d in dict.fromkeys(own) if not any(q in alive for q in covers[d])]
         else:
             alive.add(id(p))
     return kept
@@ -449,6 +471,8 @@ class Barriers:
         self.at: dict[Block, dict[isa.Pipe, set[int]]] = {}
         self._ops: dict[Block, list[Operation]] = {}
         self._loops: dict[Block, list[tuple[int, scf.ForOp]]] = {}
+        self._bodies: dict[tuple[Block, int], Block | None] = {}
+        self.anywhere: dict[tuple[Block, isa.Pipe], bool] = {}  # `_has_barrier` without bounds
 
     def ops(self, block: Block) -> list[Operation]:
         if block not in self._ops:
@@ -468,15 +492,28 @@ def _has_barrier(block: Block, pipe: isa.Pipe, bars: Barriers, lo: int | None = 
     hi -- or inside a loop strictly between them that runs at least once?"""
     if any((lo is None or g > lo) and (hi is None or g <= hi) for g in bars.at.get(block, {}).get(pipe, ())):
         return True
-    for i, op in bars.running_loops(block):
-        if (lo is None or i > lo) and (hi is None or i < hi) and _has_barrier(op.body.block, pipe, bars):
+    for i, _ in bars.running_loops(block):
+        if (lo is None or i > lo) and (hi is None or i < hi) and _anywhere(_nested_body(block, i, bars), pipe, bars):
             return True
     return False
 
 
+def _anywhere(body: Block, pipe: isa.Pipe, bars: Barriers) -> bool:
+    """A barrier on `pipe` anywhere in a nested loop's body (or its always-running loops):
+    asked only of blocks inside the one being done, whose barriers are final (innermost
+    blocks are done first), so the answer is kept."""
+    key = (body, pipe)
+    if key not in bars.anywhere:
+        bars.anywhere[key] = _has_barrier(body, pipe, bars)
+    return bars.anywhere[key]
+
+
 def _nested_body(block: Block, at: int, bars: Barriers) -> Block | None:
-    op = bars.ops(block)[at]
-    return op.body.block if isinstance(op, scf.ForOp) else None
+    key = (block, at)
+    if key not in bars._bodies:
+        op = bars.ops(block)[at]
+        bars._bodies[key] = op.body.block if isinstance(op, scf.ForOp) else None
+    return bars._bodies[key]
 
 
 def _barrier_after(block: Block, xs: tuple[int, ...], pipe: isa.Pipe, bars: Barriers) -> bool:

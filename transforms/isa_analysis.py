@@ -359,16 +359,21 @@ def _touch(x: MemAccess, y: MemAccess, shift: int) -> bool:
     return memo.meet(x, y, shift)
 
 
-def _patterns_meet(xb: np.ndarray | None, yb: np.ndarray | None, shift: int) -> bool:
-    if xb is None or yb is None:
+def _patterns_meet(xr: np.ndarray | None, yr: np.ndarray | None, shift: int) -> bool:
+    """Does a byte of runs xr, moved by `shift`, lie in runs yr? Per x run, only the last y
+    run starting before its end can meet it (the runs are disjoint and sorted)."""
+    if xr is None or yr is None:
         return True
-    moved = xb + shift
-    hits = np.searchsorted(yb, moved)
-    hits[hits == yb.size] = 0
-    return bool(yb.size and (yb[hits] == moved).any())
+    if not len(xr) or not len(yr):
+        return False
+    last = np.searchsorted(yr[:, 0], xr[:, 1] + shift) - 1
+    some = last >= 0
+    return bool((yr[last[some], 1] > xr[some, 0] + shift).any())
 
 
 def _bytes(rects: tuple[isa.Rect, ...], size: int) -> np.ndarray | None:
+    """The bytes the rectangles' elements cover, as sorted disjoint runs [start, end) (an
+    (n, 2) array; adjacent elements make one run, so a row is one run, not its bytes)."""
     if sum(r.count for r in rects) > EXACT_LIMIT:
         return None
     parts = []
@@ -380,8 +385,10 @@ def _bytes(rects: tuple[isa.Rect, ...], size: int) -> np.ndarray | None:
     elems = np.sort(np.concatenate(parts)) if parts else np.zeros(0, np.int64)
     if elems.size > 1:  # distinct (np.unique's result; a sort and a compare are cheaper)
         elems = elems[np.concatenate(([True], elems[1:] != elems[:-1]))]
-    # distinct sorted elements: their byte ranges are disjoint and in order already
-    return (elems[:, None] * size + np.arange(size)).reshape(-1)
+    breaks = np.flatnonzero(elems[1:] != elems[:-1] + 1) + 1  # where a run of adjacent elements ends
+    starts = elems[np.concatenate(([0], breaks))] if elems.size else elems
+    ends = elems[np.concatenate((breaks - 1, [elems.size - 1]))] + 1 if elems.size else elems
+    return np.stack((starts * size, ends * size), axis=1)
 
 
 def _range(form: Affine) -> tuple[int, int] | None:

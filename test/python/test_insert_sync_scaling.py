@@ -1,0 +1,148 @@
+"""insert-sync's dependency analysis meets only the accesses that can overlap (issue 17): each
+memory's accesses are swept by byte span, so n independent instructions cost no exact overlap
+test at all and a chain of n costs n - 1 (trying every instruction pair would be n(n+1)/2),
+and the sweep finds exactly the access pairs the plain pairwise filter finds. Byte patterns
+are compared as runs of adjacent bytes; that answers as the byte-by-byte comparison does."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ge.dialects import isa
+from ge.dialects.blobs import blob_scope
+from ge.ir import parse_module, print_module, run_passes
+from ge.transforms import insert_sync as sync
+from ge.transforms import isa_analysis as ia
+from ge.transforms.plan_local_memory import module_target
+
+HERE = Path(__file__).parent
+
+LIT_CASES = [c for c in (HERE.parent / "transforms" / "insert-sync.mlir").read_text().split("// -----")
+             if "isa.kernel" in c and "expected-error" not in c and "without an offset" not in c]
+
+
+def _kernel(n: int, chain: bool) -> str:
+    """n vector ops on n + 1 UB buffers of 64 f32: each on its own buffer, or each reading
+    the buffer the one before wrote."""
+    bufs = "\n".join(f"    %b{k} = isa.buffer offset {256 * k} : memref<64xf32, #isa.space<ub>>" for k in range(n + 1))
+    t = "memref<64xf32, #isa.space<ub>>"
+    ops = "\n".join(f"    isa.vabs %b{k + 1 if chain else k}, %b{k} repeat 1 : {t}, {t}" for k in range(n))
+    return f"""builtin.module attributes {{ge.target = "ascend910"}} {{
+  isa.kernel @k ins(%x: memref<64xf32, #isa.space<gm>>) outs(%y: memref<64xf32, #isa.space<gm>>) block_dim 1 {{
+{bufs}
+{ops}
+  }}
+}}"""
+
+
+def _overlap_tests(text: str, monkeypatch) -> tuple[int, str]:
+    """(calls of the exact overlap test, the synced module)."""
+    calls = []
+    real = sync.may_overlap
+
+    def counting(*args):
+        calls.append(args)
+        return real(*args)
+
+    module = parse_module(text)
+    monkeypatch.setattr(sync, "may_overlap", counting)
+    run_passes(module, "insert-sync")
+    monkeypatch.undo()
+    return len(calls), print_module(module)
+
+
+@pytest.mark.parametrize("n", [40, 160])
+def test_independent_accesses_need_no_overlap_test(n, monkeypatch):
+    calls, out = _overlap_tests(_kernel(n, chain=False), monkeypatch)
+    assert calls == 0
+    assert out.count("isa.vabs") == n and "isa.pipe_barrier" not in out and "isa.set_flag" not in out
+
+
+@pytest.mark.parametrize("n", [40, 160])
+def test_a_chain_tests_each_neighbour_once(n, monkeypatch):
+    calls, out = _overlap_tests(_kernel(n, chain=True), monkeypatch)
+    assert calls == n - 1  # pairwise: n (n + 1) / 2 instruction pairs (820 and 12,880)
+    assert out.count("isa.pipe_barrier [V]") == n - 1  # each op reads what the one before wrote
+
+
+def _plain_meeting(instrs: list[ia.Instr]) -> set[tuple]:
+    """The filter before the exact test, pair by pair: one memory, a write, spans that meet."""
+    out = set()
+    for i, a in enumerate(instrs):
+        for j in range(i, len(instrs)):
+            for p in a.accesses:
+                for q in instrs[j].accesses:
+                    if p.key != q.key or not (p.write or q.write):
+                        continue
+                    sp, sq = ia.access_span(p), ia.access_span(q)
+                    if sp is not None and sq is not None and (sp[1] <= sq[0] or sq[1] <= sp[0]):
+                        continue
+                    out.add((i, j, id(p), id(q)))
+    return out
+
+
+def _swept(instrs: list[ia.Instr]) -> set[tuple]:
+    found = sync.meeting_accesses(instrs)
+    out = {(i, j, id(p), id(q)) for (i, j), pairs in found.items() for p, q in pairs}
+    assert sum(len(pairs) for pairs in found.values()) == len(out)  # no access pair twice
+    return out
+
+
+def _kernels(module) -> list[tuple[isa.KernelOp, list[ia.Instr]]]:
+    target = module_target(module)
+    return [(k, ia.instructions(k, target)) for k in module.walk() if isinstance(k, isa.KernelOp)]
+
+
+@pytest.mark.parametrize("text", LIT_CASES, ids=[f"case{i}" for i in range(len(LIT_CASES))])
+def test_sweep_finds_the_pairwise_pairs_on_the_lit_kernels(text):
+    kernels = _kernels(parse_module(text))
+    assert kernels
+    for _, instrs in kernels:
+        assert _swept(instrs) == _plain_meeting(instrs)
+
+
+def test_sweep_finds_the_pairwise_pairs_on_planned_kernels():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("speed", HERE / "test_compile_speed.py")
+    speed = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(speed)
+    with blob_scope():
+        kernels = _kernels(speed._planned_kernels())
+    pairs = 0
+    for _, instrs in kernels:
+        plain = _plain_meeting(instrs)
+        assert _swept(instrs) == plain
+        pairs += len(plain)
+    assert len(kernels) >= 4 and pairs > 100
+
+
+def _byte_set(rects, size) -> set[int]:
+    out = set()
+    for r in rects:
+        for idx in np.ndindex(*r.shape):
+            e = r.base + sum(i * s for i, s in zip(idx, r.strides))
+            out.update(range(e * size, (e + 1) * size))
+    return out
+
+
+def test_byte_runs_meet_as_the_bytes_do():
+    rng = random.Random(7)
+
+    def rect():
+        nd = rng.randint(1, 3)
+        return isa.Rect(rng.randint(0, 40), tuple(rng.randint(0, 5) for _ in range(nd)),
+                        tuple(rng.choice([1, 2, 3, 8, 16, -1]) for _ in range(nd)))
+
+    met = 0
+    for _ in range(1500):
+        rx, ry = tuple(rect() for _ in range(rng.randint(0, 2))), tuple(rect() for _ in range(rng.randint(1, 2)))
+        sx, sy, shift = rng.choice([1, 2, 4]), rng.choice([1, 2, 4]), rng.randint(-80, 80)
+        want = bool({b + shift for b in _byte_set(rx, sx)} & _byte_set(ry, sy))
+        assert ia._patterns_meet(ia._bytes(rx, sx), ia._bytes(ry, sy), shift) == want, (rx, sx, ry, sy, shift)
+        met += want
+    assert 100 < met < 1400  # both answers are exercised
