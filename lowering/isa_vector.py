@@ -28,7 +28,8 @@ How the region's values become instructions:
   takes one block of 8 rows), that block column is transposed by one strided copy and
   folded by three elementwise halvings; `vbrcb` spreads the values back to one block per
   row; f16 data is converted to f32 first and back at the end. Softmax divides by one
-  `vrec` per row and a `vmul`; a float Div by a constant is a `vmuls` by its reciprocal;
+  `vrec` per row and a `vmul`; a float Div by a constant is a `vmuls` by its reciprocal,
+  by a one-element tensor a `vrec` of its block and a `vmul`;
 - global pools on NC1HWC0 add (max) pixel blocks pairwise, halving the pixel count per step;
 - LRN moves the tile to channel-major rows padded with zero channels, so that the window
   over channels is a handful of whole-buffer adds;
@@ -712,8 +713,12 @@ class VectorLowering:
         vals = [self.env[v] for v in o.operands]
         if name is g.SubOp and isinstance(vals[1], Splat):
             vals, name = [vals[0], replace(vals[1], value=-vals[1].value)], g.AddOp
+        made: list[Tensor] = []
         if name is g.DivOp and self.by_reciprocal(vals):  # x / c as x * (1 / c): a vmuls, not a vdiv
             vals, name = [vals[0], replace(vals[1], value=1.0 / vals[1].value)], g.MulOp
+        elif name is g.DivOp and self.by_one_value(vals):  # a one-value tensor (a Cube epilogue's constant)
+            made.append(self.reciprocal_block(vals[1]))
+            vals, name = [vals[0], made[0]], g.MulOp
         # only the first two operands may be overwritten: a third is read after the first step
         firsts = list(zip(o.operands, vals))[:2]
         dst = self.dest(r, [v for v, x in firsts if isinstance(x, Tensor) and x.shape == tensor_shape(r)])
@@ -734,6 +739,8 @@ class VectorLowering:
             self.ewise(isa.VAddsOp, dst, [acc], scalar=0.0)
         if name is g.MeanOp:
             self.flat(isa.VMulsOp, dst, [dst], scalar=1.0 / len(vals))
+        for x in made:
+            self.release(x)
         self.env[r] = dst
 
     @staticmethod
@@ -744,6 +751,23 @@ class VectorLowering:
         a, c = vals
         return (isinstance(a, Tensor) and isinstance(c, Splat) and numpy_dtype(a.elem).kind == "f"
                 and c.value != 0 and math.isfinite(c.value) and math.isfinite(1.0 / c.value))
+
+    @staticmethod
+    def by_one_value(vals: Sequence[Value]) -> bool:
+        """A float Div by a one-element tensor: one vrec of a block (its reciprocal rounded
+        once more, in the data's type) and a vmul instead of a vdiv per repeat."""
+        a, c = vals
+        return (isinstance(a, Tensor) and isinstance(c, Tensor) and c.size == 1 and a.size > 1
+                and c.elem == a.elem and numpy_dtype(a.elem).kind == "f")
+
+    def reciprocal_block(self, c: Tensor) -> Tensor:
+        """1 / c in every lane of a block (c: one element)."""
+        blk = self.block_of(c)
+        rec = self.temp([self.epb(c.elem)], c.elem)
+        self.flat(isa.VRecOp, rec, [blk], self.epb(c.elem))
+        if blk is not c:
+            self.release(blk)
+        return replace(rec, shape=(1,), block_splat=True)
 
     def block_of_splat(self, x: Value) -> Tensor:
         if isinstance(x, Tensor):

@@ -322,6 +322,21 @@ def test_splat_constants_fold_into_scalar_instructions():
     assert names["isa.vdup"] == 1  # the constant 2 (minuend) as one block
 
 
+@pytest.mark.parametrize("elem", ["f16", "f32"])
+def test_division_by_a_one_value_operand_is_a_reciprocal_and_a_multiply(elem):
+    # a Cube epilogue gets its constants as one-element UB inputs (not graph.constant):
+    # x / c is one vrec of c's block and a vmul per repeat, not a vdiv (2-4x a vmul)
+    ty = f"tensor<96x64x{elem}>"
+    vop = region(f"""
+    func.func @f(%x: {ty}, %c: tensor<{elem}>) -> {ty} {{
+      %y = graph.div %x, %c : ({ty}, tensor<{elem}>) -> {ty}
+      func.return %y : {ty}
+    }}""")
+    res = run_region(vop, positive=True)
+    names = collections.Counter(o.name for o in res.vector_ops())
+    assert names["isa.vdiv"] == 0 and names["isa.vrec"] == 1 and names["isa.vmul"] >= 1
+
+
 def test_non_splat_constant_is_refused_by_name():
     vop = region("""
     func.func @f(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
