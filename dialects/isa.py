@@ -1203,28 +1203,33 @@ class _VectorOp(InstructionOp):
 
     def strides_of(self, role: str, target: targets.Target) -> tuple[int, int]:
         """(block stride, repeat stride) of operand `role`, in 32-byte blocks."""
+        return self._strides(role, self.mask_of(target), self.epb(role, target))
+
+    def _strides(self, role: str, mask: int, epb: int) -> tuple[int, int]:
         i = self.BUFFERS.index(role)
         blk = ints(self.blk_stride, (1,) * len(self.BUFFERS))[i]
-        default_rep = -(-self.mask_of(target) // self.epb(role, target)) * blk
         rep = ints(self.rep_stride, (-1,) * len(self.BUFFERS))[i]
-        return blk, default_rep if rep < 0 else rep
+        return blk, -(-mask // epb) * blk if rep < 0 else rep
 
     def rects(self, target: targets.Target) -> dict[str, tuple[Rect, ...]]:
         mask = self.mask_of(target)
+        plain = type(self).strides_of is _VectorOp.strides_of  # (else an op's own rule)
         out = {}
         for role in self.ELEMENTWISE:
-            blk, rep = self.strides_of(role, target)
-            out[role] = vector_rects(self.repeats, mask, blk, rep, self.epb(role, target))
+            epb = self.epb(role, target)
+            blk, rep = self._strides(role, mask, epb) if plain else self.strides_of(role, target)
+            out[role] = vector_rects(self.repeats, mask, blk, rep, epb)
         return out
 
     def verify_instruction(self, target: targets.Target) -> None:
         r = self.repeats
         if not 1 <= r <= target.vector.max_repeats:
             raise VerifyException(f"repeat {r} is out of range 1..{target.vector.max_repeats}")
-        most = target.vector.bytes_per_repeat // self.max_itemsize()
+        size = self.max_itemsize()
+        most = target.vector.bytes_per_repeat // size
         mask = self.mask_of(target)
         if not 1 <= mask <= most:
-            raise VerifyException(f"mask {mask} is out of range 1..{most} elements of {self.max_itemsize()} bytes")
+            raise VerifyException(f"mask {mask} is out of range 1..{most} elements of {size} bytes")
         for name in ("blk_stride", "rep_stride"):
             v = getattr(self, name)
             if v is not None and (len(ints(v)) != len(self.BUFFERS) or min(ints(v)) < 0):
