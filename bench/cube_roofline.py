@@ -1,14 +1,15 @@
-"""The Cube kernels against their roofline: resnet50 at batch 1 and 16, squeezenet.
+"""The Cube kernels against their roofline: resnet50 at batch 1 and 16, squeezenet, bert_base.
 
     python bench/cube_roofline.py [--quick] [--models resnet50:16,squeezenet:1]
                                   [--json bench/results/cube_roofline.json] [--baseline old.json]
 
 Each model (seeded, calibrated weights, ATC's default `force_fp16`, ascend910; a batch
 other than 1 through `input_shape`, with the classifier's Reshape to [1, 2048] made [-1,
-2048]) is compiled once with `ge.compile` and run once on the simulator. Per model: the
+2048]; `bert_base`: bench/kernels.py's BERT-base-sized encoder layer at seq 128, batch 8) is
+compiled once with `ge.compile` and run once on the simulator. Per model: the
 kernels' simulated cycles one after another, the sum of their roofline bounds
 (`tile.bound`) and the efficiency bound / cycles, for all kernels and for the Cube ones.
-Per Cube kernel of the last model: cycles, bound, the cost model's cycles, and the busy
+Per Cube kernel of each model: cycles, bound, the cost model's cycles, and the busy
 share of the Cube (M), Vector (V), MTE1 and MTE2 pipes (busy cycles over cycles x
 cores). With `--baseline` (the JSON of an earlier run) a before -> after table. Cycles
 are simulated: one run is exact.
@@ -27,7 +28,7 @@ import ge
 from ge.dialects.blobs import blob_scope
 from ge.testing import calibrated_model, random_inputs
 
-MODELS = ("squeezenet:1", "resnet50:1", "resnet50:16")
+MODELS = ("squeezenet:1", "resnet50:1", "resnet50:16", "bert_base")
 QUICK = ("squeezenet:1",)
 PIPES = ("M", "V", "MTE1", "MTE2")
 
@@ -53,9 +54,16 @@ def measure(spec: str) -> dict:
     name, _, batch = spec.partition(":")
     batch = int(batch or 1)
     with blob_scope():
-        model, options = batched(calibrated_model(name), batch)
+        if name == "bert_base":  # bench/kernels.py's BERT-base-sized layer (its batch is 8)
+            from kernels import build
+
+            model, inputs = build(name)
+            batch = inputs["x"].shape[0]
+            options = {"input_shape": {k: list(v.shape) for k, v in inputs.items()}}
+        else:
+            model, options = batched(calibrated_model(name), batch)
+            inputs = {k: np.concatenate([v] * batch) for k, v in random_inputs(model, seed=2).items()}
         compiled = ge.compile(model, ge.CompileOptions(keep_ir_text=False, **options))
-        inputs = {k: np.concatenate([v] * batch) for k, v in random_inputs(model, seed=2).items()}
         compiled.run(inputs)
     run = compiled.last_run
     if run.problems:
@@ -127,8 +135,9 @@ def main(argv: list[str] | None = None) -> None:
     if base:
         print("\nbefore -> after:\n")
         print(compare_table(rows, base))
-    print()
-    print(kernel_table(rows[-1], base.get(label(rows[-1]))))
+    for r in rows:
+        print()
+        print(kernel_table(r, base.get(label(r))))
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps({"target": "ascend910", "precision": "force_fp16", "models": rows}, indent=1))
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 from xdsl.dialects import arith
@@ -38,7 +38,7 @@ from ge.dialects.blobs import dense_attr
 from ge.dialects.dtypes import numpy_dtype
 from ge.dialects.layout import Format
 from ge.lowering import fusion_rules as fr
-from ge.lowering.tile_cost import ELEMENTWISE, Machine, Roofline, align, elem_name, pipelined
+from ge.lowering.tile_cost import ELEMENTWISE, Machine, Roofline, align, elem_name, machine_memo, pipelined
 from ge.lowering.tile_ir import Index, KernelBuilder
 from ge.lowering.tile_vector import CapacityShortfall, Unsupported, shape_of
 
@@ -113,6 +113,7 @@ class CubeProblem:
     b_src: SSAValue | None = None  # the plain weights B is read from (before a fused TransData)
     out_value: SSAValue | None = None  # a stored output (after a fused TransData)
     epilogue_ops: list[Operation] = field(default_factory=list)  # compute ops after the anchor
+    folded: bool = False  # a matmul's batch folded into M (`_foldable`): M tiles span batch entries
 
     @property
     def oc0(self) -> int:
@@ -233,6 +234,27 @@ def _matmul_problem(op: g.MatMulOp | g.GemmOp | g.QuantMatMulOp, block: Block) -
     return prob
 
 
+def _foldable(p: CubeProblem) -> bool:
+    """Can the batch of a matmul join M (A [b, m, k] x B [k, n] is one [b * m, k] x [k, n]
+    GEMM)? When B has no batch dims and A, the output and every epilogue operand are plain
+    row-major: then M tiles may span batch entries (BERT's projections: 8 x 128 rows are one
+    M of 1024, tiled as the cores need, not in 128-row pieces per sequence)."""
+    if p.batch == 1 or p.b_batched or not p.a_batched or p.a_batch_strides is not None:
+        return False
+    if p.a_fmt != "nd" or p.out_fmt != "nd" or lt.layout_of(p.a_src.type) is not None:
+        return False
+    rows = p.batch * p.m
+    for v in epilogue_operands(p):
+        s = shape_of(v)
+        if lt.layout_of(v.type) is not None:
+            return False
+        if math.prod(s) == 1 or len(s) == 1:
+            continue
+        if s[-1] not in (1, p.n) or math.prod(s[:-1]) not in (1, rows):
+            return False
+    return True
+
+
 CONV_OPS = (g.Conv2dOp, g.QuantConv2dOp)
 MATMUL_OPS = (g.MatMulOp, g.GemmOp, g.QuantMatMulOp)
 
@@ -304,6 +326,8 @@ def cube_problem(block: Block, weight_value: Callable[[SSAValue], np.ndarray | N
     prob.a_src = prob.a_src or anchor.operands[0]
     prob.out_value = outs[0]
     prob.epilogue_ops = epilogue
+    if prob.kind == "matmul" and _foldable(prob):
+        prob.m, prob.batch, prob.a_batched, prob.out_batch, prob.folded = prob.batch * prob.m, 1, False, (), True
     if prob.out_fmt == "nc1hwc0":
         prob.out_c0 = shape_of(outs[0])[4]
         if any(shape_of(v)[4] != prob.out_c0 for v in outs[1:]):
@@ -336,12 +360,14 @@ class CubePlan:
     candidates: int = 0
     batch_inner: bool = False  # order "nm": the images run in the inner loop (weights loaded once per N tile)
     a_whole: bool = False  # order "mn", several K chunks: A's whole K stays in L1 (loaded once per M tile)
+    epi_split: int = 1  # the epilogue runs on the L0C tile in this many row slices (UB holds one slice)
 
     def describe(self) -> str:
         used = ", ".join(f"{s.upper()} {b}" for s, b in self.usage)
         split = f" split={self.split}" if self.split > 1 else ""
         split += " batch_inner" if self.batch_inner else ""
         split += " a_whole" if self.a_whole else ""
+        split += f" epi_split={self.epi_split}" if self.epi_split > 1 else ""
         return (f"m={self.tm} n={self.tn} k={self.tk} k_l1={self.kl1} order={self.order}{split} blocks={self.blocks} "
                 f"buffers l1={self.l1_buffers} l0={self.l0_buffers} l0c={self.l0c_buffers} ub={self.ub_buffers}; {used}")
 
@@ -369,6 +395,8 @@ class _Sizes:
     vec_ops: int
     program: tuple = ()  # the epilogue's vector instructions (`_epilogue_program`)
     ub_temps: int = 0  # the part of `ub` that is the body's temporaries (one copy with double buffering)
+    epi_split: int = 1  # row slices of the epilogue (`ub` is one slice's)
+    epi_serial: bool = False  # sliced, with an operand that follows the rows (a residual): see `sizes`
 
 
 def epilogue_operands(p: CubeProblem) -> list[SSAValue]:
@@ -436,20 +464,36 @@ def _epilogue_program(p: CubeProblem) -> tuple[tuple[str, str, int, bool], ...]:
             out.append(("vconv", elem_name(op.operands[0].type.element_type), max(size, _itemsize(op.operands[0])),
                         False))
         else:
-            out.append((ELEMENTWISE.get(name, "default"), elem, size, False))
+            out.append((ELEMENTWISE.get(name, "default"), elem, size, "rows" if _row_vector(p, op) else False))
     return tuple(out)
 
 
+def _row_vector(p: CubeProblem, op: Operation) -> bool:
+    """Does epilogue op `op` of a row-major (ND) matmul take a row vector ([N]) against
+    the tile's rows? (`isa_vector` runs it row by row when a row is off the repeat grid.)"""
+    if p.out_fmt != "nd":
+        return False
+    rows = math.prod(shape_of(op.results[0])[:-1])
+    return rows > 1 and any(math.prod(shape_of(v)[:-1]) == 1 and shape_of(v)[-1] > 1 for v in op.operands
+                            if isinstance(v.type, TensorType) and shape_of(v))
+
+
+@machine_memo
 def epilogue_cycles(mach: Machine, program: tuple, tm: int, tn: int) -> float:
     """Cycles of the epilogue's vector instructions on a tm x tn tile: one start-up per
     step (a per-channel operand's several instructions per step overlap their start-ups
-    on the pipelined Vector unit)."""
+    on the pipelined Vector unit). A row vector against rows longer than a repeat and off
+    the repeat grid ("rows") takes an instruction per row and repeat."""
     bpr = mach.target.vector.bytes_per_repeat
-    return sum(mach.instruction(op, elem, max(1, _ceil(tm * tn * size, bpr))) for op, elem, size, _ in program)
+    return sum(tm * _ceil(tn * size, bpr) * mach.instruction(op, elem, 1)
+               if kind == "rows" and tn * size > bpr and (tn * size) % bpr else
+               mach.instruction(op, elem, max(1, _ceil(tm * tn * size, bpr))) for op, elem, size, kind in program)
 
 
 def sizes(p: CubeProblem, tm: int, tn: int, tk: int, kl1: int, f: _Fixed | None = None,
-          a_whole: bool = False) -> _Sizes:
+          a_whole: bool = False, epi_split: int = 1) -> _Sizes:
+    """The buffers of a candidate; with `epi_split` the UB buffers hold one of that many
+    row slices of the tile (the epilogue's GM bytes stay the whole tile's)."""
     f = f or _fixed(p)
     ab = f.ab
     if a_whole:  # A's whole K (every chunk) in L1
@@ -463,11 +507,27 @@ def sizes(p: CubeProblem, tm: int, tn: int, tk: int, kl1: int, f: _Fixed | None 
     b_l1 = kl1 * tn * ab
     # epilogue operand tiles (an upper bound: per-channel ones take tn elements, full ones
     # tm x tn; twice for a copy re-laid out in UB), and a bound of the body's live values
-    epi_bytes = sum(2 * eb * min(n, tm * tn) for eb, n in f.epi)
-    temps = (2 + f.outs) * tm * tn * 4 + 8 * tn * 4 * (len(f.epi) + 1)
-    ub = tm * tn * 4 + f.outs * tm * tn * f.ob + epi_bytes + temps
-    return _Sizes(a_l1, b_l1, tm * tk * ab, tk * tn * ab, tm * tn * 4, ub, epi_bytes // 2, f.outs * tm * tn * f.ob,
-                  f.vec_ops, f.program, temps)
+    te = tm // epi_split  # rows of one epilogue slice
+    epi_bytes = sum(2 * eb * min(n, te * tn) for eb, n in f.epi)
+    temps = (2 + f.outs) * te * tn * 4 + 8 * tn * 4 * (len(f.epi) + 1)
+    ub = te * tn * 4 + f.outs * te * tn * f.ob + epi_bytes + temps
+    epi_in = sum(eb * min(n, tm * tn) for eb, n in f.epi)
+    # a sliced epilogue loads such an operand per slice: MTE2, in order, then waits for the
+    # previous slice's epilogue, and the next tile's loads wait behind it
+    serial = epi_split > 1 and any(n > (p.conv["co"] if p.conv else p.n) for _, n in f.epi)
+    return _Sizes(a_l1, b_l1, tm * tk * ab, tk * tn * ab, tm * tn * 4, ub, epi_in, f.outs * tm * tn * f.ob,
+                  f.vec_ops, f.program, temps, epi_split, serial)
+
+
+def _epi_splits(p: CubeProblem, tm: int, tn: int, f: _Fixed) -> tuple[int, ...]:
+    """Row slices the epilogue of an M tile of tm rows may run in: whole fractals each
+    (an M tile larger than UB's share then still fits). A conv only with N tiles of at most
+    64 channels and no operand that follows the rows (a residual): a sliced NC1HWC0 epilogue
+    of wider tiles costs the Vector unit more than the model counts (a resnet50 layer-2
+    conv at batch 16: modeled 23,681, simulated 28,735 cycles)."""
+    if p.out_fmt == "nchw" or (p.conv and (tn > 64 or any(n > p.conv["co"] for _, n in f.epi))):
+        return (1,)
+    return tuple(e for e in (1, 2, 4, 8) if tm % (e * FRACTAL) == 0)
 
 
 def cube_cost(p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl1: int, order: str, blocks: int,
@@ -482,13 +542,9 @@ def cube_cost(p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl1: int
     after the first one hits the L2 (the weights fit it): it costs the L2 path's rate and
     none of the HBM share."""
     s = s or sizes(p, tm, tn, tk, kl1)
-    m_tiles, n_tiles = _ceil(p.m, tm), _ceil(p.n, tn)
-    outer, inner = (m_tiles, n_tiles) if order == "mn" else (n_tiles, m_tiles)
-    images = 1 if batch_inner else p.batch  # images in the outer (multi-core) index
-    inner = _ceil(inner * (p.batch if batch_inner else 1), split)
-    per_core = _ceil(images * p.groups * outer * split, blocks)  # outer tiles of the slowest core
+    n_tiles = _ceil(p.n, tn)
+    per_core, inner = _core_tiles(p, tm, tn, order, blocks, split, batch_inner)
     chunks = _ceil(p.k, kl1)
-    steps = _ceil(kl1, tk)
     a_in, b_in = s.a_l1, s.b_l1
     hoist_b = chunks == 1 and order == "nm"
     b_reads = b_in * (per_core if hoist_b else per_core * inner * chunks)  # the core's weight bytes
@@ -521,13 +577,8 @@ def cube_cost(p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl1: int
         else:
             hoisted, b_in = load(0, b_in), 0
     mte2 = load(a_in, b_in)
-    mte1 = mach.dma("l1_to_l0a", s.l0a) + mach.dma("l1_to_l0b", s.l0b)
-    cube = mach.cube(tm, tk, tn, elem_name(p.elem))
-    chunk = pipelined(steps, [mte1, cube], l0d)
-    fix = mach.dma("l0c_to_ub", s.l0c)
-    epi_in = mach.dma("gm_to_ub", s.epi_in, blocks)
-    vec = epilogue_cycles(mach, s.program, tm, tn)
-    mte3 = mach.dma("ub_to_gm", s.out, blocks)
+    chunk = _k_loop(p, mach, tm, tn, tk, kl1, s, l0d)
+    fix, epi_in, vec, mte3 = _epilogue_stages(mach, s, tm, tn, blocks)
     hoisted_bytes = (s.a_l1 * a_miss if order == "mn" else s.b_l1 * miss) if chunks == 1 or a_whole else 0
     gm = mach.hbm(chunks * (a_in * a_miss + b_in * miss) + hoisted_bytes / inner + s.epi_in + s.out, blocks)  # reads + writes
     # without FixPipe (the 910) the L0C read-out runs on the Vector pipe, with the epilogue
@@ -546,12 +597,115 @@ def cube_cost(p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl1: int
         front = [load]
     else:
         body += load
-    if not epid:
+    if not epid or s.epi_serial:
         body, epilogue = body + sum(epilogue), []
     stages = [*front, body, *epilogue]
     if is_gemv:
         serial += mach.target.startup.mte2
     return serial + pipelined(per_core * inner, stages, len(stages) > 1, port=gm)
+
+
+def _core_tiles(p: CubeProblem, tm: int, tn: int, order: str, blocks: int, split: int,
+                batch_inner: bool) -> tuple[int, int]:
+    """(outer tiles of the slowest core, inner tiles per outer one) of a candidate."""
+    m_tiles, n_tiles = _ceil(p.m, tm), _ceil(p.n, tn)
+    outer, inner = (m_tiles, n_tiles) if order == "mn" else (n_tiles, m_tiles)
+    images = 1 if batch_inner else p.batch  # images in the outer (multi-core) index
+    inner = _ceil(inner * (p.batch if batch_inner else 1), split)
+    return _ceil(images * p.groups * outer * split, blocks), inner
+
+
+def _k_loop(p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl1: int, s: _Sizes, l0d: bool) -> float:
+    """Cycles of one L1 chunk's K loop: its L1 -> L0 moves and mmads (overlapped with two
+    L0 buffers)."""
+    mte1 = mach.dma("l1_to_l0a", s.l0a) + mach.dma("l1_to_l0b", s.l0b)
+    cube = mach.cube(tm, tk, tn, elem_name(p.elem))
+    return pipelined(_ceil(kl1, tk), [mte1, cube], l0d)
+
+
+def _epilogue_stages(mach: Machine, s: _Sizes, tm: int, tn: int, blocks: int) -> tuple[float, float, float, float]:
+    """Cycles of a tile's epilogue per pipe: the L0C read-out, the operand loads, the vector
+    ops and the copy-out (in `s.epi_split` row slices: a start-up per slice)."""
+    es = s.epi_split
+    return (mach.dma("l0c_to_ub", s.l0c, count=es), mach.dma("gm_to_ub", s.epi_in, blocks),
+            es * epilogue_cycles(mach, s.program, tm // es, tn), mach.dma("ub_to_gm", s.out, blocks, count=es))
+
+
+def _tile_floor(p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl1: int, l0d: bool,
+                s: _Sizes) -> tuple[int, float]:
+    """(K chunks, the cycles one of a tile's stages surely takes whatever its schedule): the
+    K loops of all its chunks, its L0C read-out or its epilogue's vector ops."""
+    chunks = _ceil(p.k, kl1)
+    fix, _, vec, _ = _epilogue_stages(mach, s, tm, tn, 1)
+    return chunks, max(chunks * _k_loop(p, mach, tm, tn, tk, kl1, s, l0d), fix, vec)
+
+
+def cube_cost_bound(p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl1: int, order: str, blocks: int,
+                    l1d: bool, l0d: bool, epid: bool, split: int = 1, s: _Sizes | None = None,
+                    batch_inner: bool = False, a_whole: bool = False,
+                    floor: tuple[int, float] | None = None) -> float:
+    """A lower bound of `cube_cost` with the same arguments, at a fraction of its price
+    (`floor`: the candidate's `_tile_floor`, shared by the schedules of one tiling): the
+    slowest core's tiles times a stage every tile surely has (`_tile_floor`, or the A
+    loads of its K chunks: A not hoisted and not a GEMV's, whose reads hit the L2), or times
+    the GM bytes every tile surely moves (those A bytes, the epilogue operands and outputs)
+    at the core's HBM share. Each is a term of the cost's stages or of its port (and
+    rounding is monotone), so the bound is exact: `_cheapest` skips a candidate whose bound
+    exceeds a cost found."""
+    s = s or sizes(p, tm, tn, tk, kl1)
+    chunks, stage = floor or _tile_floor(p, mach, tm, tn, tk, kl1, l0d, s)
+    per_core, inner = _core_tiles(p, tm, tn, order, blocks, split, batch_inner)
+    a_in = 0 if a_whole or (chunks == 1 and order == "mn") or gemv(p, mach) else s.a_l1
+    return per_core * inner * max(stage, chunks * mach.dma("gm_to_l1", a_in, blocks),
+                                  mach.hbm(chunks * a_in + s.epi_in + s.out, blocks))
+
+
+def _tiling_bound(p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl1: int, blocks: int, s: _Sizes,
+                  a_whole: bool) -> float:
+    """A lower bound of `cube_cost_bound` for every schedule of one tiling on at most
+    `blocks` cores, cheaper than its `_tile_floor`: the slowest core runs at least its
+    share of all the tiles, each taking its mmads (the Cube's part of its K loops) or the A
+    loads of its K chunks (several: A is not hoisted), or the tiles' GM bytes at the chip's
+    HBM rate (less a rounding margin: a schedule's bound multiplies in another order)."""
+    tiles = p.batch * p.groups * _ceil(p.m, tm) * _ceil(p.n, tn)
+    chunks = _ceil(p.k, kl1)
+    a_in = s.a_l1 if chunks > 1 and not a_whole and not gemv(p, mach) else 0
+    mmads = _ceil(kl1, tk) * mach.cube(tm, tk, tn, elem_name(p.elem))
+    return max(_ceil(tiles, blocks) * max(chunks * mmads, chunks * mach.dma("gm_to_l1", a_in)),
+               tiles * (chunks * a_in + s.epi_in + s.out) / mach.hbm_bytes_per_cycle() * (1 - 1e-9))
+
+
+def _cheapest(p: CubeProblem, mach: Machine, found: list[tuple]) -> tuple[int, float]:
+    """(index, cost) of the first cheapest candidate of `found` (`cube_cost` arguments; the
+    schedules of one tiling in a row, sharing its `_Sizes`), the one a scan in order finds.
+    Tilings are visited in increasing order of `_tiling_bound`, their schedules in
+    increasing order of `cube_cost_bound`, and a candidate is costed only while its
+    bounds are at most the cheapest cost found so far: one skipped costs more than the plan
+    chosen."""
+    tilings = []  # (bound, first candidate, end, most cores)
+    start = 0
+    for i in range(1, len(found) + 1):
+        if i == len(found) or found[i][10] is not found[start][10]:
+            tm, tn, tk, kl1, _, _, _, _, _, _, s, _, a_whole = found[start]
+            most = max(found[j][5] for j in range(start, i))
+            tilings.append((_tiling_bound(p, mach, tm, tn, tk, kl1, most, s, a_whole), start, i, most))
+            start = i
+    tilings.sort(key=lambda t: t[0])
+    best_i, best = -1, math.inf
+    for bound, lo, hi, most in tilings:
+        if bound > best:
+            break
+        tm, tn, tk, kl1, _, _, _, l0d, _, _, s, _, _ = found[lo]
+        floor = _tile_floor(p, mach, tm, tn, tk, kl1, l0d, s)
+        if _ceil(p.batch * p.groups * _ceil(p.m, tm) * _ceil(p.n, tn), most) * floor[1] > best:
+            continue  # every schedule's tiles x the floor: at most cube_cost_bound
+        for bound, j in sorted((cube_cost_bound(p, mach, *found[j], floor=floor), j) for j in range(lo, hi)):
+            if bound > best:
+                break
+            cyc = cube_cost(p, mach, *found[j])
+            if best_i < 0 or cyc < best or (cyc == best and j < best_i):
+                best_i, best = j, cyc
+    return best_i, best
 
 
 def gemv(p: CubeProblem, mach: Machine) -> bool:
@@ -635,9 +789,9 @@ def _plan_cube(p: CubeProblem, mach: Machine) -> CubePlan:
     m0, k0, n0 = mach.fractal(elem_name(p.elem))
     cores = mach.cores(cube=True)
     mem, al = tg.memory, tg.alignment
-    best: CubePlan | None = None
+    found: list[tuple] = []  # the candidates' `cube_cost` arguments
+    plans: list[tuple] = []  # and what their plan takes besides
     smallest: tuple[str, int, int] | None = None
-    count = 0
 
     def fits(need: dict[str, int]) -> str | None:
         nonlocal smallest
@@ -660,7 +814,10 @@ def _plan_cube(p: CubeProblem, mach: Machine) -> CubePlan:
                         continue  # a last K step mostly padding
                     # a GEMV may keep A's whole K in L1 and stream B in K chunks
                     for whole in (False, True) if is_gemv and kl1 < p.k else (False,):
-                        s = sizes(p, tm, tn, tk, kl1, fixed, whole)
+                        for es in _epi_splits(p, tm, tn, fixed):  # the fewest epilogue slices whose UB share fits
+                            s = sizes(p, tm, tn, tk, kl1, fixed, whole, es)
+                            if s.ub <= mem.ub:
+                                break
                         single = {
                             "l0a": align(s.l0a, al.l0a), "l0b": align(s.l0b, al.l0b), "l0c": align(s.l0c, al.l0c),
                             "l1": align(s.a_l1, al.l1) + align(s.b_l1, al.l1), "ub": s.ub,
@@ -681,21 +838,20 @@ def _plan_cube(p: CubeProblem, mach: Machine) -> CubePlan:
                                 if split > inner or (split > 1 and items * split > 2 * cores):
                                     break
                                 blocks = min(cores, items * split)
-                                cyc = cube_cost(p, mach, tm, tn, tk, kl1, order, blocks, l1d, l0d, l0cd and ubd, split, s, bin_,
-                                              whole)
-                                count += 1
-                                if best is None or cyc < best.cycles:
-                                    usage = (("l1", single["l1"] * (2 if l1d else 1)),
-                                             ("l0a", single["l0a"] * (2 if l0d else 1)),
-                                             ("l0b", single["l0b"] * (2 if l0d else 1)),
-                                             ("l0c", single["l0c"] * (2 if l0cd else 1)))
-                                    best = CubePlan(tm, tn, tk, kl1, order, 2 if l1d else 1, 2 if l0d else 1,
-                                                    2 if l0cd else 1, 2 if ubd else 1, blocks, cyc, split, usage,
-                                                    batch_inner=bin_, a_whole=whole)
-    if best is None:
+                                found.append((tm, tn, tk, kl1, order, blocks, l1d, l0d, l0cd and ubd, split, s, bin_,
+                                              whole))
+                                plans.append((l0cd, ubd, single))
+    if not found:
         space, need, have = smallest or ("ub", 0, 0)
         raise CapacityShortfall(space, need, have)
-    return replace(best, candidates=count)
+    i, cyc = _cheapest(p, mach, found)
+    (tm, tn, tk, kl1, order, blocks, l1d, l0d, _, split, s, bin_, whole), (l0cd, ubd, single) = found[i], plans[i]
+    usage = (("l1", single["l1"] * (2 if l1d else 1)),
+             ("l0a", single["l0a"] * (2 if l0d else 1)),
+             ("l0b", single["l0b"] * (2 if l0d else 1)),
+             ("l0c", single["l0c"] * (2 if l0cd else 1)))
+    return CubePlan(tm, tn, tk, kl1, order, 2 if l1d else 1, 2 if l0d else 1, 2 if l0cd else 1, 2 if ubd else 1,
+                    blocks, cyc, split, usage, len(found), batch_inner=bin_, a_whole=whole, epi_split=s.epi_split)
 
 
 def roofline(p: CubeProblem, mach: Machine) -> Roofline:
@@ -848,6 +1004,8 @@ def _operand_tile(p: CubeProblem, v: SSAValue, tm: int, tn: int, channel_only: b
     rank = len(s)
     if rank == 1:
         mm, nn, bb = 1, s[0], 1
+    elif p.folded:  # rows of every batch entry (or one broadcast row) along the folded M
+        mm, nn, bb = math.prod(s[:-1]), s[-1], 1
     else:
         mm, nn, bb = s[-2], s[-1], math.prod(s[:-2])
     if nn not in (1, p.n) or mm not in (1, p.m) or bb not in (1, p.batch):
@@ -1007,6 +1165,8 @@ class _CubeEmitter:
             return b.view(a, (math.prod(s[:-4]) if len(s) > 4 else 1, *s[-4:]), "a_gm")
         if len(s) == 1:
             return b.view(a, (1, 1, s[0]) if p.a_fmt == "nd" else (1, s[0], 1), "a_gm")
+        if p.folded:
+            return b.view(a, (1, p.m, s[-1]), "a_gm")
         return b.view(a, (math.prod(s[:-2]) if len(s) > 2 else 1, *s[-2:]), "a_gm")
 
     def b_view(self) -> SSAValue:
@@ -1197,25 +1357,28 @@ class _CubeEmitter:
 
     # -- epilogue ------------------------------------------------------------------------
 
-    def acc_to_ub(self, l0c, acc_ub) -> None:
+    def acc_to_ub(self, l0c, acc_ub, slice_: Index = 0) -> None:
+        """Row slice `slice_` (of `epi_split`) of the L0C tile into UB."""
         p, b, pl = self.p, self.b, self.plan
         tm, tn, c0 = pl.tm, pl.tn, p.oc0
+        te = tm // pl.epi_split
+        row = b.mul(slice_, te)
         if p.out_fmt == "nc1hwc0":
-            b.copy(b.view(l0c, (tm, tn // c0, c0)), [0, 0, 0], b.view(acc_ub, (tn // c0, tm, c0)), None,
-                   (tm, tn // c0, c0), perm=(1, 0, 2))
+            b.copy(b.view(l0c, (tm, tn // c0, c0)), [row, 0, 0], b.view(acc_ub, (tn // c0, te, c0)), None,
+                   (te, tn // c0, c0), perm=(1, 0, 2))
         elif p.out_fmt == "nchw":
-            b.copy(l0c, [0, 0], b.view(acc_ub, (tn, tm)), None, (tm, tn), perm=(1, 0))
+            b.copy(l0c, [row, 0], b.view(acc_ub, (tn, te)), None, (te, tn), perm=(1, 0))
         elif p.out_fmt == "nd":
-            b.copy(l0c, [0, 0], b.view(acc_ub, (tm, tn)), None, (tm, tn))
+            b.copy(l0c, [row, 0], b.view(acc_ub, (te, tn)), None, (te, tn))
         else:
-            b.copy(b.view(l0c, (tm // FRACTAL, FRACTAL, tn // c0, c0)), [0, 0, 0, 0],
-                   b.view(acc_ub, (tn // c0, tm // FRACTAL, FRACTAL, c0)), None,
-                   (tm // FRACTAL, FRACTAL, tn // c0, c0), perm=(2, 0, 1, 3))
+            b.copy(b.view(l0c, (tm // FRACTAL, FRACTAL, tn // c0, c0)), [b.mul(slice_, te // FRACTAL), 0, 0, 0],
+                   b.view(acc_ub, (tn // c0, te // FRACTAL, FRACTAL, c0)), None,
+                   (te // FRACTAL, FRACTAL, tn // c0, c0), perm=(2, 0, 1, 3))
 
     def out_tile(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
         """(GM view of an output, UB tile shape) for the output layout."""
         p, pl = self.p, self.plan
-        tm, tn, c0 = pl.tm, pl.tn, p.oc0
+        tm, tn, c0 = pl.tm // pl.epi_split, pl.tn, p.oc0  # one epilogue slice
         s = shape_of(p.out_value)
         if p.out_fmt == "nc1hwc0":
             n_, c1, h_, w_, _ = s
@@ -1251,15 +1414,20 @@ class _CubeEmitter:
         l0b = b.alloc(t.MemSpace.L0B, (tk, tn), elem, pl.l0_buffers, "b_l0")
         l0c = b.alloc(t.MemSpace.L0C, (tm, tn), p.acc_elem, pl.l0c_buffers, "c_l0")
         view_shape, ub_shape = self.out_tile()
+        es = pl.epi_split
+        te = tm // es  # rows of an epilogue slice: the UB buffers' tiles
         acc_ub = b.alloc(t.MemSpace.UB, ub_shape, p.acc_elem, pl.ub_buffers, "acc_ub")
         operands = epilogue_operands(p)
         anchor = p.anchor
         tiles = {}
+        per_slice: set[SSAValue] = set()
         for v in operands:
             channel_only = (isinstance(anchor, CONV_OPS) and v is anchor.bias) or any(
                 isinstance(o, g.BatchNormOp) and v in o.operands[1:] for o in p.epilogue_ops) or (
                 p.kind == "conv" and any(isinstance(o, g.DequantizeOp) and v is o.scale for o in p.epilogue_ops))
-            tiles[v] = _operand_tile(p, v, tm, tn, channel_only)
+            tiles[v] = _operand_tile(p, v, te, tn, channel_only)
+            if es > 1 and _operand_tile(p, v, tm, tn, channel_only).sizes != tiles[v].sizes:
+                per_slice.add(v)  # its tile follows the slice's rows
         op_ub = {v: b.alloc(t.MemSpace.UB, tiles[v].sizes, v.type.element_type, pl.ub_buffers,
                             f"{v.name_hint or 'operand'}_ub") for v in operands}
         op_in = dict(op_ub)  # what the body reads: the loaded tile, or its re-laid-out copy
@@ -1267,7 +1435,7 @@ class _CubeEmitter:
             if tiles[v].convert is not None:
                 op_in[v] = b.alloc(t.MemSpace.UB, tiles[v].convert[2], v.type.element_type, pl.ub_buffers,
                                    f"{v.name_hint or 'operand'}_tile")
-        body, outs = build_epilogue(p, tm, tn, operands, tiles)
+        body, outs = build_epilogue(p, te, tn, operands, tiles)
         identity = len(list(body.ops)) == 1 and all(y is body.args[0] for y in body.last_op.operands)
         out_ub = {v: acc_ub if identity else b.alloc(t.MemSpace.UB, ub_shape, v.type.element_type, pl.ub_buffers,
                                                       f"{v.name_hint or 'out'}_ub")
@@ -1314,16 +1482,26 @@ class _CubeEmitter:
                         self.fill_l0b(b_l1, l0b, kj)
                         first = b.is_zero(b.add_(b.mul(kc, pl.kl1), b.mul(kj, tk)))
                         b.add(t.MmadOp.build(operands=[l0a, l0b, l0c, first]))
-                self.acc_to_ub(l0c, acc_ub)
-                for v in operands:
-                    b.copy(op_gm[v], tiles[v].offsets(bi, gi, m0, n0, b), op_ub[v], None, tiles[v].sizes, pad=0.0)
-                    if (cv := tiles[v].convert) is not None:
-                        src_view, perm, _ = cv
-                        b.copy(b.view(op_ub[v], src_view), [0] * len(src_view), op_in[v], None, src_view, perm=perm)
-                if not identity:
-                    b.add(t.VectorOp([acc_ub, *[op_in[v] for v in operands]], [out_ub[v] for v in outs], Region(body)))
-                for v in outs:
-                    b.copy(out_ub[v], [0] * len(ub_shape), out_gm[v], self.out_offsets(bi, gi, m0, n0), ub_shape)
+                # the slices unrolled (a loop here would end the tile's pipelining: its UB
+                # buffers would rotate in the slice loop, and the next tile would wait for it)
+                # (an operand the same for every slice -- a bias -- is loaded once: its
+                # per-slice load would hold MTE2, in order, behind the previous slice)
+                region = Region(body)
+                for ei in range(es):
+                    me = b.add_(m0, ei * te) if ei else m0  # the slice's first row
+                    self.acc_to_ub(l0c, acc_ub, ei)
+                    for v in operands:
+                        if ei and v not in per_slice:
+                            continue
+                        b.copy(op_gm[v], tiles[v].offsets(bi, gi, me, n0, b), op_ub[v], None, tiles[v].sizes, pad=0.0)
+                        if (cv := tiles[v].convert) is not None:
+                            src_view, perm, _ = cv
+                            b.copy(b.view(op_ub[v], src_view), [0] * len(src_view), op_in[v], None, src_view, perm=perm)
+                    if not identity:
+                        b.add(t.VectorOp([acc_ub, *[op_in[v] for v in operands]], [out_ub[v] for v in outs],
+                                         region.clone() if ei else region))
+                    for v in outs:
+                        b.copy(out_ub[v], [0] * len(ub_shape), out_gm[v], self.out_offsets(bi, gi, me, n0), ub_shape)
 
     def _maybe_loop(self, n: int, name: str, lo: Index = 0, hi: Index | None = None):
         """A loop over lo..hi-1 (0..n-1 by default), or the constant 0 when n == 1."""
