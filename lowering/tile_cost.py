@@ -38,9 +38,11 @@ bytes at the chip's HBM rate.
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from ge.dialects.dtypes import numpy_dtype
 from ge.runtime.sim_timing import CostModel
@@ -62,12 +64,23 @@ GM_PATHS = ("gm_to_l1", "gm_to_ub", "ub_to_gm")
 
 @dataclass(frozen=True)
 class Machine:
-    """The target's figures in the units the model uses (bytes per cycle, cycles)."""
+    """The target's figures in the units the model uses (bytes per cycle, cycles). It
+    memoizes what the tile searches ask per candidate (instruction cycles, a path's
+    start-up and rate, the Cube's fractal): a figure is a pure function of the target."""
 
     target: Target
 
     _bpc: dict = field(default_factory=dict, compare=False, repr=False)  # memo of bytes_per_cycle
     _sim: list = field(default_factory=list, compare=False, repr=False)  # the simulator's CostModel, made once
+    _memo: dict = field(default_factory=dict, compare=False, repr=False)  # `memo`, instruction, dma, fractal
+
+    def memo(self, key: tuple, compute: Callable[[], Any]) -> Any:
+        """`compute()`, once per `key` on this machine (a figure of the target and `key`)."""
+        try:
+            return self._memo[key]
+        except KeyError:
+            hit = self._memo[key] = compute()
+            return hit
 
     def launch(self) -> float:
         """Cycles every kernel launch costs on top of its slowest core."""
@@ -75,10 +88,16 @@ class Machine:
 
     def instruction(self, op: str, elem: str, repeats: int) -> float:
         """Cycles of one vector instruction, as the simulator charges it."""
+        key = ("instruction", op, elem, repeats)
+        try:
+            return self._memo[key]
+        except KeyError:
+            pass
         if not self._sim:
             self._sim.append(CostModel(self.target))
         startup, busy, _ = self._sim[0].vector(repeats, op, elem)
-        return startup + busy
+        hit = self._memo[key] = startup + busy
+        return hit
 
     def program(self, instrs: Sequence[tuple[str, str, int]]) -> float:
         """Cycles of vector instructions (op, element type, repeats) run one after another."""
@@ -94,20 +113,33 @@ class Machine:
         """Cycles of `count` transfers moving `nbytes` in total on `path`."""
         if nbytes <= 0:
             return 0.0
+        try:
+            startup, rate = self._memo[("dma", path, blocks)]
+        except KeyError:
+            startup, rate = self._memo[("dma", path, blocks)] = self._dma_figures(path, blocks)
+        return count * startup + nbytes / rate
+
+    def _dma_figures(self, path: str, blocks: int) -> tuple[float, float]:
+        """(start-up cycles, bytes per cycle) of one transfer on `path` with `blocks` cores streaming."""
         _, startup = PATHS[path]
         if path == "l0c_to_ub" and not self.target.isa.fixpipe:
             startup = "vector"
-        return count * getattr(self.target.startup, startup) + nbytes / self.bytes_per_cycle(path, blocks)
+        return getattr(self.target.startup, startup), self.bytes_per_cycle(path, blocks)
 
     def fractal(self, elem: str) -> tuple[int, int, int]:
         """The Cube's (m0, k0, n0) for inputs of element type `elem`. A type without an
         entry in the target (f32) reads the same 32-byte K rows as the f16 fractal:
         k0 = k0(f16) * 2 / element size."""
+        try:
+            return self._memo[("fractal", elem)]
+        except KeyError:
+            pass
         frac = self.target.cube_fractal(elem)
-        if frac is not None:
-            return frac
-        m, k, n = self.target.cube_fractal("f16") or (16, 16, 16)
-        return m, max(1, k * 2 // numpy_dtype_size(elem)), n
+        if frac is None:
+            m, k, n = self.target.cube_fractal("f16") or (16, 16, 16)
+            frac = m, max(1, k * 2 // numpy_dtype_size(elem)), n
+        self._memo[("fractal", elem)] = frac
+        return frac
 
     def cube(self, tm: int, tk: int, tn: int, elem: str, count: int = 1) -> float:
         """Cycles of a chain of `count` mmad instructions on a tm x tk x tn tile (pipelined:
@@ -138,6 +170,22 @@ class Machine:
         return nbytes * max(blocks, 1) / self.hbm_bytes_per_cycle()
 
 
+def machine_memo(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """`fn(mach, *args)` (hashable args), computed once per args on each `Machine`: for the
+    figures the tile searches ask for every candidate."""
+
+    @functools.wraps(fn)
+    def memoized(mach: Machine, *args: Any) -> Any:
+        key = (fn, *args)
+        try:
+            return mach._memo[key]
+        except KeyError:
+            hit = mach._memo[key] = fn(mach, *args)
+            return hit
+
+    return memoized
+
+
 def _bytes_per_cycle(target: Target, path: str, blocks: int) -> float:
     field, _ = PATHS[path]
     if path not in GM_PATHS:
@@ -150,11 +198,19 @@ def numpy_dtype_size(elem: str) -> int:
     return sizes.get(elem, 4)
 
 
+_ELEM_NAMES: dict = {}  # element type attribute -> its name (a numpy dtype's `name` is slow to build)
+
+
 def elem_name(attr) -> str:
     """"f16", "f32", "i8", ... for an element type attribute."""
+    try:
+        return _ELEM_NAMES[attr]
+    except KeyError:
+        pass
     dt = numpy_dtype(attr)
-    return {"float16": "f16", "float32": "f32", "float64": "f64", "int8": "i8", "int16": "i16",
-            "int32": "i32", "int64": "i64", "uint8": "ui8", "bool": "i1"}.get(dt.name, dt.name)
+    name = _ELEM_NAMES[attr] = {"float16": "f16", "float32": "f32", "float64": "f64", "int8": "i8", "int16": "i16",
+                                "int32": "i32", "int64": "i64", "uint8": "ui8", "bool": "i1"}.get(dt.name, dt.name)
+    return name
 
 
 def pipelined(iterations: int, stages: Sequence[float], double: bool, port: float = 0.0) -> float:
