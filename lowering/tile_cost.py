@@ -275,9 +275,14 @@ def op_program(mach: Machine, op, tile_shape: Sequence[int]) -> list[tuple[str, 
     conv = [("vconv", "f16", whole[1])] if elem != "f32" else []
 
     def reduce(kind: str) -> list[tuple[str, str, int]]:
-        folds = math.ceil(row / per) if row > per else 0  # a copy, then one fold per further slice
-        return [("default", "f32", rows)] * min(folds, 1) + [(kind, "f32", rows)] * max(folds - 1, 0) + \
-            [(f"vreduce_{'max' if kind == 'vmax' else 'sum'}", "f32", rows), ("default", "f32", rows)]
+        # rows wider than a repeat fold by halving their slice count: per halving, h folds
+        # issued back to back (one dependent step), then a vreduce and a vbrcb
+        steps, slices = [], math.ceil(row / per)
+        while slices > 1:
+            h = slices // 2
+            steps.append((kind, "f32", rows * h))
+            slices -= h
+        return steps + [(f"vreduce_{'max' if kind == 'vmax' else 'sum'}", "f32", rows), ("default", "f32", rows)]
 
     if name == "layer_norm":
         steps = [*reduce("vadd"), ("vmuls", *one), ("vsub", *whole), ("vmul", *whole), *reduce("vadd"),
@@ -285,10 +290,10 @@ def op_program(mach: Machine, op, tile_shape: Sequence[int]) -> list[tuple[str, 
                  ("vmul", *whole), ("vmul", *whole), ("vadd", *whole)]
         params = [("vconv", "f16", math.ceil(row * 2 / bpr))] * 2 if elem != "f32" else []
         return conv + params + steps + conv
-    steps = [*reduce("vmax"), ("vsub", *whole), ("vexp", *whole), *reduce("vadd"), ("vdiv", *whole)]
+    # the sum's reciprocal once per row, then one multiply (isa_vector: no vdiv per repeat)
+    steps = [*reduce("vmax"), ("vsub", *whole), ("vexp", *whole), *reduce("vadd"), ("vrec", *one), ("vmul", *whole)]
     if name == "log_softmax":
-        steps[-1] = ("vln", *one)
-        steps.append(("vsub", *whole))
+        steps[-2:] = [("vln", *one), ("vsub", *whole)]
     return conv + steps + conv
 
 
