@@ -256,8 +256,9 @@ def op_program(mach: Machine, op, tile_shape: Sequence[int]) -> list[tuple[str, 
     """The vector instructions (op, element type, repeats) `to-isa` emits for graph op `op`
     on a tile of `tile_shape` (its largest operand or result): one instruction over the
     tile for an elementwise op; for Softmax / LogSoftmax / LayerNorm the f32 row program of
-    lowering/isa_vector.py (conversions, a fold per repeat-wide slice of a row and a
-    `vreduce` per reduction, `vbrcb` broadcasts, the elementwise steps)."""
+    lowering/isa_vector.py (conversions, rows wider than a repeat folded by halving, a
+    `vreduce` per reduction, `vbrcb` broadcasts, the elementwise steps; Softmax divides by
+    one `vrec` per row and a `vmul`)."""
     name = op.name.split(".", 1)[1]
     ty = op.operands[0].type if op.operands else op.results[0].type
     elem = elem_name(ty.element_type)
