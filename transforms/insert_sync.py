@@ -266,7 +266,7 @@ class Level:
 # complete "just after" it, (x + 1, -1); op y starts after its gap's waits, (y, 2).
 
 
-def implied(dep: Dep, level: Level) -> bool:
+def implied(dep: Dep, level: Level, witness: list | None = None) -> bool:
     """Does a chain of pairs order dep's first side before its second side? A chain runs
     set -> wait -> (a later set on the waiting pipe) -> ...; it may leave a loop nested in
     the block through the wait after it (when it starts inside that loop), enter loops
@@ -276,7 +276,10 @@ def implied(dep: Dep, level: Level) -> bool:
 
     A state is (where, pipe, point, wrapped, waited): "at" a point of the block or "in"
     the loop holding the first side; `waited` once the pipe has waited for the first side
-    (its work after the point is ordered), before that only its later sets carry it."""
+    (its work after the point is ordered), before that only its later sets carry it.
+
+    With `witness`, a found chain's pairs are appended to it (each state keeps the state
+    and pair it was reached from): the chain holds in any level that keeps them."""
     if not (level.forward or level.carried or level.nested):
         return False  # no pair and no loop in the block: no chain can start (the search below finds none)
     src, dst, xs, ys, carried = dep.src, dep.dst, dep.xs, dep.ys, dep.carried
@@ -284,53 +287,64 @@ def implied(dep: Dep, level: Level) -> bool:
     todo: list[tuple] = [("at", src, (xs[0] + 1, -1), False, False)]  # a set after the op holding the first side
     if len(xs) > 1 and xs[0] in level.nested:
         todo.append(("in", src, (xs[1] + 1, -1), False, False))  # a set inside that loop, after it
-    seen = set(todo)
+    came: dict[tuple, tuple] = {s: (None, None) for s in todo}  # state -> (state, pair) it came from
 
-    def push(state: tuple) -> None:
-        if state not in seen:
-            seen.add(state)
+    def found(frm: tuple | None, pair: Pair | None) -> bool:
+        if witness is not None:
+            while True:
+                if pair is not None:
+                    witness.append(pair)
+                if frm is None:
+                    return True
+                frm, pair = came[frm]
+        return True
+
+    def push(state: tuple, frm: tuple, pair: Pair | None) -> None:
+        if state not in came:
+            came[state] = (frm, pair)
             todo.append(state)
 
-    def reach(state: tuple) -> bool:
+    def reach(state: tuple, frm: tuple, pair: Pair | None) -> bool:
         """A wait: the new state's pipe has waited."""
         kind, pipe, pos, wrapped, _ = state
         if kind == "in":  # a wait inside the loop: everything after the loop comes later too
-            if reach(("at", pipe, (xs[0] + 1, -1), wrapped, True)):
+            if reach(("at", pipe, (xs[0] + 1, -1), wrapped, True), frm, pair):
                 return True
         elif pipe == dst and wrapped == carried and pos <= y:
-            return True
-        push(state)
+            return found(frm, pair)
+        push(state, frm, pair)
         return False
 
     while todo:
-        kind, pipe, pos, wrapped, waited = todo.pop()
+        cur = todo.pop()
+        kind, pipe, pos, wrapped, waited = cur
         if kind == "in":  # inside the loop at xs[0], in the iteration of the first side
             for p in level.nested[xs[0]]:
                 if p.src != pipe or (p.s + 1, 0) <= pos:
                     continue
                 state = ("at", p.dst, (xs[0] + 1, 1), False, True) if p.carried else ("in", p.dst, (p.w, 1), False, True)
-                if reach(state):
+                if reach(state, cur, p):
                     return True
             continue
         if wrapped == carried and _enters(level, pipe, pos, dst, ys, waited):
-            return True
+            return found(cur, None)
         if carried and not wrapped:  # the pipe's own program order round the back edge
-            push(("at", pipe, (-1, 0), True, waited))
+            push(("at", pipe, (-1, 0), True, waited), cur, None)
         for p in level.forward:
-            if p.src == pipe and (p.s + 1, 0) > pos and reach(("at", p.dst, (p.w, 1), wrapped, True)):
+            if p.src == pipe and (p.s + 1, 0) > pos and reach(("at", p.dst, (p.w, 1), wrapped, True), cur, p):
                 return True
         if not wrapped:
             for p in level.carried:
-                if p.src == pipe and (p.s + 1, 0) > pos and reach(("at", p.dst, (p.w, 1), True, True)):
+                if p.src == pipe and (p.s + 1, 0) > pos and reach(("at", p.dst, (p.w, 1), True, True), cur, p):
                     return True
         for at, pairs in level.nested.items():
             for p in pairs:  # leave a nested loop through the wait after it
                 if (p.carried and p.src == pipe and (at, 0) > pos
-                        and reach(("at", p.dst, (at + 1, 1), wrapped, True))):
+                        and reach(("at", p.dst, (at + 1, 1), wrapped, True), cur, p)):
                     return True
             if at in level.always:  # through a loop that runs at least once: its first iteration
                 for r, _ in _inside(level, at, pipe, pos, waited):
-                    if reach(("at", r, (at + 1, -1), wrapped, True)):
+                    if reach(("at", r, (at + 1, -1), wrapped, True), cur, None):
                         return True
     return False
 
@@ -447,15 +461,31 @@ def _prune(candidates: dict[Pair, list[Dep]], nested: dict[int, list[Pair]], inn
     def level(pairs) -> Level:
         return Level([p for p in pairs if not p.carried], [p for p in pairs if p.carried], nested, inner, always)
 
+    # A chain found for a dep (its pairs, `implied`'s witness) still orders it while all
+    # of them are kept: only the deps whose chain went through the pair tried are searched
+    # again (the same answers as searching them all: a chain in a level is one in any
+    # level that keeps its pairs; bert's FFN output kernel: 49k searches -> a few hundred).
+    chains: dict[Dep, set[int]] = {}
+
+    def chained(d: Dep, p: Pair, others: Level) -> bool:
+        chain = chains.get(d)
+        if chain is not None and id(p) not in chain:
+            return True
+        witness: list[Pair] = []
+        if not implied(d, others, witness):
+            return False
+        chains[d] = {id(q) for q in witness}
+        return True
+
     for p in sorted(kept, key=lambda p: (p.carried, p.w - p.s, p.s, p.src, p.dst)):
         alive.discard(id(p))
         others = level([q for q in kept if q is not p])
 
-        def ordered(d: Dep, others=others) -> bool:
-            return any(q in alive for q in covers[d]) or implied(d, others)
+        def ordered(d: Dep, p=p, others=others) -> bool:
+            return any(q in alive for q in covers[d]) or chained(d, p, others)
 
         own = candidates[p]  # checked first: a pair that is needed fails on its own deps
-        if all(ordered(d) for d in own) and all(implied(d, others) for d in exposed):
+        if all(ordered(d) for d in own) and all(chained(d, p, others) for d in exposed):
             kept.remove(p)
             exposed += [d for d in dict.fromkeys(own) if not any(q in alive for q in covers[d])]
         else:

@@ -158,3 +158,53 @@ def test_ge_compile_flags():
     assert default.verify_each is False and default.keep_ir_text is False
     flagged = _options(parser().parse_args(["m.onnx", "--verify-each", "--ir-text"]))
     assert flagged.verify_each is True and flagged.keep_ir_text is True
+
+
+def _matmul_residual(m: int, k: int, n: int):
+    """MatMul + bias + residual Add (an FFN output projection)."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    w = numpy_helper.from_array((rng.standard_normal((k, n)) * 0.05).astype(np.float32), "w")
+    b = numpy_helper.from_array(rng.standard_normal(n).astype(np.float32), "b")
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["m"]), helper.make_node("Add", ["m", "b"], ["a"]),
+             helper.make_node("Add", ["a", "r"], ["y"])]
+    ins = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [m, k]),
+           helper.make_tensor_value_info("r", TensorProto.FLOAT, [m, n])]
+    graph = helper.make_graph(nodes, "g", ins, [helper.make_tensor_value_info("y", TensorProto.FLOAT, [m, n])], [w, b])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_prune_searches_again_only_the_deps_whose_chain_lost_a_pair(monkeypatch):
+    """`_prune` keeps each dependency's chain (`implied`'s witness) and searches a dependency
+    again only when the pair it tries to drop is on that chain: the same sync ops as
+    searching every dependency each time, with fewer searches (an FFN output projection
+    whose epilogue runs in row slices: 634 -> 368; bert_base's, 49k searches and 89 s before)."""
+    from xdsl.dialects.builtin import StringAttr
+
+    from ge.frontend.onnx import import_model
+
+    with blob_scope():
+        module = import_model(_matmul_residual(1024, 1536, 768).SerializeToString())
+        module.attributes["ge.target"] = StringAttr("ascend910")
+        run_passes(module, "graph-optimize,assign-layouts,eliminate-trans-data,fuse,bufferize,tile,to-isa,"
+                           "plan-local-memory")
+        real = sync.implied
+        texts, calls = {}, {}
+        for every in (False, True):
+            count = []
+
+            def counting(dep, level, witness=None, every=every, count=count):
+                count.append(dep)
+                ok = real(dep, level, witness)
+                if ok and every and witness is not None:  # every kept pair "on the chain": search again
+                    witness.extend([*level.forward, *level.carried])
+                return ok
+
+            monkeypatch.setattr(sync, "implied", counting)
+            texts[every] = _sync_text(module)
+            monkeypatch.undo()
+            calls[every] = len(count)
+    assert "epi_split" in texts[False] and texts[False].count("isa.set_flag") > 20
+    assert texts[False] == texts[True]
+    assert calls[False] < calls[True] * 0.7
