@@ -8,19 +8,29 @@ Costs:
   the path's bytes per cycle (`[onchip]`). No burst rounding inside the core: an 8 KB
   transposed L1 -> L0B copy costs 8 KB.
 - a move to or from GM: each contiguous run rounded up to whole 32-B blocks (the DMA's
-  burst, `vector.block_bytes`), at the path's per-core rate (`[dma]`, GB/s converted at this
-  chip's clock). Bytes that come from or go to HBM also pass through the core's HBM port:
-  one budget for reads (MTE2) and writes (MTE3 / FixPipe) together, of `hbm_total / active`
-  bytes per cycle when `active` cores run the launch. So a launch never moves more than
-  `hbm_total` per cycle; launches of concurrent streams share it through the executor
-  (`HbmCalendar`).
-- the L2 (`memory.l2`, `dma.l2_*`): a GM read of a 32-B block that an earlier read of the
-  same launch (any core) brought in hits the L2 -- at the L2 path rate, outside the HBM
-  budget -- as long as the launch's blocks read so far fit the L2; when they stop
-  fitting the L2 is flushed (every block misses again). Writes go to HBM (write-through,
+  burst, `vector.block_bytes`), at most at the path's per-core rate (`[dma]`, GB/s converted
+  at this chip's clock). The launch's cores share the chip's bandwidths in time
+  (`Bandwidth`): bytes that come from or go to HBM (reads that miss the L2 -- MTE2 --, and
+  every write -- MTE3, FixPipe) take `dma.hbm_total`, the L2's hits `dma.l2_total`. A
+  transfer starts when its instruction does and moves at the path's rate or whatever the
+  transfers simulated before it (any core's) leave free at each moment, whichever is less;
+  so the launch never moves more than `hbm_total` bytes in any interval of a cycle, one
+  core's path never more than its rate, and a core running alone gets its full path rate.
+  The blocks are simulated one after another, so an earlier-simulated block's transfers
+  get the bandwidth first (arbitration by simulation order, not fair share). Launches of
+  concurrent streams share the HBM through the executor (`HbmCalendar`).
+- the L2 (`memory.l2`, `dma.l2_*`; `L2`): a 32-B GM block a read brought in from HBM is
+  resident from the moment that transfer ends. A later read of a resident block (any core)
+  hits: it is read at the L2 path rate, outside the HBM budget, and cannot finish before
+  the block has arrived -- a read of a block still in flight waits for it (the miss is
+  coalesced, not fetched twice). The first read in time fetches: a read that starts
+  before the block's fetch started (a block simulated later but running earlier) misses
+  and fetches it itself, and the block arrives at the earlier of the two ends. When the
+  launch's resident blocks no longer fit the L2, the earliest-arrived go first (down to
+  15/16 of the capacity, so that eviction runs rarely). Writes go to HBM (write-through,
   no allocate). A chip with `l2 = 0` always misses.
 - FixPipe (`isa.fixpipe`): its start-up + the larger of the bytes read from L0C and the
-  bytes written, at `onchip.l0c_out`; a GM destination also takes the HBM port. Its quant
+  bytes written, at `onchip.l0c_out`; a GM destination's bytes also take the HBM. Its quant
   mode (dequantize / ReLU / requantize, Ascend C's Fixpipe quant_pre "随路" conversion)
   runs in line at the same rate; the per-channel scale's bytes (staged into the fixpipe
   buffer) are read at that rate too (estimate: no public figure for the FB load). A chip
@@ -76,7 +86,9 @@ ONCHIP_PATHS = {
 GM_READS = {"isa.copy_gm_to_l1": ("gm_to_l1", "l2_to_l1"), "isa.copy_gm_to_ub": ("gm_to_ub", "l2_to_ub")}
 
 Rect = tuple[tuple[int, ...], tuple[int, ...], int]  # (shape, element strides, element bytes)
-Timing = tuple[float, float, float]  # (start-up, busy, cycles of the core's HBM port)
+# (start-up, busy, GM transfer): the transfer (0.0: none) is (function, *arguments), called
+# as function(start, core, *arguments) -> when its data has moved (CostModel._read / _write)
+Timing = tuple[float, float, object]
 
 
 def raw_bytes(rect: Rect) -> int:
@@ -134,63 +146,102 @@ def _relative_blocks(phase: int, rect: Rect, block: int) -> tuple[np.ndarray, bo
 
 
 class L2:
-    """Which 32-B GM blocks the launch has read (per GM region), for hit / miss."""
+    """The chip's L2 as one launch sees it: per GM region and 32-B block, when the block's
+    fetch from HBM started (`fetched`) and when it arrived (`arrive`); both +inf while the
+    block is not resident. `lookup` says what a read at time t hits, `fill` records the
+    blocks it fetched (module docstring: first read in time fetches, later ones wait for
+    the arrival; earliest-arrived evicted first)."""
 
     def __init__(self, capacity: int, block: int):
         self.capacity_blocks = capacity // block
         self.block = block
-        self.read: dict[int, np.ndarray] = {}
+        self.fetched: dict[int, np.ndarray] = {}
+        self.arrive: dict[int, np.ndarray] = {}
         self.resident = 0
+        self.evictions = 0
 
-    def access(self, region: int, first_byte: int, rect: Rect) -> tuple[int, int]:
-        """Read a rectangle: (blocks that miss, blocks in all)."""
+    def _arrays(self, region: int, top: int) -> tuple[np.ndarray, np.ndarray]:
+        fetched = self.fetched.get(region)
+        if fetched is None or len(fetched) < top:
+            size = max(top, 2 * len(fetched) if fetched is not None else top)
+            grown = np.full(size, np.inf), np.full(size, np.inf)
+            if fetched is not None:
+                grown[0][:len(fetched)] = fetched
+                grown[1][:len(fetched)] = self.arrive[region]
+            self.fetched[region], self.arrive[region] = grown
+        return self.fetched[region], self.arrive[region]
+
+    def lookup(self, region: int, first_byte: int, rect: Rect, t: float) -> tuple[int, int, float, object]:
+        """A rectangle read that starts at t: (blocks that miss, blocks in all, the latest
+        arrival of the blocks that hit (-inf: none), the misses' handle for `fill`)."""
         rel, run = _relative_blocks(first_byte % self.block, rect, self.block)
         count = len(rel)
         if self.capacity_blocks == 0 or not count:
-            return count, count
+            return count, count, -math.inf, None
         base = first_byte // self.block
-        seen = self.read.get(region)
-        top = int(rel[-1]) + base + 1
-        if seen is None or len(seen) < top:
-            grown = np.zeros(max(top, 2 * len(seen) if seen is not None else top), dtype=bool)
-            if seen is not None:
-                grown[:len(seen)] = seen
-            seen = self.read[region] = grown
+        fetched, arrive = self._arrays(region, int(rel[-1]) + base + 1)
         lo = int(rel[0]) + base
-        run = run and lo >= 0
-        if run:  # one run of blocks: a slice, no index array
-            window = seen[lo:lo + count]
-        else:
-            idx = rel + base
-            window = None
-        misses = count - int(np.count_nonzero(window if run else seen[idx]))
-        if self.resident + misses > self.capacity_blocks:  # does not fit: flush, everything misses
-            for arr in self.read.values():
-                arr[:] = False
-            self.resident, misses = 0, count
-        if run:
-            window[...] = True
-        else:
-            seen[idx] = True
-        self.resident += misses
-        return misses, count
+        where = slice(lo, lo + count) if run and lo >= 0 else rel + base
+        hit = fetched[where] <= t  # resident, and fetched by a read that started no later
+        hits = int(np.count_nonzero(hit))
+        if hits == count:
+            return 0, count, float(arrive[where].max()), None
+        if not hits:
+            return count, count, -math.inf, (region, where)
+        return count - hits, count, float(arrive[where][hit].max()), (region, where, ~hit)
+
+    def fill(self, handle: object, t: float, end: float) -> None:
+        """The misses of `handle` (fetched from t on) arrive at `end`; an in-flight block
+        fetched again by an earlier read keeps the earlier arrival."""
+        if handle is None:
+            return
+        region, where, *miss = handle
+        fetched, arrive = self.fetched[region], self.arrive[region]
+        if miss:
+            where = (np.arange(where.start, where.stop) if isinstance(where, slice) else where)[miss[0]]
+        was = arrive[where]
+        self.resident += int(np.count_nonzero(was == np.inf))
+        arrive[where] = np.minimum(was, end)
+        fetched[where] = t
+        if self.resident > self.capacity_blocks:
+            self._evict()
+
+    def _evict(self) -> None:
+        """Drop the earliest-arrived blocks until 15/16 of the capacity is left."""
+        keep = self.capacity_blocks - self.capacity_blocks // 16
+        times = np.concatenate([a[a < np.inf] for a in self.arrive.values()])
+        drop = len(times) - keep
+        if drop <= 0:
+            self.resident = len(times)
+            return
+        cut = np.partition(times, drop - 1)[drop - 1]
+        for region, arrive in self.arrive.items():
+            gone = arrive <= cut
+            arrive[gone] = np.inf
+            self.fetched[region][gone] = np.inf
+        self.resident = sum(int(np.count_nonzero(a < np.inf)) for a in self.arrive.values())
+        self.evictions += 1
 
 
 class CostModel:
-    """Cycle costs of instructions on `target` when `active` cores run one launch; keeps the
-    launch's L2 state and counts the bytes it sends to HBM (`hbm_bytes`) and serves from
-    the L2 (`l2_bytes`)."""
+    """Cycle costs of instructions on `target` for one launch (`active`: its cores): keeps
+    the launch's shared state -- the L2, the HBM and L2 bandwidths in time -- and counts
+    the bytes it sends to HBM (`hbm_bytes`) and serves from the L2 (`l2_bytes`).
+    `transfers`, when a list, receives one record per GM transfer: (core, start, end of its
+    data, HBM bytes, L2 bytes, DMA bytes, GM region or -1 for a write, first byte, rect,
+    latest arrival of the blocks it hit)."""
 
     def __init__(self, target: Target, active: int = 1):
         self.target = target
         self.active = max(active, 1)
         bpc = target.bytes_per_cycle
         self.block = target.vector.block_bytes
-        self.hbm_share = bpc(target.dma.hbm_total) / self.active  # bytes per cycle of one core's HBM port
-        self.l2_share = bpc(target.dma.l2_total) / self.active
+        self.hbm = Bandwidth(bpc(target.dma.hbm_total))
+        self.l2_bandwidth = Bandwidth(bpc(target.dma.l2_total))
         self.l2 = L2(target.memory.l2, self.block)
         self.hbm_bytes = 0.0
         self.l2_bytes = 0.0
+        self.transfers: list | None = None
         self._rates: dict[str, float] = {}  # dma field -> bytes per cycle
 
     def _dma_rate(self, path: str) -> float:
@@ -199,45 +250,67 @@ class CostModel:
             rate = self._rates[path] = self._rate(getattr(self.target.dma, path))
         return rate
 
-    def pipes(self) -> PipeState:
-        """A core's pipes with this chip's scalar issue and loop costs."""
+    def pipes(self, core: int = 0) -> PipeState:
+        """Core `core`'s pipes with this chip's scalar issue and loop costs."""
         o = self.target.overhead
-        return PipeState(issue_cost=float(o.issue), loop_cost=float(o.loop))
+        return PipeState(issue_cost=float(o.issue), loop_cost=float(o.loop), core=core)
 
     def launch_cycles(self, core_ends: list[float]) -> float:
         return self.target.overhead.launch + max(core_ends, default=0.0)
 
+    def forget_before(self, t: float) -> None:
+        """No transfer of the launch starts before t any more."""
+        self.hbm.forget_before(t)
+        self.l2_bandwidth.forget_before(t)
+
     def _rate(self, gbs: float) -> float:
         return self.target.bytes_per_cycle(gbs)
 
-    def _write(self, rect: Rect) -> tuple[float, float]:
-        """(bytes, port cycles) of a GM write: burst bytes, all to HBM."""
-        moved = burst_bytes(rect, self.block)
+    def _read(self, t: float, core: int, region: int, first_byte: int, rect: Rect, moved: float, hbm_rate: float,
+              l2_rate: float) -> float:
+        """A GM read from t: the blocks that miss come from HBM (at the path rate, in the
+        HBM left free) and arrive in the L2 when that ends; then the hits stream at the L2
+        rate, finishing no earlier than the last of them arrives. Returns the end."""
+        misses, blocks, latest, handle = self.l2.lookup(region, first_byte, rect, t)
+        hit = moved * (blocks - misses) / blocks
+        end = t
+        hbm = misses * self.block
+        if hbm:
+            miss_moved = moved - hit  # the DMA's bytes at its path rate; HBM supplies `hbm` of them
+            end = self.hbm.transfer(t, hbm, hbm_rate * hbm / miss_moved)
+            self.l2.fill(handle, t, end)
+            self.hbm_bytes += hbm
+        if hit:
+            self.l2_bytes += hit
+            begin = max(end, latest - hit / l2_rate)
+            end = max(self.l2_bandwidth.transfer(begin, hit, l2_rate), latest)
+        if self.transfers is not None:
+            self.transfers.append((core, t, end, hbm, hit, moved, region, first_byte, rect, latest))
+        return end
+
+    def _write(self, t: float, core: int, moved: float, rate: float) -> float:
+        """A GM write of `moved` burst bytes from t, all to HBM, at up to `rate`."""
         self.hbm_bytes += moved
-        return moved, moved / self.hbm_share
+        end = self.hbm.transfer(t, moved, rate)
+        if self.transfers is not None:
+            self.transfers.append((core, t, end, moved, 0.0, moved, -1, 0, None, -math.inf))
+        return end
 
     def move(self, name: str, src: Rect | None, dst: Rect, read_at: tuple[int, int] | None = None,
              dst_gm: bool = False, scale_bytes: int = 0) -> Timing:
-        """(start-up, busy, HBM port cycles) of a move from `src` to `dst` (None: nothing read,
+        """(start-up, busy, GM transfer) of a move from `src` to `dst` (None: nothing read,
         an empty window); `read_at` = (GM region, first byte) when the source is in GM."""
         t = self.target
         if name in GM_READS:
             hbm_path, l2_path = GM_READS[name]
             moved = 0 if src is None else max(burst_bytes(src, self.block), raw_bytes(dst))
-            if src is None or read_at is None:
+            if src is None or read_at is None or not moved:
                 return float(t.startup.mte2), moved / self._dma_rate(hbm_path), 0.0
-            misses, blocks = self.l2.access(read_at[0], read_at[1], src)
-            hit = moved * (blocks - misses) / blocks if blocks else 0.0
-            hbm = misses * self.block
-            self.hbm_bytes += hbm
-            self.l2_bytes += hit
-            busy = (moved - hit) / self._dma_rate(hbm_path)
-            if hit:
-                busy += hit / min(self._dma_rate(l2_path), self.l2_share)
-            return float(t.startup.mte2), busy, hbm / self.hbm_share
+            return float(t.startup.mte2), 0.0, (self._read, read_at[0], read_at[1], src, moved,
+                                                 self._dma_rate(hbm_path), self._dma_rate(l2_path))
         if name == "isa.copy_ub_to_gm":
-            moved, port = self._write(dst)
-            return float(t.startup.mte3), moved / self._dma_rate("ub_to_gm"), port
+            moved = burst_bytes(dst, self.block)
+            return float(t.startup.mte3), 0.0, (self._write, moved, self._dma_rate("ub_to_gm")) if moved else 0.0
         if name == "isa.fixpipe":
             return self._fixpipe(src, dst, dst_gm, scale_bytes)
         rate_field, startup = ONCHIP_PATHS[name]
@@ -249,11 +322,12 @@ class CostModel:
         vector's bytes, loaded into the fixpipe buffer, add to the bytes read)."""
         t = self.target
         busy = ((0 if src is None else raw_bytes(src)) + scale_bytes) / t.onchip.l0c_out
-        port = 0.0
+        gm: object = 0.0
         if dst_gm:
-            moved, port = self._write(dst)
-            busy = max(busy, moved / t.onchip.l0c_out)
-        return float(t.startup.fixpipe), busy, port
+            moved = burst_bytes(dst, self.block)
+            if moved:
+                gm = (self._write, moved, float(t.onchip.l0c_out))
+        return float(t.startup.fixpipe), busy, gm
 
     def img2col(self, nbytes: int) -> Timing:
         return self.move("isa.img2col", None, ((nbytes,), (1,), 1))
@@ -271,52 +345,79 @@ class CostModel:
         return float(self.target.startup.cube), float(math.ceil(m / m0) * math.ceil(k / k0) * math.ceil(n / n0)), 0.0
 
 
-class Port:
-    """One core's HBM port: the cycles it is busy, as disjoint sorted intervals. A transfer
-    takes the first free cycles from its start on (filling gaps an instruction simulated
-    earlier left), so the port never does more than one cycle of work per cycle whatever
-    order the pipes' instructions are simulated in."""
+class Bandwidth:
+    """A bandwidth (`rate` bytes per cycle) the chip's transfers share in time: how much of
+    it is in use, piecewise constant -- `times[k]` to `times[k + 1]` (the last segment to
+    infinity) uses `used[k]`. A transfer takes, from its start on, at most its own `limit`
+    and whatever the transfers placed before it leave free, until its bytes have moved;
+    so the bytes moved in any interval never exceed rate x its length."""
 
-    def __init__(self) -> None:
-        self.starts: list[float] = []
-        self.ends: list[float] = []
+    def __init__(self, rate: float):
+        self.rate = rate
+        self.times: list[float] = [0.0]
+        self.used: list[float] = [0.0]
 
-    def reserve(self, t: float, amount: float) -> float:
-        """Take `amount` free cycles from t on; returns when the last one ends."""
-        starts, ends = self.starts, self.ends
-        i = j = bisect.bisect_right(ends, t)
-        cur, left = t, amount
-        pieces = []
-        while left > 1e-9:
-            if j < len(starts) and starts[j] <= cur:
-                cur = max(cur, ends[j])
-                j += 1
-                continue
-            gap = (starts[j] if j < len(starts) else math.inf) - cur
-            take = min(left, gap)
-            pieces.append((cur, cur + take))
-            cur += take
-            left -= take
-        merged: list[list[float]] = []
-        for a, b in sorted([*zip(starts[i:j], ends[i:j]), *pieces]):
-            if merged and a <= merged[-1][1] + 1e-9:
-                merged[-1][1] = max(merged[-1][1], b)
-            else:
-                merged.append([a, b])
-        starts[i:j] = [a for a, _ in merged]
-        ends[i:j] = [b for _, b in merged]
-        return cur
+    def transfer(self, t: float, nbytes: float, limit: float) -> float:
+        """Move `nbytes` from time t (>= 0) at up to `limit` bytes per cycle; returns when
+        the last byte has moved."""
+        if nbytes <= 0:
+            return t
+        times, used, cap = self.times, self.used, self.rate
+        limit = min(limit, cap)
+        i = bisect.bisect_right(times, t) - 1
+        if i < 0:  # before the forgotten past: the earliest segment kept
+            i, t = 0, times[0]
+        if times[i] < t:
+            times.insert(i + 1, t)
+            used.insert(i + 1, used[i])
+            i += 1
+        n, left, j = len(times), nbytes, i
+        while True:
+            take = cap - used[j]
+            if take > limit:
+                take = limit
+            nxt = times[j + 1] if j + 1 < n else math.inf
+            if take > 1e-9 * cap:
+                room = take * (nxt - times[j])
+                if room >= left:
+                    end = times[j] + left / take
+                    break
+                left -= room
+            j += 1
+        if end < nxt:
+            times.insert(j + 1, end)
+            used.insert(j + 1, used[j])
+        else:
+            end = nxt
+        for k in range(i, j + 1):
+            u = used[k] + limit
+            used[k] = cap if u > cap else u
+        for k in range(min(j + 1, len(times) - 1), max(i, 1) - 1, -1):  # merge equal neighbours
+            if used[k] == used[k - 1]:
+                del times[k], used[k]
+        return end
 
     def forget_before(self, t: float) -> None:
-        """Drop the intervals that end before t (no transfer can start that early again)."""
-        k = bisect.bisect_left(self.ends, t)
-        del self.starts[:k], self.ends[:k]
+        """Drop the segments that end before t (no transfer starts that early again)."""
+        k = bisect.bisect_right(self.times, t) - 1
+        if k > 0:
+            del self.times[:k], self.used[:k]
+
+    def moved(self, t0: float, t1: float) -> float:
+        """Bytes moved between t0 and t1."""
+        total = 0.0
+        for k, (a, u) in enumerate(zip(self.times, self.used)):
+            b = self.times[k + 1] if k + 1 < len(self.times) else math.inf
+            lo, hi = max(a, t0), min(b, t1)
+            if hi > lo:
+                total += (hi - lo) * u
+        return total
 
 
 @dataclass
 class PipeState:
-    """The timing state of one core's pipes (cycles since the core started), its HBM port
-    and its scalar issue clock."""
+    """The timing state of one core's pipes (cycles since the core started) and its scalar
+    issue clock; `core` numbers it in its launch's GM transfers."""
 
     issue_cost: float = 0.0
     loop_cost: float = 0.0
@@ -326,12 +427,12 @@ class PipeState:
     busy: list[float] = field(default_factory=lambda: [0.0] * NPIPES)  # union of the instructions' spans
     covered: list[float] = field(default_factory=lambda: [0.0] * NPIPES)  # end of the union so far
     instructions: list[int] = field(default_factory=lambda: [0] * NPIPES)
-    port: Port = field(default_factory=Port)  # the core's HBM port
     issued: float = 0.0  # the scalar unit's issue clock
+    core: int = 0
 
-    def issue(self, p: int, startup: float, busy: float, port: float = 0.0) -> tuple[float, float]:
-        """Schedule an instruction on pipe p (`port`: cycles it needs the core's HBM port
-        for); returns its (start, end)."""
+    def issue(self, p: int, startup: float, busy: float, gm: object = 0.0) -> tuple[float, float]:
+        """Schedule an instruction on pipe p (`gm`: its GM transfer, `Timing`); returns its
+        (start, end)."""
         next_issue = self.next_issue
         start = next_issue[p]  # max(next_issue[p], hold[p], issued), without the call
         if self.hold[p] > start:
@@ -339,10 +440,10 @@ class PipeState:
         if self.issued > start:
             start = self.issued
         self.issued += self.issue_cost
-        if port:  # the data moves from `start` on (the start-up is latency after it)
-            busy = max(busy, self.port.reserve(start, port) - start)
-            if len(self.port.ends) > 64:
-                self.port.forget_before(min(max(a, b, self.issued) for a, b in zip(self.next_issue, self.hold)))
+        if gm:  # the data moves from `start` on (the start-up is latency after it)
+            moved = gm[0](start, self.core, *gm[1:]) - start
+            if moved > busy:
+                busy = moved
         end = start + startup + busy
         next_issue[p] = start + busy if OVERLAPPED[p] else end
         if end > self.last_end[p]:
@@ -384,6 +485,11 @@ class PipeState:
     def end(self) -> float:
         return max(max(self.last_end), max(self.hold))
 
+    @property
+    def earliest(self) -> float:
+        """No later instruction of this core starts before this."""
+        return min(max(a, b, self.issued) for a, b in zip(self.next_issue, self.hold))
+
 
 class HbmCalendar:
     """The chip's HBM bandwidth over time, shared by the launches of concurrent streams.
@@ -391,50 +497,28 @@ class HbmCalendar:
     Each launch was simulated alone: `cycles` long, `nbytes` to / from HBM, so it needs
     nbytes / cycles bytes per cycle. Placed from `start`, it runs at full speed while the
     launches placed before it leave that much bandwidth free, and proportionally slower
-    while they do not (the earlier launches keep their share); `place` returns when it
-    ends. Usage is piecewise constant: `points` = [(time, bytes per cycle in use from then)].
+    while they do not (the earlier launches keep their share): a `Bandwidth` transfer of
+    its bytes limited to that rate; `place` returns when it ends. `points` = [(time, bytes
+    per cycle in use from then)].
     """
 
     def __init__(self, bytes_per_cycle: float):
         self.rate = bytes_per_cycle
-        self.points: list[list[float]] = [[0.0, 0.0]]
-
-    def _split(self, t: float) -> int:
-        """The index of the point at time t (inserted if needed)."""
-        times = [p[0] for p in self.points]
-        i = int(np.searchsorted(times, t, side="right")) - 1
-        if self.points[i][0] == t:
-            return i
-        self.points.insert(i + 1, [t, self.points[i][1]])
-        return i + 1
+        self.bandwidth = Bandwidth(bytes_per_cycle)
 
     def place(self, start: float, cycles: float, nbytes: float) -> float:
         if nbytes <= 0 or cycles <= 0:
             return start + max(cycles, 0.0)
-        want = nbytes / cycles
-        i = self._split(start)
-        done, used = 0.0, []
-        while True:
-            t0, u = self.points[i]
-            t1 = self.points[i + 1][0] if i + 1 < len(self.points) else math.inf
-            speed = min(1.0, max(self.rate - u, 0.0) / want)
-            if speed > 0 and t0 + (cycles - done) / speed <= t1:
-                end = t0 + (cycles - done) / speed
-                used.append((i, speed))
-                break
-            done += (t1 - t0) * speed
-            used.append((i, speed))
-            i += 1
-        j = self._split(end)
-        for k, speed in used:
-            if k < j:
-                self.points[k][1] += want * speed
-        return end
+        return self.bandwidth.transfer(start, nbytes, nbytes / cycles)
+
+    @property
+    def points(self) -> list[tuple[float, float]]:
+        return list(zip(self.bandwidth.times, self.bandwidth.used))
 
     def used(self, t: float) -> float:
         """Bytes per cycle in use at time t."""
-        times = [p[0] for p in self.points]
-        return self.points[int(np.searchsorted(times, t, side="right")) - 1][1]
+        b = self.bandwidth
+        return b.used[bisect.bisect_right(b.times, t) - 1]
 
 
 @dataclass

@@ -22,7 +22,10 @@ gives a wrong answer.
 Timing. Cycles per instruction from the target; one in-order queue per pipe; flags and
 barriers (`ge.runtime.sim_timing`). The `block_dim` blocks go round-robin over the target's
 cores (Cube cores for kernels that use the Cube, Vector cores otherwise); a core runs its
-blocks one after another, the kernel takes as long as its slowest core.
+blocks one after another, the kernel takes as long as its slowest core. The blocks are
+simulated one after another too, but on one time axis: their GM transfers share the
+launch's L2 (a block fetched by one core is a hit for the others once it has arrived) and
+the chip's HBM and L2 bandwidth in time (`sim_timing.CostModel`).
 
 Checks. Program order is what the kernel means; the pipes run concurrently. Every pipe
 keeps a vector clock of the instructions it knows have finished (through set_flag /
@@ -199,8 +202,8 @@ class RunState:
         self.counters[p] = i + 1
         return i
 
-    def timed(self, p: int, instr: int, startup: float, busy: float, port: float = 0.0) -> None:
-        start, end = self.pipes.issue(p, startup, busy, port)
+    def timed(self, p: int, instr: int, startup: float, busy: float, gm: object = 0.0) -> None:
+        start, end = self.pipes.issue(p, startup, busy, gm)
         if self.trace is not None:
             self.trace.add(self.core, p, self.program.names[instr], start, end, instr)
 
@@ -1024,12 +1027,14 @@ class Simulator:
         st = RunState(prog, regions, CostModel(self.target, active), self.trace, problems, name,
                       check=known is None, compute=not timing_only)
         self.core.reset()
-        core_pipes = [st.cost.pipes() for _ in range(active)] if st.check else []
+        core_pipes = [st.cost.pipes(c) for c in range(active)] if st.check else []
         for block in range(prog.block_dim):
             if st.check:
                 core = block % active
                 pipes = core_pipes[core]
                 pipes.shift(pipes.end)
+                if block >= active and core == 0:  # every core has started: forget the bandwidths' past
+                    st.cost.forget_before(min(c.earliest for c in core_pipes))
                 st.start_block(block, core, pipes)
             else:
                 st.block, st.regs = block, list(prog.registers)

@@ -1,9 +1,11 @@
 """The L2 bookkeeping's block sets (computed once per rectangle and start phase, unioned
-by mask) against a per-byte brute force, and L2 hits / misses against a set model."""
+by mask) against a per-byte brute force, and L2 hits / misses / arrivals / evictions
+against a dict model of the rules in `sim_timing`'s docstring."""
 
 from __future__ import annotations
 
 import itertools
+import math
 import random
 
 import numpy as np
@@ -34,22 +36,40 @@ def test_touched_blocks_match_every_byte():
         assert touched_blocks(first, rect, 32).tolist() == _brute_blocks(first, rect, 32), (first, rect)
 
 
-def test_l2_hits_and_flushes_match_a_set_model():
-    capacity_blocks = 12
+def test_l2_hits_arrivals_and_evictions_match_a_dict_model():
+    """Reads at random times (not in time order, as blocks simulated one after another
+    are): a block hits when a read that started no later fetched it; the hit waits for its
+    arrival; a read earlier than the fetch fetches again and the block keeps the earlier
+    arrival; past the capacity the earliest-arrived blocks go, down to 15/16 of it."""
+    capacity_blocks = 32
     l2 = L2(capacity_blocks * 32, 32)
-    seen: dict[int, set[int]] = {}
-    resident = flushes = 0
-    for n, (first, rect) in enumerate(_random_rects(1, 300)):
-        region = n % 2
-        blocks = set(_brute_blocks(first, rect, 32))
-        misses = len(blocks - seen.setdefault(region, set()))
-        if resident + misses > capacity_blocks:
-            seen = {r: set() for r in seen}
-            resident, misses = 0, len(blocks)
-            flushes += 1
-        seen[region] |= blocks
-        resident += misses
-        assert l2.access(region, first, rect) == (misses, len(blocks)), n
-    assert resident == l2.resident
-    assert flushes > 10  # the flush path ran
-    assert np.count_nonzero(l2.read[0]) + np.count_nonzero(l2.read[1]) == sum(len(s) for s in seen.values())
+    rng = random.Random(5)
+    model: dict[tuple[int, int], tuple[float, float]] = {}  # (region, block) -> (fetch start, arrival)
+    evictions = refetched = waited = 0
+    for n, (first, rect) in enumerate(_random_rects(1, 400)):
+        region, t = n % 2, float(rng.randint(0, 2000))
+        end = t + rng.randint(1, 300)
+        blocks = [(region, b) for b in _brute_blocks(first, rect, 32)]
+        hits = [b for b in blocks if b in model and model[b][0] <= t]
+        latest = max((model[b][1] for b in hits), default=-math.inf)
+        misses, count, got_latest, handle = l2.lookup(region, first, rect, t)
+        assert (misses, count, got_latest) == (len(blocks) - len(hits), len(blocks), latest), n
+        refetched += sum(b in model and b not in hits for b in blocks)
+        waited += latest > t
+        l2.fill(handle, t, end)
+        for b in blocks:
+            if b not in hits:
+                model[b] = (t, min(model[b][1], end) if b in model else end)
+        if len(model) > capacity_blocks:
+            arrivals = sorted(a for _, a in model.values())
+            cut = arrivals[len(model) - (capacity_blocks - capacity_blocks // 16) - 1]
+            model = {b: v for b, v in model.items() if v[1] > cut}
+            evictions += 1
+        assert l2.resident == len(model), n
+    assert evictions > 10 and refetched > 10 and waited > 10  # every rule ran
+    assert l2.evictions == evictions
+    for region in (0, 1):
+        resident = {b for r, b in model if r == region}
+        assert set(np.flatnonzero(l2.arrive[region] < np.inf).tolist()) == resident
+        for b in resident:
+            assert (l2.fetched[region][b], l2.arrive[region][b]) == model[region, b]

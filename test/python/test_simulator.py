@@ -311,18 +311,26 @@ def test_more_cores_take_fewer_cycles_and_blocks_wrap_round_the_cores():
     assert stats[64].cores == 32 and stats[64].blocks == 64
 
 
-def test_gm_bandwidth_is_shared_by_active_cores():
-    """On one core a GM load runs at the path's bandwidth; with all 32 cores streaming, each
-    gets hbm_total / 32, so the same per-core work takes longer."""
+def test_gm_bandwidth_is_shared_by_the_cores_in_time():
+    """A core streaming alone gets its path's full rate however many cores the launch has;
+    32 cores streaming 64 KB each at once share the HBM: the first-simulated gets its path
+    rate, the last ends no sooner than the HBM can move all 2 MB at hbm_total and, as the
+    earlier ones leave bandwidth free for it, at most one 64 KB path time later."""
     from ge.runtime.sim_timing import CostModel
     from ge.targets import load_target
 
     t = load_target("ascend910")
-    one, many = CostModel(t, 1), CostModel(t, t.cores.vector)
+    path, hbm = t.bytes_per_cycle(t.dma.gm_to_ub), t.bytes_per_cycle(t.dma.hbm_total)
     rect = ((1 << 15,), (1,), 2)  # 64 KB of f16
-    ends = [c.pipes().issue(4, *c.move("isa.copy_gm_to_ub", rect, rect, (9, 0)))[1] for c in (one, many)]
-    assert ends[1] > ends[0]
-    assert many.move("isa.copy_l1_to_l0a", rect, rect) == one.move("isa.copy_l1_to_l0a", rect, rect)
+    alone = CostModel(t, t.cores.vector)
+    start, end = alone.pipes(0).issue(4, *alone.move("isa.copy_gm_to_ub", rect, rect, (9, 0)))
+    assert end - start == pytest.approx(t.startup.mte2 + 65536 / path)
+    many = CostModel(t, t.cores.vector)
+    ends = [many.pipes(c).issue(4, *many.move("isa.copy_gm_to_ub", rect, rect, (9 + c, 0)))[1] for c in range(32)]
+    assert ends[0] == pytest.approx(end)
+    assert t.startup.mte2 + 32 * 65536 / hbm <= max(ends) <= t.startup.mte2 + 32 * 65536 / hbm + 65536 / path
+    assert many.hbm_bytes == 32 * 65536
+    assert many.move("isa.copy_l1_to_l0a", rect, rect) == alone.move("isa.copy_l1_to_l0a", rect, rect)
 
 
 def test_timeline_json(tmp_path):
