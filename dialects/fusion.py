@@ -24,6 +24,8 @@ from xdsl.irdl import (
 from xdsl.traits import HasParent, IsolatedFromAbove, IsTerminator, Pure, RecursiveMemoryEffect
 from xdsl.utils.exceptions import VerifyException
 
+from ge.dialects.fast_verify import install as install_fast_verify
+
 KINDS = ("cube_epilogue", "elementwise", "reduce", "pool", "opaque")
 
 
@@ -85,3 +87,4 @@ class YieldOp(IRDLOperation):
 
 
 Fusion = Dialect("fusion", [GroupOp, YieldOp], [])
+install_fast_verify(Fusion)  # xDSL's verdict, faster (dialects/fast_verify.py)

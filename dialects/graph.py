@@ -59,6 +59,7 @@ from xdsl.traits import ConstantLike, OpTrait, Pure
 from xdsl.utils.exceptions import VerifyException
 
 from ge.dialects import dtypes
+from ge.dialects.fast_verify import install as install_fast_verify
 
 # --------------------------------------------------------------------------------------
 # Property helpers: how attributes are spelled, and how they are read back.
@@ -2086,6 +2087,7 @@ Graph = Dialect(
     ],
     [],
 )
+install_fast_verify(Graph)  # xDSL's verdict, faster (dialects/fast_verify.py)
 
 
 def argument_names(func_op) -> list[str]:

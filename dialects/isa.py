@@ -101,6 +101,7 @@ from xdsl.utils.str_enum import StrEnum
 
 from ge import targets
 from ge.dialects import dtypes
+from ge.dialects.fast_verify import install as install_fast_verify
 from ge.dialects.kernel_base import KernelBase
 
 # The instruction encoding has eight event ids per (set pipe, wait pipe) pair, as HIVM's
@@ -1686,3 +1687,4 @@ Isa = Dialect(
     [KernelOp, LaunchOp, BlockIdxOp, BufferOp, SetFlagOp, WaitFlagOp, PipeBarrierOp, *INSTRUCTION_OPS],
     [MemSpaceAttr, PipeAttr],
 )
+install_fast_verify(Isa)  # xDSL's verdict, faster (dialects/fast_verify.py)

@@ -49,6 +49,7 @@ from xdsl.utils.str_enum import StrEnum
 
 from ge.dialects import dtypes
 from ge.dialects import graph as g
+from ge.dialects.fast_verify import install as install_fast_verify
 
 # Part of the format definitions (ascend.md §5): C0 * sizeof(element) = one 32-byte block,
 # fractals are 16 rows (M0 of FRACTAL_NZ, N0 of FRACTAL_Z).
@@ -312,6 +313,7 @@ class TransDataOp(IRDLOperation):
 
 
 Layout = Dialect("layout", [TransDataOp], [FormatAttr])
+install_fast_verify(Layout)  # xDSL's verdict, faster (dialects/fast_verify.py)
 
 
 # --------------------------------------------------------------------------------------

@@ -67,6 +67,7 @@ from xdsl.traits import (
 from xdsl.utils.exceptions import VerifyException
 
 from ge.dialects.dtypes import numpy_dtype
+from ge.dialects.fast_verify import install as install_fast_verify
 
 REGIONS = ("weights", "inputs", "outputs", "workspace")
 
@@ -509,3 +510,4 @@ Task = Dialect(
     [ModelOp, InputOp, OutputOp, WeightOp, BufferOp, ViewOp, LaunchOp, CopyOp, EventRecordOp, EventWaitOp],
     [],
 )
+install_fast_verify(Task)  # xDSL's verdict, faster (dialects/fast_verify.py)

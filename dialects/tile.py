@@ -93,6 +93,7 @@ from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
 from ge.dialects import dtypes
+from ge.dialects.fast_verify import install as install_fast_verify
 from ge.dialects.fusion import KINDS
 from ge.dialects.kernel_base import KernelBase
 
@@ -672,3 +673,4 @@ Tile = Dialect(
      UntiledOp, YieldOp, VPoolOp],
     [MemSpaceAttr],
 )
+install_fast_verify(Tile)  # xDSL's verdict, faster (dialects/fast_verify.py)

@@ -1,0 +1,134 @@
+"""dialects/fast_verify.py gives the same verdict as xDSL's generated `verify_`: on every op
+of a compiled model's graph-, tile- and isa-level IR both pass, and on ops broken in the
+ways a pass could break them (a required property dropped, an unknown one added, an operand
+of the wrong type, wrong operand segment sizes, an operand too many) both raise the same
+error."""
+
+from __future__ import annotations
+
+import importlib.util
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from xdsl.dialects import test as xdsl_test
+from xdsl.dialects.builtin import DenseArrayBase, UnitAttr, i1, i32
+from xdsl.irdl import OptPropertyDef
+from xdsl.utils.exceptions import VerifyException
+
+from ge.dialects import fusion, graph, isa, layout, task, tile
+from ge.dialects.blobs import blob_scope
+from ge.ir import run_passes
+
+HERE = Path(__file__).parent
+DIALECTS = (graph.Graph, layout.Layout, fusion.Fusion, tile.Tile, task.Task, isa.Isa)
+
+
+def _repeated_blocks():
+    spec = importlib.util.spec_from_file_location("dedup_models", HERE / "test_kernel_dedup.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.repeated_blocks(n=2)
+
+
+@pytest.fixture(scope="module")
+def levels():
+    """The module after import, after tile and after insert-sync (with the launches)."""
+    from ge.frontend.onnx import import_model
+
+    out = {}
+    with blob_scope():
+        module = import_model(_repeated_blocks().SerializeToString())
+        out["graph"] = module.clone()
+        run_passes(module, "graph-optimize,assign-layouts,eliminate-trans-data,fuse,bufferize,tile")
+        out["tile"] = module.clone()
+        run_passes(module, "to-isa,plan-local-memory,insert-sync")
+        out["isa"] = module
+        yield out
+
+
+def _outcome(fn, op):
+    try:
+        fn(op)
+    except VerifyException as e:
+        return ("VerifyException", str(e))
+    except Exception as e:  # a custom verifier meeting a broken op: must be the same either way
+        return (type(e).__name__, str(e))
+    return None
+
+
+def _ge_ops(module):
+    return [op for op in module.walk() if hasattr(type(op).verify_, "generated")]
+
+
+def test_installed_on_most_ops():
+    installed = [c for d in DIALECTS for c in d.operations if hasattr(c.verify_, "generated")]
+    assert len(installed) >= 120
+    assert isa.VAddOp in installed and isa.MmadOp in installed and tile.CopyOp in installed
+    assert graph.AddOp in installed and task.LaunchOp in installed
+
+
+@pytest.mark.parametrize("level", ["graph", "tile", "isa"])
+def test_valid_ops_pass_both(levels, level):
+    ops = _ge_ops(levels[level])
+    kinds = Counter(op.name for op in ops)
+    assert len(kinds) >= {"graph": 3, "tile": 6, "isa": 10}[level], kinds
+    for op in ops:
+        cls = type(op)
+        assert _outcome(cls.verify_, op) is None, op.name
+        assert _outcome(cls.verify_.generated, op) is None, op.name
+
+
+def _mutations(op):
+    """(what, apply, undo) for ways to break `op`."""
+    cls = type(op)
+    op_def = cls.get_irdl_definition()
+    props = dict(op.properties)
+
+    def set_props(new):
+        def apply():
+            op.properties.clear()
+            op.properties.update(new)
+        return apply
+
+    restore = set_props(props)
+    required = [n for n, d in op_def.properties.items() if not isinstance(d, OptPropertyDef) and n in props]
+    if required:
+        yield "drop " + required[0], set_props({k: v for k, v in props.items() if k != required[0]}), restore
+    yield "unknown property", set_props({**props, "ge_bogus": UnitAttr()}), restore
+    if "operandSegmentSizes" in props:
+        sizes = [int(v) for v in props["operandSegmentSizes"].get_values()]
+        wrong = DenseArrayBase.from_list(i32, [sizes[0] + 1, *sizes[1:]])
+        yield "segment sizes", set_props({**props, "operandSegmentSizes": wrong}), restore
+    operands = tuple(op.operands)
+    bad = xdsl_test.TestOp(result_types=[i1]).results[0]
+
+    def set_operands(new):
+        def apply():
+            op.operands = new
+        return apply
+
+    if operands:
+        yield "operand type", set_operands((bad, *operands[1:])), set_operands(operands)
+    yield "extra operand", set_operands((*operands, bad)), set_operands(operands)
+
+
+@pytest.mark.parametrize("level", ["graph", "tile", "isa"])
+def test_broken_ops_fail_alike(levels, level):
+    per_class = Counter()
+    failed = 0
+    for op in _ge_ops(levels[level]):
+        cls = type(op)
+        if per_class[cls] >= 3:
+            continue
+        per_class[cls] += 1
+        for what, apply, undo in list(_mutations(op)):
+            apply()
+            try:
+                fast, xdsl = _outcome(cls.verify_, op), _outcome(cls.verify_.generated, op)
+            finally:
+                undo()
+            assert fast == xdsl, (op.name, what)
+            failed += xdsl is not None
+        assert _outcome(cls.verify_, op) is None, op.name  # restored
+    assert failed >= 3 * len(per_class)
