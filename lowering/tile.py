@@ -26,14 +26,18 @@ ascend910).
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import re
 import sys
+from collections import Counter
+from collections.abc import Hashable
 from dataclasses import dataclass
 
 import numpy as np
 from xdsl.context import Context
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr, TensorType, i64
-from xdsl.ir import Block, SSAValue
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, NameLoc, NoneAttr, StringAttr, TensorType, i64
+from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
@@ -43,6 +47,7 @@ from ge.dialects.blobs import attr_array, constant_attr
 from ge.lowering import tile_cube as cube
 from ge.lowering import tile_move as move
 from ge.lowering import tile_vector as vec
+from ge.lowering.kernel_dedup import defined_values, structure_key
 from ge.lowering.tile_cost import Machine, Roofline
 from ge.lowering.tile_ir import KernelBuilder
 from ge.runtime import layouts
@@ -175,6 +180,24 @@ class _KernelTiler:
         if isinstance(old.owner, t.ConstOp) and not old.uses:
             old.owner.parent.erase_op(old.owner)
 
+    def copy_of(self, template: t.KernelOp, report: KernelReport, names: _Names) -> KernelReport:
+        """This kernel tiled as its twin was: a copy of the twin's tiled kernel (`template`,
+        tiled with placeholder names) named for this one, and its own weights rebuilt for
+        the Cube as `cube_kernel` rebuilds them."""
+        new = template.clone()
+        new.properties["sym_name"] = StringAttr(self.name)
+        new.location = self.kernel.location
+        names.put(new)
+        problem = report.problem
+        if cube.is_cube_group(self.block):
+            problem = cube.cube_problem(self.block, self.weight_value)
+            if problem.weight_transform is not None:
+                self.replace_weight(self.block.args.index(problem.anchor.operands[1]), problem)
+        self.module.body.block.insert_op_before(new, self.kernel)
+        self.module.body.block.erase_op(self.kernel)
+        self.kernel = new
+        return dataclasses.replace(report, name=self.name, nodes=tuple(node_names(new)), problem=problem)
+
     def vector_kernel(self) -> KernelReport:
         kern = vec.VectorKernel.of(self.block)
         plan = vec.plan_vector(kern, self.mach)
@@ -238,17 +261,108 @@ def _bytes(v: SSAValue) -> int:
     return numpy_dtype(ty.element_type).itemsize * math.prod(ty.get_shape())
 
 
-def tile_module(module: ModuleOp, target: targets.Target) -> list[KernelReport]:
-    """Tile every untiled kernel of `module` for `target`; returns what was chosen."""
-    mach = Machine(target)
-    launches = {op.callee.root_reference.data: op for op in module.walk() if isinstance(op, t.LaunchOp)}
-    reports = []
-    for kernel in list(module.ops):
-        if not isinstance(kernel, t.KernelOp) or not isinstance(kernel.body.block.first_op, t.UntiledOp):
-            continue
-        tiler = _KernelTiler(module, kernel, mach, launches.get(kernel.sym_name.data))
+_PLACEHOLDER = "getwin"
+_VALUE = re.compile(_PLACEHOLDER + r"v(\d+)z")
+_PLACE = re.compile(_PLACEHOLDER + r"l(\d+)z")
+
+
+class _Names:
+    """An untiled kernel's SSA name hints and op locations by position (what
+    `structure_key` leaves out). `mask` puts placeholders in their place, so that the names
+    and locations the tiler derives from them (`x` -> `x_ub`) say where they came from;
+    `put` then writes a kernel's own into a tiling made under placeholders."""
+
+    def __init__(self, kernel: t.KernelOp):
+        self.values = list(defined_values(kernel))
+        self.hints = [v.name_hint for v in self.values]
+        self.ops = [op for op in kernel.walk() if op is not kernel]
+        self.locs = [op.location for op in self.ops]
+
+    def mask(self) -> None:
+        for i, v in enumerate(self.values):
+            if v.name_hint is not None:
+                v.name_hint = f"{_PLACEHOLDER}v{i}z"
+        for i, op in enumerate(self.ops):
+            op.location = NameLoc(StringAttr(f"{_PLACEHOLDER}l{i}z"), NoneAttr())
+
+    def restore(self) -> None:
+        for v, hint in zip(self.values, self.hints):
+            v.name_hint = hint
+        for op, loc in zip(self.ops, self.locs):
+            op.location = loc
+
+    def put(self, kernel: Operation) -> None:
+        for v in defined_values(kernel):
+            if v.name_hint is not None and _PLACEHOLDER in v.name_hint:
+                v.name_hint = _VALUE.sub(lambda m: self.hints[int(m[1])], v.name_hint)
+        for op in kernel.walk():
+            if isinstance(op.location, NameLoc) and (m := _PLACE.fullmatch(op.location.desc.data)):
+                op.location = self.locs[int(m[1])]
+
+
+def _twin_key(kernel: t.KernelOp, launch: t.LaunchOp | None) -> Hashable | None:
+    """What a kernel's tiling depends on: its structure, which of its inputs are constant
+    (weights the Cube reads rebuilt), which of its values have no name, and the order of
+    every op's properties and attributes (a copy keeps its template's). None: tiled on its
+    own (a plugin's kernel, placeholder text in a name or location)."""
+    if plugin_tile.is_custom_group(kernel.body.block.first_op.body.block):
+        return None
+    hints = tuple(v.name_hint is None for v in defined_values(kernel))
+    ops = list(kernel.walk())
+    if any(_PLACEHOLDER in v.name_hint for v in defined_values(kernel) if v.name_hint) or any(
+            isinstance(op.location, NameLoc) and _PLACEHOLDER in op.location.desc.data for op in ops):
+        return None
+    consts = None if launch is None else tuple(isinstance(v.owner, t.ConstOp) for v in launch.operands)
+    order = tuple((tuple(op.properties), tuple(op.attributes)) for op in ops)
+    return structure_key(kernel), consts, hints, order
+
+
+class _Twins:
+    """One tile pass's tilings by structure (ResNet repeats its blocks): the first kernel of
+    a structure that occurs again is tiled under placeholder names (`_Names`) and a copy of
+    its tiling is kept; the others get that copy with their own names and locations put in,
+    the same kernel `tile` would build for them (`test_compile_speed.py` compares)."""
+
+    def __init__(self, kernels: list[t.KernelOp], launches: dict[str, t.LaunchOp]):
+        self.keys = {k: _twin_key(k, launches.get(k.sym_name.data)) for k in kernels}
+        counts = Counter(key for key in self.keys.values() if key is not None)
+        self.repeated = {key for key, n in counts.items() if n > 1}
+        self.templates: dict[Hashable, tuple[t.KernelOp, KernelReport]] = {}
+
+    def tile(self, tiler: _KernelTiler) -> KernelReport:
+        key = self.keys[tiler.kernel]
+        if key not in self.repeated:
+            return tiler.run()
+        names = _Names(tiler.kernel)
+        if key in self.templates:
+            return tiler.copy_of(*self.templates[key], names)
+        original = tiler.kernel
+        names.mask()
         try:
             report = tiler.run()
+        except Exception:
+            if original.parent is None:  # refused after it was replaced (capacity: no names in that message)
+                raise
+            names.restore()
+            return tiler.run()  # refused: again under its own names, for the message
+        self.templates[key] = (tiler.kernel.clone(), report)
+        names.put(tiler.kernel)
+        return report
+
+
+def tile_module(module: ModuleOp, target: targets.Target, copy_twins: bool = True) -> list[KernelReport]:
+    """Tile every untiled kernel of `module` for `target`; returns what was chosen.
+    `copy_twins`: a kernel structurally equal to one tiled before gets a renamed copy of
+    its tiling (`_Twins`; the same module as tiling it again)."""
+    mach = Machine(target)
+    launches = {op.callee.root_reference.data: op for op in module.walk() if isinstance(op, t.LaunchOp)}
+    untiled = [k for k in module.ops if isinstance(k, t.KernelOp) and isinstance(k.body.block.first_op, t.UntiledOp)]
+    twins = _Twins(untiled, launches) if copy_twins else None
+    reports = []
+    for kernel in untiled:
+        tiler = _KernelTiler(module, kernel, mach, launches.get(kernel.sym_name.data))
+        try:
+            report = tiler.run() if twins is None else twins.tile(tiler)
         except vec.Unsupported as e:
             raise PassFailedException(f"tile: {describe_kernel(kernel)}: cannot tile: {e}") from None
         except vec.CapacityShortfall as e:

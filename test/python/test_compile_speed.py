@@ -208,3 +208,140 @@ def test_prune_searches_again_only_the_deps_whose_chain_lost_a_pair(monkeypatch)
     assert "epi_split" in texts[False] and texts[False].count("isa.set_flag") > 20
     assert texts[False] == texts[True]
     assert calls[False] < calls[True] * 0.7
+
+
+def _counting(monkeypatch, module, name: str, counts: dict, label: str) -> None:
+    """Count the calls of `module.name` under `counts[label]`."""
+    real = getattr(module, name)
+
+    def counted(*args, **kwargs):
+        counts[label] = counts.get(label, 0) + 1
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, counted)
+
+
+def _conv_softmax_blocks(n: int = 3, channels: int = 16):
+    """n identical conv + softmax blocks: the softmaxes are Vector kernels of one structure
+    whose tiled bodies hold ops located at their ONNX node."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(4)
+    nodes, inits, x = [], [], "x"
+    for i in range(n):
+        inits.append(numpy_helper.from_array((rng.standard_normal((channels, channels, 1, 1)) * 0.1).astype(np.float32),
+                                             f"w{i}"))
+        nodes += [helper.make_node("Conv", [x, f"w{i}"], [f"c{i}"], name=f"conv{i}"),
+                  helper.make_node("Softmax", [f"c{i}"], [f"s{i}"], axis=1, name=f"softmax{i}")]
+        x = f"s{i}"
+    shape = [1, channels, 8, 8]
+    graph = helper.make_graph(nodes, "blocks", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                              [helper.make_tensor_value_info(x, TensorProto.FLOAT, shape)], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def _tiled(model, copy_twins: bool, counts: dict) -> tuple[str, list, list]:
+    """`model` tiled (in its own blob scope): the module text, every op's location and
+    result names, and what `tile` reports per kernel."""
+    from ge import targets
+    from ge.frontend.onnx import import_model
+    from ge.lowering import tile
+
+    with blob_scope():
+        module = import_model(model.SerializeToString())
+        run_passes(module, "graph-optimize,assign-layouts,eliminate-trans-data,fuse,bufferize")
+        counts.clear()
+        reports = tile.tile_module(module, targets.set_target(module, "ascend910"), copy_twins=copy_twins)
+        module.verify()
+        where = [(op.name, str(op.location), [r.name_hint for r in op.results]) for op in module.walk()]
+        said = [(r.name, r.what, r.plan, r.blocks, r.cycles, r.nodes, r.candidates) for r in reports]
+        return print_module(module), where, said
+
+
+@pytest.mark.parametrize("blocks, kernels, distinct", [("conv_relu_add", 6, 4), ("conv_softmax", 7, 4)])
+def test_tile_copies_a_twin_kernel_tiling(monkeypatch, blocks, kernels, distinct):
+    """`tile` builds each repeated kernel structure once and gives the other kernels of it a
+    copy named for them: the same module text, op locations (the softmax ops inside the
+    Vector kernels keep their own node), SSA names and reports as tiling every kernel, with
+    one kernel body emitted per structure (three conv + relu + add blocks and the layout
+    conversions: 6 kernels, 4 structures; three conv + softmax blocks: 7 and 4)."""
+    from ge.lowering import tile_cube, tile_vector
+
+    model = _repeated_blocks()[0] if blocks == "conv_relu_add" else _conv_softmax_blocks()
+    counts: dict[str, int] = {}
+    _counting(monkeypatch, tile_cube, "emit_cube", counts, "cube")
+    _counting(monkeypatch, tile_vector, "emit_vector", counts, "vector")
+    each = _tiled(model, False, counts)
+    emitted_each = dict(counts)
+    once = _tiled(model, True, counts)
+    assert once[0] == each[0] and "tile.kernel" in once[0]
+    assert once[1] == each[1]
+    assert once[2] == each[2] and len(once[2]) == kernels
+    assert sum(emitted_each.values()) == kernels and sum(counts.values()) == distinct, (emitted_each, counts)
+    if blocks == "conv_softmax":
+        inner = [loc for name, loc, _ in once[1] if name == "graph.softmax"]
+        assert inner == [f'loc("softmax{i}")' for i in range(3)]
+
+
+def test_tile_twin_copies_change_no_compiled_result(monkeypatch):
+    """The whole compile (probes included) with twins copied or tiled each: the same model
+    file (IR text too), outputs and simulated cycles."""
+    import functools
+
+    from ge.lowering import tile
+
+    model, parts = _repeated_blocks()
+    data = model.SerializeToString()
+    with blob_scope():
+        copied = ge.compile(data, ge.CompileOptions(keep_ir_text=True))
+    monkeypatch.setattr(tile, "tile_module", functools.partial(tile.tile_module, copy_twins=False))
+    with blob_scope():
+        each = ge.compile(data, ge.CompileOptions(keep_ir_text=True))
+    a, b = parts(copied), parts(each)
+    for part in a:
+        assert a[part] == b[part], part
+    x = {"x": np.random.default_rng(7).standard_normal((1, 16, 12, 12)).astype(np.float32)}
+    np.testing.assert_array_equal(copied.run(x)["y"], each.run(x)["y"])
+    assert copied.last_run.total_cycles == each.last_run.total_cycles > 0
+
+
+def test_fuse_probes_are_each_fused_kernels_first_lowering(monkeypatch):
+    """`fuse`'s legality probes tile, lower and plan each distinct multi-op group once, and
+    the compile keeps all of that work: every probe's kernel is the isa kernel of a distinct
+    kernel (kernel-copies takes it), `to-isa` lowers only the distinct kernels no probe built,
+    so each distinct kernel is lowered once in all. Repeated blocks share one probe (5
+    legality questions, 3 probes); 6 kernels, 4 distinct, 3 of them probed."""
+    from ge.lowering import fuse, fusion_legality, kernel_dedup, to_isa
+
+    counts: dict[str, int] = {}
+    inside: list[bool] = [False]
+    real_probe, real_lower = fusion_legality._probe, to_isa.lower_kernel
+
+    def probe(ops, target):
+        counts["probes"] = counts.get("probes", 0) + 1
+        inside[0] = True
+        try:
+            return real_probe(ops, target)
+        finally:
+            inside[0] = False
+
+    def lower(*args, **kwargs):
+        where = "lowered in probes" if inside[0] else "lowered by to-isa"
+        counts[where] = counts.get(where, 0) + 1
+        return real_lower(*args, **kwargs)
+
+    real_init = kernel_dedup.DistinctKernels.__init__
+
+    def distinct(self, module, probes=None):
+        real_init(self, module, probes)
+        counts.update(kernels=len(self.kernels), distinct=len(self.reps), probed=len(self.probed))
+
+    monkeypatch.setattr(fusion_legality, "_probe", probe)
+    monkeypatch.setattr(to_isa, "lower_kernel", lower)
+    monkeypatch.setattr(kernel_dedup.DistinctKernels, "__init__", distinct)
+    _counting(monkeypatch, fuse, "group_tiles", counts, "questions")
+    model, _ = _repeated_blocks()
+    with blob_scope():
+        ge.compile(model.SerializeToString())
+    assert counts == {"questions": 5, "probes": 3, "lowered in probes": 3, "kernels": 6, "distinct": 4, "probed": 3,
+                      "lowered by to-isa": 1}, counts
