@@ -47,6 +47,8 @@ TN = (16, 32, 48, 64, 96, 128, 160, 192, 256, 320, 384, 512)
 FRACTAL = 16  # rows of an NZ / Z fractal (M0 of FRACTAL_NZ, N0 of FRACTAL_Z)
 INNER_BATCH = True  # may a conv plan run the images in its inner loop (order "nm": weights once per N tile)?
 GEMV = True  # are GEMV-shaped MatMuls (M one fractal) planned as a weight stream (`gemv`)?
+C04 = True  # may a conv with at most 4 input channels take K in 4-channel blocks (`_c04`)?
+C04_C0 = 4  # channels per K block of a C04 conv (GE's C04 format)
 
 
 def _ceil(a: int, b: int) -> int:
@@ -162,6 +164,9 @@ def _conv_problem(op: g.Conv2dOp | g.QuantConv2dOp, block: Block, weight_value: 
     )
     if groups_e > 1 and (cg_e % c0 or mg_e % FRACTAL):
         raise Unsupported(f"grouped conv with {cg} channels and {mg} filters per group")
+    if _c04(prob, weight_value):
+        _make_c04(prob, weight_value)
+        return prob
     if not fz_ok:
         if weight_value is None:
             raise Unsupported("conv weights that are not FRACTAL_Z constants cannot be rearranged at compile time")
@@ -180,6 +185,35 @@ def _conv_problem(op: g.Conv2dOp | g.QuantConv2dOp, block: Block, weight_value: 
 
         prob.weight_transform = layouts.to_storage(origin, prob.weight_type)
     return prob
+
+
+def _c04(p: CubeProblem, weight_value: np.ndarray | None) -> bool:
+    """Does a conv take K in blocks of 4 channels (GE's C04: a first conv's 3 input channels
+    padded to 4, not to C0 = 16)? One group of at most 4 channels, a window larger than 1 x 1,
+    2-byte elements whose C0 is 16 and constant weights (rebuilt at compile time). Then K =
+    kh * kw * 4 rounded to the Cube's K0 instead of kh * kw * 16: resnet50's conv1 runs
+    208 instead of 784 K rows (3.8x fewer mmads and img2col bytes); the feature map keeps
+    its C0 = 16 in GM and the copy-in takes the first 4 channels of each pixel."""
+    cv = p.conv
+    return (C04 and cv["group"] == 1 and cv["cg"] <= C04_C0 < p.c0 == 16 and cv["kh"] * cv["kw"] > 1
+            and numpy_dtype(p.elem).itemsize == 2 and weight_value is not None
+            and (p.a_fmt == "nchw" or shape_of(p.a_src)[1] == 1))
+
+
+def _make_c04(p: CubeProblem, weight_value: np.ndarray) -> None:
+    """Re-express conv `p` with K blocks of 4 channels: K = (kh, kw, 4) rounded up to whole
+    K0 = 16 rows, and weights [K / 4, N1, 16, 4] (the K rows past kh * kw * 4, channels past
+    Cin and filters past Cout are zero)."""
+    cv = p.conv
+    kh, kw, co, cg = cv["kh"], cv["kw"], cv["co"], cv["cg"]
+    cv.update(c1g=1, c04=True, src_c0=p.c0)
+    p.k = _round(kh * kw * C04_C0, p.c0)
+    p.c0 = C04_C0
+    n1 = _ceil(co, FRACTAL)
+    w4 = np.zeros((p.k // C04_C0, n1 * FRACTAL, C04_C0), dtype=weight_value.dtype)
+    w4[:kh * kw, :co, :cg] = weight_value.reshape(co, cg, kh * kw).transpose(2, 0, 1)
+    p.weight_transform = w4.reshape(p.k // C04_C0, n1, FRACTAL, C04_C0)
+    p.weight_type = TensorType(p.elem, list(p.weight_transform.shape))
 
 
 def _matmul_problem(op: g.MatMulOp | g.GemmOp | g.QuantMatMulOp, block: Block) -> CubeProblem:
@@ -397,6 +431,7 @@ class _Sizes:
     ub_temps: int = 0  # the part of `ub` that is the body's temporaries (one copy with double buffering)
     epi_split: int = 1  # row slices of the epilogue (`ub` is one slice's)
     epi_serial: bool = False  # sliced, with an operand that follows the rows (a residual): see `sizes`
+    a_cap: int = 0  # L1 bytes of A when they differ from the bytes its copy-in moves (`a_l1`): C04
 
 
 def epilogue_operands(p: CubeProblem) -> list[SSAValue]:
@@ -496,12 +531,15 @@ def sizes(p: CubeProblem, tm: int, tn: int, tk: int, kl1: int, f: _Fixed | None 
     row slices of the tile (the epilogue's GM bytes stay the whole tile's)."""
     f = f or _fixed(p)
     ab = f.ab
+    a_cap = 0
     if a_whole:  # A's whole K (every chunk) in L1
         a_l1 = tm * _ceil(p.k, kl1) * kl1 * ab
     elif p.kind == "conv":
         cv = p.conv
         ncb = kl1 // (cv["kh"] * cv["kw"] * p.c0)
         a_l1 = ncb * p.c0 * _fmap_rows(p, tm) * cv["w"] * ab
+        if cv.get("c04") and p.a_fmt == "nc1hwc0":  # 4 of each pixel's 16 channels: one 32-B burst each
+            a_cap, a_l1 = a_l1, a_l1 * cv["src_c0"] // p.c0
     else:
         a_l1 = tm * kl1 * ab
     b_l1 = kl1 * tn * ab
@@ -516,7 +554,7 @@ def sizes(p: CubeProblem, tm: int, tn: int, tk: int, kl1: int, f: _Fixed | None 
     # previous slice's epilogue, and the next tile's loads wait behind it
     serial = epi_split > 1 and any(n > (p.conv["co"] if p.conv else p.n) for _, n in f.epi)
     return _Sizes(a_l1, b_l1, tm * tk * ab, tk * tn * ab, tm * tn * 4, ub, epi_in, f.outs * tm * tn * f.ob,
-                  f.vec_ops, f.program, temps, epi_split, serial)
+                  f.vec_ops, f.program, temps, epi_split, serial, a_cap)
 
 
 def _epi_splits(p: CubeProblem, tm: int, tn: int, f: _Fixed) -> tuple[int, ...]:
@@ -559,6 +597,11 @@ def cube_cost(p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl1: int
     if is_gemv and mach.target.memory.l2 and mach.target.dma.l2_total:  # the 310B has no L2
         a_reads = blocks * (per_core if chunks == 1 and order == "mn" else per_core * inner * chunks)
         a_miss = min(1.0, chunks * p.batch / a_reads) if a_reads else 1.0
+        a_rate = min(l2_rate, mach.target.bytes_per_cycle(mach.target.dma.l2_total) / blocks)
+    elif p.kind == "conv" and p.conv.get("c04") and mach.target.memory.l2 and mach.target.dma.l2_total:
+        # (only C04 convs so far: the other convs' plans are calibrated without it)
+        a_miss = _fmap_miss(p, tm, n_tiles if chunks > 1 or order == "nm" else 1, s, chunks, weights,
+                            mach.target.memory.l2)
         a_rate = min(l2_rate, mach.target.bytes_per_cycle(mach.target.dma.l2_total) / blocks)
 
     def load(a: float, b_: float) -> float:
@@ -603,6 +646,19 @@ def cube_cost(p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl1: int
     if is_gemv:
         serial += mach.target.startup.mte2
     return serial + pipelined(per_core * inner, stages, len(stages) > 1, port=gm)
+
+
+def _fmap_miss(p: CubeProblem, tm: int, loads: int, s: _Sizes, chunks: int, weights: int, l2: int) -> float:
+    """The share of a conv's feature-map reads that miss the L2: an M tile's input rows
+    overlap the next tile's (a 7 x 7 stride-2 conv's tile of one output row reads 7 input
+    rows, 5 of them the previous tile's), and A is read again per N tile (`loads`) unless
+    hoisted; the rows an earlier read brought in hit the L2 while the launch's reads fit it."""
+    cv = p.conv
+    rows = _fmap_rows(p, tm)
+    unique = s.a_l1 * cv["h"] / rows * p.batch * p.groups * chunks  # the whole feature map (these channels)
+    if unique + weights > l2:
+        return 1.0
+    return min(1.0, cv["h"] / (_ceil(p.m, tm) * rows * loads))
 
 
 def _core_tiles(p: CubeProblem, tm: int, tn: int, order: str, blocks: int, split: int,
@@ -655,7 +711,8 @@ def cube_cost_bound(p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl
     s = s or sizes(p, tm, tn, tk, kl1)
     chunks, stage = floor or _tile_floor(p, mach, tm, tn, tk, kl1, l0d, s)
     per_core, inner = _core_tiles(p, tm, tn, order, blocks, split, batch_inner)
-    a_in = 0 if a_whole or (chunks == 1 and order == "mn") or gemv(p, mach) else s.a_l1
+    # (a C04 conv's feature-map rows partly hit the L2: no A term)
+    a_in = 0 if a_whole or (chunks == 1 and order == "mn") or gemv(p, mach) or (p.conv or {}).get("c04") else s.a_l1
     return per_core * inner * max(stage, chunks * mach.dma("gm_to_l1", a_in, blocks),
                                   mach.hbm(chunks * a_in + s.epi_in + s.out, blocks))
 
@@ -669,7 +726,7 @@ def _tiling_bound(p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl1:
     HBM rate (less a rounding margin: a schedule's bound multiplies in another order)."""
     tiles = p.batch * p.groups * _ceil(p.m, tm) * _ceil(p.n, tn)
     chunks = _ceil(p.k, kl1)
-    a_in = s.a_l1 if chunks > 1 and not a_whole and not gemv(p, mach) else 0
+    a_in = s.a_l1 if chunks > 1 and not a_whole and not gemv(p, mach) and not (p.conv or {}).get("c04") else 0
     mmads = _ceil(kl1, tk) * mach.cube(tm, tk, tn, elem_name(p.elem))
     return max(_ceil(tiles, blocks) * max(chunks * mmads, chunks * mach.dma("gm_to_l1", a_in)),
                tiles * (chunks * a_in + s.epi_in + s.out) / mach.hbm_bytes_per_cycle() * (1 - 1e-9))
@@ -744,6 +801,10 @@ def _n_candidates(p: CubeProblem, n0: int) -> list[int]:
 def _k_options(p: CubeProblem, k0: int) -> list[tuple[int, list[int]]]:
     """(K per L1 chunk, K steps that divide it) options."""
     out = []
+    if p.kind == "conv" and p.conv.get("c04"):  # one chunk: K = (kh, kw, 4) in whole K0 rows
+        blocks = p.k // k0
+        units = set(_divisors(blocks)) | {2 ** i for i in range(10) if 2 ** i < blocks}
+        return [(p.k, sorted(d * k0 for d in units))]
     if p.kind == "conv":
         cv = p.conv
         per_block = cv["kh"] * cv["kw"] * p.c0
@@ -820,7 +881,7 @@ def _plan_cube(p: CubeProblem, mach: Machine) -> CubePlan:
                                 break
                         single = {
                             "l0a": align(s.l0a, al.l0a), "l0b": align(s.l0b, al.l0b), "l0c": align(s.l0c, al.l0c),
-                            "l1": align(s.a_l1, al.l1) + align(s.b_l1, al.l1), "ub": s.ub,
+                            "l1": align(s.a_cap or s.a_l1, al.l1) + align(s.b_l1, al.l1), "ub": s.ub,
                         }
                         if fits(single) is not None:
                             continue

@@ -149,3 +149,79 @@ def test_row_vector_epilogue_costs_a_row_each():
     per_row = tile_cube.epilogue_cycles(mach, prog, 64, 192)
     assert per_row == 64 * 2 * mach.instruction("vadd", "f16", 1)
     assert tile_cube.epilogue_cycles(mach, prog, 64, 128) == mach.instruction("vadd", "f16", 64)
+
+
+def conv_model(n: int, cin: int, cout: int, hw: int, k: int, s: int):
+    """Relu (the producer: an NC1HWC0 feature map in GM) -> Conv (+ bias) -> Relu."""
+    rng = np.random.default_rng(0)
+    w = numpy_helper.from_array((rng.standard_normal((cout, cin, k, k)) * 0.1).astype(np.float32), "w")
+    bias = numpy_helper.from_array(rng.standard_normal(cout).astype(np.float32) * 0.1, "bias")
+    oh = (hw + 2 * (k // 2) - k) // s + 1
+    nodes = [helper.make_node("Relu", ["x"], ["x1"]),
+             helper.make_node("Conv", ["x1", "w", "bias"], ["c"], kernel_shape=[k, k], strides=[s, s],
+                              pads=[k // 2] * 4),
+             helper.make_node("Relu", ["c"], ["y"])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [n, cin, hw, hw])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [n, cout, oh, oh])], [w, bias])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def conv_run(model, inputs, monkeypatch):
+    """Output, the conv problem the kernel was tiled from (the fusion probes plan theirs
+    first), and the Cube kernel's simulated run."""
+    problems = []
+    with monkeypatch.context() as mp:
+        mp.setattr(tile_cube, "_PLANS", {})
+        plan = tile_cube._plan_cube
+        mp.setattr(tile_cube, "_plan_cube", lambda p, mach: (problems.append(p), plan(p, mach))[1])
+        compiled = ge.compile(model, ge.CompileOptions(keep_ir_text=False))
+        out = compiled.run(inputs)["y"]
+    (cube,) = [k for k in compiled.last_run.kernels if k.instructions.get("M")]
+    return out, problems[-1], cube
+
+
+@pytest.mark.parametrize("cin,cout,hw,k,s,kk", [(3, 64, 40, 7, 2, 208), (4, 32, 20, 3, 1, 48), (1, 16, 18, 5, 1, 112)],
+                         ids=["conv1_3x7x7s2", "cin4_3x3", "cin1_5x5"])
+def test_c04_first_conv(cin, cout, hw, k, s, kk, monkeypatch):
+    """A conv with at most 4 input channels takes K in 4-channel blocks (GE's C04): K =
+    kh * kw * 4 rounded up to 16 (208 for 7 x 7, not 7 * 7 * 16 = 784), the weights rebuilt
+    as [K / 4, N1, 16, 4]; same result as onnxruntime, and fewer fractal mmads than with
+    C0 = 16 K blocks (the plans may differ: at least half as many)."""
+    model = conv_model(2, cin, cout, hw, k, s)
+    inputs = feeds(model)
+    out, p, kernel = conv_run(model, inputs, monkeypatch)
+    assert (p.conv.get("c04"), p.c0, p.k) == (True, 4, kk)
+    assert p.weight_transform.shape == (kk // 4, -(-cout // 16), 16, 4)
+    assert close(out, reference(model, inputs))
+    monkeypatch.setattr(tile_cube, "C04", False)
+    out16, p16, kernel16 = conv_run(model, inputs, monkeypatch)
+    assert (p16.c0, p16.k) == (16, k * k * 16)
+    assert close(out16, reference(model, inputs))
+    assert kernel.work["fractals"] * 2 <= kernel16.work["fractals"]  # 3.8x / 3x / 3.6x fewer K rows
+
+
+def test_c04_not_for_wider_or_1x1_convs(monkeypatch):
+    """Five input channels, or a 1 x 1 window (K = 4 pads to 16 anyway), keep C0 = 16 K blocks."""
+    for cin, k in ((5, 3), (3, 1)):
+        model = conv_model(1, cin, 16, 12, k, 1)
+        inputs = feeds(model)
+        out, p, _ = conv_run(model, inputs, monkeypatch)
+        assert (p.c0, p.conv.get("c04")) == (16, None)
+        assert close(out, reference(model, inputs))
+
+
+def test_fmap_rows_hit_the_l2():
+    """A 7 x 7 stride-2 conv's M tile of one output row (112 pixels) reads 7 input rows of
+    which the next tile reads 5 again: 224 rows of the image over 112 tiles x 7 rows miss
+    the L2 (2 / 7); a 3 x 3 stride-1 conv read once per N tile misses 1 / N tiles of it."""
+    mach = Machine(targets.load_target("ascend910"))
+    p = tile_cube.CubeProblem(kind="conv", anchor=None, block=None, elem=None, batch=16, groups=1, m=112 * 112,
+                              n=64, k=208, a_fmt="nc1hwc0", b_fmt="fz", out_fmt="nc1hwc0", c0=4,
+                              conv=dict(h=224, w=224, oh=112, ow=112, kh=7, kw=7, strides=[2, 2], dilations=[1, 1]))
+    s = tile_cube._Sizes(7 * 224 * 16 * 2, 208 * 64 * 2, 0, 0, 0, 0, 0, 0, 0)
+    assert tile_cube._fmap_miss(p, 112, 1, s, 1, 26624, mach.target.memory.l2) == pytest.approx(224 / (112 * 7))
+    q = replace(p, batch=1, m=56 * 56, k=576, c0=16,
+                conv=dict(h=56, w=56, oh=56, ow=56, kh=3, kw=3, strides=[1, 1], dilations=[1, 1]))
+    s = tile_cube._Sizes(4 * 16 * 58 * 56 * 2, 0, 0, 0, 0, 0, 0, 0, 0)
+    assert tile_cube._fmap_miss(q, 56 * 56, 4, s, 1, 0, mach.target.memory.l2) == pytest.approx(56 / (58 * 4))
+    assert tile_cube._fmap_miss(q, 56 * 56, 4, s, 1, 0, 1024) == 1.0  # does not fit the L2
