@@ -94,6 +94,21 @@ def _values_check(op_def, construct: VarIRConstruct, option_cls) -> _Check | Non
             return len(vals) == n and _check_types(tests, [(v.type,) for v in vals], ctx)
 
         return simple
+    variadic = [i for i, (_, d) in enumerate(defs) if isinstance(d, VariadicDef)]
+    if not options and len(variadic) == 1:  # one variadic: it takes what the others leave
+        at, n = variadic[0], len(defs)
+        most = 1 if isinstance(defs[at][1], OptionalDef) else None
+
+        def one_variadic(op: Operation, ctx: VerificationContext) -> bool:
+            vals = values(op)
+            size = len(vals) - (n - 1)
+            if size < 0 or (most is not None and size > most):
+                return False
+            types = [v.type for v in vals]
+            groups = [(t,) for t in types[:at]] + [tuple(types[at:at + size])] + [(t,) for t in types[at + size:]]
+            return _check_types(tests, groups, ctx)
+
+        return one_variadic
     if not options or construct != VarIRConstruct.OPERAND or not options[0].as_property:
         return None
     name = options[0].attribute_name

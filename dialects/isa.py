@@ -47,6 +47,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
+from xdsl.dialects import arith, scf
 from xdsl.dialects.arith import ConstantOp
 from xdsl.dialects.builtin import (
     I64,
@@ -1688,3 +1689,5 @@ Isa = Dialect(
     [MemSpaceAttr, PipeAttr],
 )
 install_fast_verify(Isa)  # xDSL's verdict, faster (dialects/fast_verify.py)
+install_fast_verify(arith.Arith)  # and of the index arithmetic and loops in the kernels (half their ops)
+install_fast_verify(scf.Scf)

@@ -1,5 +1,6 @@
 """dialects/fast_verify.py gives the same verdict as xDSL's generated `verify_`: on every op
-of a compiled model's graph-, tile- and isa-level IR both pass, and on ops broken in the
+(ge's, and the arith and scf ops in the kernels) of a compiled model's graph-, tile- and
+isa-level IR both pass, and on ops broken in the
 ways a pass could break them (a required property dropped, an unknown one added, an operand
 of the wrong type, wrong operand segment sizes, an operand too many) both raise the same
 error."""
@@ -11,6 +12,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from xdsl.dialects import arith, scf
 from xdsl.dialects import test as xdsl_test
 from xdsl.dialects.builtin import DenseArrayBase, UnitAttr, i1, i32
 from xdsl.irdl import OptPropertyDef
@@ -66,6 +68,7 @@ def test_installed_on_most_ops():
     assert len(installed) >= 120
     assert isa.VAddOp in installed and isa.MmadOp in installed and tile.CopyOp in installed
     assert graph.AddOp in installed and task.LaunchOp in installed
+    assert hasattr(arith.MuliOp.verify_, "generated") and hasattr(scf.ForOp.verify_, "generated")  # in the kernels
 
 
 @pytest.mark.parametrize("level", ["graph", "tile", "isa"])
