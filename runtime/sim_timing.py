@@ -364,6 +364,8 @@ class Bandwidth:
             return t
         times, used, cap = self.times, self.used, self.rate
         limit = min(limit, cap)
+        if not limit > 0:
+            raise ValueError(f"a transfer of {nbytes} bytes with no bandwidth (limit {limit}, rate {cap})")
         i = bisect.bisect_right(times, t) - 1
         if i < 0:  # before the forgotten past: the earliest segment kept
             i, t = 0, times[0]
@@ -409,7 +411,7 @@ class Bandwidth:
         for k, (a, u) in enumerate(zip(self.times, self.used)):
             b = self.times[k + 1] if k + 1 < len(self.times) else math.inf
             lo, hi = max(a, t0), min(b, t1)
-            if hi > lo:
+            if hi > lo and u:
                 total += (hi - lo) * u
         return total
 
