@@ -47,14 +47,16 @@ analysed once; the others get the same sync ops at the same places.
 from __future__ import annotations
 
 import bisect
+import contextlib
+import gc
 import itertools
 from collections import defaultdict
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterator
 from dataclasses import dataclass, field, replace
 
 from xdsl.context import Context
 from xdsl.dialects import scf
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
 from xdsl.ir import Block, Operation
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
@@ -88,11 +90,13 @@ class _TooManyEvents(Exception):
         self.src, self.dst = src, dst
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Dep:
     """`first` (at path xs below `block`: its ancestor's index in `block`, then in that
     op's body, ...) must finish before `second` (at path ys) starts; carried: second runs
-    in a later iteration of `loop`, whose body is `block`."""
+    in a later iteration of `loop`, whose body is `block`. `dependencies` makes each one
+    once (its paths name its two instructions), so a dep is its own identity: hashing it
+    does not hash the block and the loop (an IR node's hash is a Python call)."""
 
     block: Block
     loop: scf.ForOp | None
@@ -136,7 +140,7 @@ def _repeating_loop(block: Block) -> scf.ForOp | None:
     return None
 
 
-def dependencies(kernel: isa.KernelOp, instrs: list[Instr]) -> set[Dep]:
+def dependencies(kernel: isa.KernelOp, instrs: list[Instr]) -> list[Dep]:
     """Every ordering the kernel's instructions need (step 1 of the module docstring).
 
     For two instructions, first before second in program order, with innermost common
@@ -147,7 +151,7 @@ def dependencies(kernel: isa.KernelOp, instrs: list[Instr]) -> set[Dep]:
     iteration i before second of a later one when the same run does not already order
     them -- a forward dep in C' when their ancestors there differ, a carried one when the
     two share an ancestor. An instruction may depend on itself across iterations."""
-    deps: set[Dep] = set()
+    deps: list[Dep] = []  # each instruction pair gives distinct deps (their paths differ)
     index: dict[Operation, int] = {}
     for op in kernel_ops(kernel.body.block):
         for r in op.regions:
@@ -159,22 +163,29 @@ def dependencies(kernel: isa.KernelOp, instrs: list[Instr]) -> set[Dep]:
     tails = [[tuple(index[o] for o in ins.path[k:]) for k in range(len(ins.path))] for ins in instrs]
     loop_of: dict[int, tuple] = {}  # id(block) -> (block's repeating loop, its body, the body's depth)
 
-    def overlap(cands: list[tuple], block: Block, loop: scf.ForOp | None, later: bool) -> bool:
-        return any(may_overlap(p, q, block, loop, later, kernel) for p, q in cands)
+    def overlap(cands: list[tuple], block: Block, loop: scf.ForOp | None, later: bool, back: bool = False) -> bool:
+        for p, q in cands:
+            if may_overlap(q, p, block, loop, later, kernel) if back else may_overlap(p, q, block, loop, later, kernel):
+                return True
+        return False
+
+    def needed(src: isa.Pipe, dst: isa.Pipe) -> bool:
+        return src != dst or src in PIPELINED
 
     meeting = meeting_accesses(instrs)
-    for i, j in sorted(meeting):
+    for (i, j), forward in sorted(meeting.items(), key=lambda kv: kv[0]):
         first, second = instrs[i], instrs[j]
-        forward = meeting[(i, j)]
+        fp, sp = first.path, second.path
         d = 0
-        while d < len(first.path) - 1 and first.path[d] is second.path[d]:
+        while d < len(fp) - 1 and fp[d] is sp[d]:
             d += 1
-        block = first.path[d].parent_block()
+        block = fp[d].parent_block()
         assert block is not None
         same_run = False
         if i != j and overlap(forward, block, None, False):
             same_run = True
-            deps.add(Dep(block, None, first.pipe, second.pipe, tails[i][d], tails[j][d], False))
+            if needed(first.pipe, second.pipe):
+                deps.append(Dep(block, None, first.pipe, second.pipe, tails[i][d], tails[j][d], False))
         facts = loop_of.get(id(block))
         if facts is None:
             loop = _repeating_loop(block)
@@ -184,12 +195,12 @@ def dependencies(kernel: isa.KernelOp, instrs: list[Instr]) -> set[Dep]:
         if loop is None:
             continue
         xs, ys = tails[i][k], tails[j][k]
-        if overlap([(q, p) for p, q in forward], body, loop, True):
-            deps.add(Dep(body, loop, second.pipe, first.pipe, ys, xs, True))
-        if i != j and not same_run and overlap(forward, body, loop, True):
+        if needed(second.pipe, first.pipe) and overlap(forward, body, loop, True, back=True):
+            deps.append(Dep(body, loop, second.pipe, first.pipe, ys, xs, True))
+        if i != j and not same_run and needed(first.pipe, second.pipe) and overlap(forward, body, loop, True):
             carried = xs[0] == ys[0]
-            deps.add(Dep(body, loop if carried else None, first.pipe, second.pipe, xs, ys, carried))
-    return {d for d in deps if d.src != d.dst or d.src in PIPELINED}
+            deps.append(Dep(body, loop if carried else None, first.pipe, second.pipe, xs, ys, carried))
+    return deps
 
 
 def meeting_accesses(instrs: list[Instr]) -> dict[tuple[int, int], list[tuple[MemAccess, MemAccess]]]:
@@ -642,16 +653,40 @@ def _emit(pairs: list[Pair], ids: dict[Pair, int], barriers: list[tuple[Block, i
     gaps: dict[Block, set[int]] = defaultdict(set)
     for b, g in (*sets, *waits, *bars):
         gaps[b].add(g)
+    make = _SyncOps()
     for block, used in gaps.items():
         ops = list(block.ops)
         for g in sorted(used, reverse=True):  # back to front: indices stay valid
-            new: list[Operation] = [isa.SetFlagOp(*k) for k in sorted(sets.get((block, g), []), key=sort_key)]
-            new += [isa.WaitFlagOp(*k) for k in sorted(waits.get((block, g), []), key=sort_key)]
-            new += [isa.PipeBarrierOp(p) for p in sorted(bars.get((block, g), []), key=order.__getitem__)]
+            new: list[Operation] = [make.flag(isa.SetFlagOp, k) for k in sorted(sets.get((block, g), []), key=sort_key)]
+            new += [make.flag(isa.WaitFlagOp, k) for k in sorted(waits.get((block, g), []), key=sort_key)]
+            new += [make.barrier(p) for p in sorted(bars.get((block, g), []), key=order.__getitem__)]
             if g < len(ops):
                 block.insert_ops_before(new, ops[g])
             else:
                 block.add_ops(new)
+
+
+class _SyncOps:
+    """Builds sync ops from shared property attributes (attributes are immutable), through
+    `Operation.create`: the same ops as their constructors build, without the IRDL argument
+    checks and a new attribute per op (densenet121: 13.7k ops)."""
+
+    def __init__(self) -> None:
+        self._props: dict[tuple, dict] = {}
+
+    def flag(self, cls: type[isa.SetFlagOp] | type[isa.WaitFlagOp], key: tuple[isa.Pipe, isa.Pipe, int]) -> Operation:
+        props = self._props.get(key)
+        if props is None:
+            src, dst, event = key
+            props = self._props[key] = {"src_pipe": isa.PipeAttr(src), "dst_pipe": isa.PipeAttr(dst),
+                                        "event": IntegerAttr(event, i64)}
+        return cls.create(properties=props)
+
+    def barrier(self, pipe: isa.Pipe) -> Operation:
+        props = self._props.get(pipe)
+        if props is None:
+            props = self._props[pipe] = {"pipe": isa.PipeAttr(pipe)}
+        return isa.PipeBarrierOp.create(properties=props)
 
 
 def _depth(block: Block) -> int:
@@ -755,6 +790,10 @@ class InsertSyncPass(ModulePass):
     name = "insert-sync"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        with _old_objects_frozen():
+            self._apply(op)
+
+    def _apply(self, op: ModuleOp) -> None:
         target = module_target(op)
         done: dict[Hashable, isa.KernelOp] = {}
         kernels = [k for k in op.walk() if isinstance(k, isa.KernelOp)]
@@ -773,6 +812,23 @@ class InsertSyncPass(ModulePass):
                 done[key] = kernel
             else:
                 replay_sync(twin.body.block, kernel.body.block)
+
+
+@contextlib.contextmanager
+def _old_objects_frozen() -> Iterator[None]:
+    """The pass makes many short-lived containers while the module and the rest of the
+    compile stay alive, and each of the garbage collector's full collections walks all of
+    those (about a third of the pass on densenet121): the objects that exist before the
+    pass are frozen (`gc.freeze`) so that collections see only the pass's own objects,
+    which are collected as before. Left alone when someone else froze objects."""
+    if gc.get_freeze_count():
+        yield
+        return
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
 
 
 def _shape(kernel: isa.KernelOp) -> tuple:
@@ -796,8 +852,8 @@ def replay_sync(src: Block, dst: Block) -> None:
     ops = list(dst.ops)
     j = 0
     for op in list(src.ops):
-        if isinstance(op, isa.SYNC_OPS):
-            copy = op.clone()
+        if isinstance(op, isa.SYNC_OPS):  # (no operands, results or regions: `clone`'s walk is not needed)
+            copy = type(op).create(properties=op.properties, attributes=op.attributes, location=op.location)
             if j < len(ops):
                 dst.insert_op_before(copy, ops[j])
             else:

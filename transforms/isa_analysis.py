@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -203,6 +203,14 @@ def instructions(kernel: isa.KernelOp, target: targets.Target) -> list[Instr]:
     out = []
     memo = Patterns()
     locations: dict[SSAValue, tuple[tuple, int, int] | None] = {}
+    forms: dict[SSAValue | None, Affine] = {}  # many instructions share an offset or a window bound
+
+    def form(v: SSAValue | None) -> Affine:
+        f = forms.get(v)
+        if f is None:
+            f = forms[v] = affine(v)
+        return f
+
     for op in kernel_ops(kernel.body.block):
         if not isinstance(op, isa.InstructionOp):
             continue
@@ -221,14 +229,14 @@ def instructions(kernel: isa.KernelOp, target: targets.Target) -> list[Instr]:
                 raise UnplacedBufferError(f"{op.name} uses a buffer without an offset")
             key, base, _ = loc
             size = isa.itemsize(a.buffer.type)
-            rects = _windowed(op, a)
+            rects = _windowed(op, a, form)
             lo, hi = min(r.lo for r in rects), max(r.hi for r in rects)
-            accesses.append(MemAccess(key, base, size, affine(a.offset), lo, hi, a.write, a.buffer, rects, memo))
+            accesses.append(MemAccess(key, base, size, form(a.offset), lo, hi, a.write, a.buffer, rects, memo))
         out.append(Instr(op, op.PIPE, path, accesses, len(out)))
     return out
 
 
-def _windowed(op: Operation, a: isa.Access) -> tuple[isa.Rect, ...]:
+def _windowed(op: Operation, a: isa.Access, form: Callable[[SSAValue | None], Affine] = affine) -> tuple[isa.Rect, ...]:
     """A move's rectangle cut to the window it can have in any iteration: its reads always,
     its writes when it has no pad (an edge tile's copy to GM writes only the window, so two
     copies of adjacent row ranges through one strided rectangle do not overlap). Each
@@ -242,7 +250,7 @@ def _windowed(op: Operation, a: isa.Access) -> tuple[isa.Rect, ...]:
         return a.rects
     base, shape = 0, []
     for d, (n, stride) in enumerate(zip(sizes, rect.strides)):
-        lo_form, hi_form = affine(window[2 * d]), affine(window[2 * d + 1])
+        lo_form, hi_form = form(window[2 * d]), form(window[2 * d + 1])
         lo_r, hi_r = _range(Affine(lo_form.terms)), _range(Affine(hi_form.terms))
         first = 0 if lo_r is None else max(0, lo_r[0] + lo_form.const)
         last = n if hi_r is None else min(n, hi_r[1] + hi_form.const)
