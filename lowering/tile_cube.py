@@ -49,6 +49,7 @@ INNER_BATCH = True  # may a conv plan run the images in its inner loop (order "n
 GEMV = True  # are GEMV-shaped MatMuls (M one fractal) planned as a weight stream (`gemv`)?
 C04 = True  # may a conv with at most 4 input channels take K in 4-channel blocks (`_c04`)?
 C04_C0 = 4  # channels per K block of a C04 conv (GE's C04 format)
+SUBSAMPLE = True  # does a strided 1 x 1 conv copy in only the pixels it reads (`_fm_geometry`)?
 
 
 def _ceil(a: int, b: int) -> int:
@@ -167,6 +168,9 @@ def _conv_problem(op: g.Conv2dOp | g.QuantConv2dOp, block: Block, weight_value: 
     if _c04(prob, weight_value):
         _make_c04(prob, weight_value)
         return prob
+    cv = prob.conv
+    if SUBSAMPLE and kh == kw == 1 and max(cv["strides"]) > 1 and not any(cv["pads"]):
+        cv["sub"] = tuple(cv["strides"])
     if not fz_ok:
         if weight_value is None:
             raise Unsupported("conv weights that are not FRACTAL_Z constants cannot be rearranged at compile time")
@@ -406,12 +410,22 @@ class CubePlan:
                 f"buffers l1={self.l1_buffers} l0={self.l0_buffers} l0c={self.l0c_buffers} ub={self.ub_buffers}; {used}")
 
 
+def _fm_geometry(cv: dict) -> tuple[int, int, tuple[int, int]]:
+    """(rows, width, strides) of the feature map as the L1 holds it: the input image, or
+    for a strided 1 x 1 conv without pads (`sub`: ResNet's projection shortcuts) only the
+    pixels it reads -- the copy-in takes every s-th row and column, and the Cube sees a 1 x 1
+    stride-1 conv on an oh x ow map (a quarter of the bytes for stride 2)."""
+    if cv.get("sub"):
+        return cv["oh"], cv["ow"], (1, 1)
+    return cv["h"], cv["w"], tuple(cv["strides"])
+
+
 def _fmap_rows(p: CubeProblem, tm: int) -> int:
     """Input rows the L1 feature map holds for an M tile of tm pixels."""
     cv = p.conv
     ow, oh = cv["ow"], cv["oh"]
     rows_out = min(oh, tm // ow if tm % ow == 0 else (tm - 1) // ow + 2)
-    return (rows_out - 1) * cv["strides"][0] + (cv["kh"] - 1) * cv["dilations"][0] + 1
+    return (rows_out - 1) * _fm_geometry(cv)[2][0] + (cv["kh"] - 1) * cv["dilations"][0] + 1
 
 
 @dataclass
@@ -537,7 +551,7 @@ def sizes(p: CubeProblem, tm: int, tn: int, tk: int, kl1: int, f: _Fixed | None 
     elif p.kind == "conv":
         cv = p.conv
         ncb = kl1 // (cv["kh"] * cv["kw"] * p.c0)
-        a_l1 = ncb * p.c0 * _fmap_rows(p, tm) * cv["w"] * ab
+        a_l1 = ncb * p.c0 * _fmap_rows(p, tm) * _fm_geometry(cv)[1] * ab
         if cv.get("c04") and p.a_fmt == "nc1hwc0":  # 4 of each pixel's 16 channels: one 32-B burst each
             a_cap, a_l1 = a_l1, a_l1 * cv["src_c0"] // p.c0
     else:
@@ -655,10 +669,11 @@ def _fmap_miss(p: CubeProblem, tm: int, loads: int, s: _Sizes, chunks: int, weig
     hoisted; the rows an earlier read brought in hit the L2 while the launch's reads fit it."""
     cv = p.conv
     rows = _fmap_rows(p, tm)
-    unique = s.a_l1 * cv["h"] / rows * p.batch * p.groups * chunks  # the whole feature map (these channels)
+    h = _fm_geometry(cv)[0]
+    unique = s.a_l1 * h / rows * p.batch * p.groups * chunks  # the whole feature map (these channels)
     if unique + weights > l2:
         return 1.0
-    return min(1.0, cv["h"] / (_ceil(p.m, tm) * rows * loads))
+    return min(1.0, h / (_ceil(p.m, tm) * rows * loads))
 
 
 def _core_tiles(p: CubeProblem, tm: int, tn: int, order: str, blocks: int, split: int,
@@ -1254,10 +1269,10 @@ class _CubeEmitter:
         if p.kind == "conv":
             cv = p.conv
             ncb = pl.kl1 // (cv["kh"] * cv["kw"] * p.c0)
-            rows = _fmap_rows(p, pl.tm)
+            rows, width = _fmap_rows(p, pl.tm), _fm_geometry(cv)[1]
             if p.a_fmt == "nc1hwc0":
-                return (1, ncb, rows, cv["w"], p.c0)
-            return (1, ncb * p.c0, rows, cv["w"])
+                return (1, ncb, rows, width, p.c0)
+            return (1, ncb * p.c0, rows, width)
         ka = self.a_k()
         if p.a_fmt == "nd":
             return (1, pl.tm, ka)
@@ -1288,14 +1303,15 @@ class _CubeEmitter:
         if p.kind == "conv":
             cv = p.conv
             ncb = shape[1] if p.a_fmt == "nc1hwc0" else shape[1] // p.c0
-            row = b.sub(b.mul(b.div(m0, cv["ow"]), cv["strides"][0]), cv["pads"][0], "ih")
-            self.h = row
+            row = b.sub(b.mul(b.div(m0, cv["ow"]), _fm_geometry(cv)[2][0]), cv["pads"][0], "ih")
+            self.h = row  # in the map's rows (`_fm_geometry`)
+            sh, sw = cv.get("sub", (1, 1))
             cstart = b.add_(b.mul(gi, cv["cg_e"]), b.mul(kc, ncb * p.c0))
             if p.a_fmt == "nc1hwc0":
-                offs = [bi, _div_exact(b, cstart, p.c0), row, 0, 0]
+                offs, steps = [bi, _div_exact(b, cstart, p.c0), b.mul(row, sh), 0, 0], (1, 1, sh, sw, 1)
             else:
-                offs = [bi, cstart, row, 0]
-            b.copy(a_gm, offs, a_l1, None, shape, pad=0.0)
+                offs, steps = [bi, cstart, b.mul(row, sh), 0], (1, 1, sh, sw)
+            b.copy(a_gm, offs, a_l1, None, shape, strides=steps, pad=0.0)
             return
         k = b.mul(kc, pl.kl1)
         ba = self.operand_batch(bi, p.a_batch_strides) if p.a_batched else 0
@@ -1364,7 +1380,7 @@ class _CubeEmitter:
             op = t.Img2colOp.build(
                 operands=[a_l1, l0a, b.value(m0), b.value(k), b.value(c), b.value(self.h)],
                 properties={
-                    "kernel": t.int_array((cv["kh"], cv["kw"])), "strides": t.int_array(cv["strides"]),
+                    "kernel": t.int_array((cv["kh"], cv["kw"])), "strides": t.int_array(_fm_geometry(cv)[2]),
                     "dilations": t.int_array(cv["dilations"]), "pads": t.int_array(cv["pads"][:2]),
                     "out_size": t.int_array((cv["oh"], cv["ow"])),
                     "channels": IntegerAttr(cv["cg_e"], 64), "c0": IntegerAttr(p.c0, 64),

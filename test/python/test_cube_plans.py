@@ -210,6 +210,24 @@ def test_c04_not_for_wider_or_1x1_convs(monkeypatch):
         assert close(out, reference(model, inputs))
 
 
+@pytest.mark.parametrize("hw,s", [(14, 2), (15, 2), (13, 3)], ids=["14_s2", "15_s2", "13_s3"])
+def test_strided_1x1_conv_copies_only_its_pixels(hw, s, monkeypatch):
+    """A strided 1 x 1 conv without pads (ResNet's projection shortcut) copies in every s-th
+    row and column only: the Cube sees a stride-1 conv on the oh x ow map; same result as
+    onnxruntime, and the kernel reads at least (1 - 1 / s) of the feature map's bytes fewer
+    than with whole rows (it skips s - 1 of every s rows; 10% slack for the edge rows)."""
+    model = conv_model(2, 64, 32, hw, 1, s)
+    inputs = feeds(model)
+    out, p, kernel = conv_run(model, inputs, monkeypatch)
+    assert p.conv["sub"] == (s, s)
+    assert close(out, reference(model, inputs))
+    monkeypatch.setattr(tile_cube, "SUBSAMPLE", False)
+    out_rows, p_rows, kernel_rows = conv_run(model, inputs, monkeypatch)
+    assert "sub" not in p_rows.conv and close(out_rows, reference(model, inputs))
+    fmap = 2 * 4 * hw * hw * 16 * 2  # the f16 NC1HWC0 input's bytes
+    assert kernel_rows.work["gm_read"] - kernel.work["gm_read"] >= fmap * (1 - 1 / s) * 0.9
+
+
 def test_fmap_rows_hit_the_l2():
     """A 7 x 7 stride-2 conv's M tile of one output row (112 pixels) reads 7 input rows of
     which the next tile reads 5 again: 224 rows of the image over 112 tiles x 7 rows miss
