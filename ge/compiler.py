@@ -260,7 +260,7 @@ class _Pipeline:
                 once = self.untimed("kernel-copies", lambda: _distinct_kernels(module, probes))
             on = module if once is None else once.work
             check = self.verifies(stages, number - 1)
-            with probes if stage == "fuse" else contextlib.nullcontext():
+            with probes if stage in ("fuse", "tile") else contextlib.nullcontext():  # tile copies the probes' tilings
                 self.timed(stage, lambda p=p, on=on, check=check: (p.apply(ctx, on), check and on.verify()))
             if once is not None and stage == ISA_STAGES[1]:
                 self.untimed("kernel-copies", once.add_probe_kernels)

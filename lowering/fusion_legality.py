@@ -17,7 +17,9 @@ and kept in `PROBE_BUGS` (the fuzzer reports it).
 Inside a `ProbeScope` (`ge.compile` opens it around a gear) a probe that builds
 also keeps its kernel after `plan-local-memory`, keyed by the `structure_key` of its tiled
 kernel: the real pipeline's isa stages then take a kernel of the same key from there
-instead of lowering and planning it a second time (lowering/kernel_dedup.py).
+instead of lowering and planning it a second time (lowering/kernel_dedup.py); it also keeps
+its tiling, which the `tile` stage copies for a kernel of the same structure instead of
+tiling it again (lowering/tile.py `SHARED_TILINGS`).
 """
 
 from __future__ import annotations
@@ -162,24 +164,36 @@ _KEPT: ContextVar[ProbeKernels | None] = ContextVar("ge_probe_kernels", default=
 
 class ProbeScope:
     """Probes run inside `with scope:` keep the kernels they build (with the default
-    `to-isa` and `plan-local-memory` options) in `scope.kernels`; a disabled scope keeps
-    none. `ge.compile` opens one around `fuse`."""
+    `to-isa` and `plan-local-memory` options) in `scope.kernels`, and their tilings in
+    `scope.tilings`, which every `tile` run inside the scope copies from (lowering/tile.py
+    `SHARED_TILINGS`); a disabled scope keeps none. `ge.compile` opens one around `fuse`
+    and again around `tile`."""
 
     def __init__(self, enabled: bool = True):
+        from ge.lowering.tile import Tilings
+
         self.enabled = enabled
         self.kernels: ProbeKernels = {}
-        self._token = None
+        self.tilings: Tilings = {}
+        self._tokens = None
 
     def __enter__(self) -> ProbeScope:
-        self._token = _KEPT.set(self.kernels if self.enabled else None)
+        from ge.lowering.tile import SHARED_TILINGS
+
+        self._tokens = (_KEPT.set(self.kernels if self.enabled else None),
+                        SHARED_TILINGS.set(self.tilings if self.enabled else None))
         return self
 
     def __exit__(self, *exc) -> None:
-        _KEPT.reset(self._token)
+        from ge.lowering.tile import SHARED_TILINGS
+
+        _KEPT.reset(self._tokens[0])
+        SHARED_TILINGS.reset(self._tokens[1])
 
 
 def _probe(ops: Sequence[Operation], target: targets.Target) -> str | None:
     from ge.lowering.kernel_dedup import PROBE_BLIND, defined_values, structure_key
+    from ge.lowering.tile import tile_module
     from ge.transforms import get_all_ge_passes
 
     kept = _KEPT.get()
@@ -193,7 +207,10 @@ def _probe(ops: Sequence[Operation], target: targets.Target) -> str | None:
                 key = (target.name, structure_key(tiled, PROBE_BLIND))
                 hints = [v.name_hint for v in defined_values(tiled)]
                 attrs = list(tiled.attributes)
-            passes[name]()().apply(ctx, module)
+            if name == "tile" and kept is not None:  # its tiling kept for the tile stage
+                tile_module(module, target, keep_all=True)
+            else:
+                passes[name]()().apply(ctx, module)
     except (PassFailedException, DiagnosticException, VerifyException, GeError) as e:  # a refusal: the group does not build
         return str(e).splitlines()[0] if str(e) else type(e).__name__
     except Exception as e:  # an internal error in a later stage: a bug; the group is not safe to form

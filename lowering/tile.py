@@ -32,6 +32,7 @@ import re
 import sys
 from collections import Counter
 from collections.abc import Hashable
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 import numpy as np
@@ -47,7 +48,7 @@ from ge.dialects.blobs import attr_array, constant_attr
 from ge.lowering import tile_cube as cube
 from ge.lowering import tile_move as move
 from ge.lowering import tile_vector as vec
-from ge.lowering.kernel_dedup import defined_values, structure_key
+from ge.lowering.kernel_dedup import PROBE_BLIND, defined_values, structure_key
 from ge.lowering.tile_cost import Machine, Roofline
 from ge.lowering.tile_ir import KernelBuilder
 from ge.runtime import layouts
@@ -182,11 +183,16 @@ class _KernelTiler:
 
     def copy_of(self, template: t.KernelOp, report: KernelReport, names: _Names) -> KernelReport:
         """This kernel tiled as its twin was: a copy of the twin's tiled kernel (`template`,
-        tiled with placeholder names) named for this one, and its own weights rebuilt for
-        the Cube as `cube_kernel` rebuilds them."""
+        tiled with placeholder names) with this one's names, kind and attributes, and its
+        own weights rebuilt for the Cube as `cube_kernel` rebuilds them."""
         new = template.clone()
         new.properties["sym_name"] = StringAttr(self.name)
+        new.properties["kind"] = self.kernel.kind
         new.location = self.kernel.location
+        tiled = {k: new.attributes[k] for k in _TILE_ATTRS}  # as `new_kernel` and `finish` order them
+        new.attributes.clear()
+        new.attributes.update(self.kernel.attributes)
+        new.attributes.update(tiled)
         names.put(new)
         problem = report.problem
         if cube.is_cube_group(self.block):
@@ -261,6 +267,7 @@ def _bytes(v: SSAValue) -> int:
     return numpy_dtype(ty.element_type).itemsize * math.prod(ty.get_shape())
 
 
+_TILE_ATTRS = ("tile.plan", "tile.cycles", "tile.bound")
 _PLACEHOLDER = "getwin"
 _VALUE = re.compile(_PLACEHOLDER + r"v(\d+)z")
 _PLACE = re.compile(_PLACEHOLDER + r"l(\d+)z")
@@ -301,10 +308,11 @@ class _Names:
 
 
 def _twin_key(kernel: t.KernelOp, launch: t.LaunchOp | None) -> Hashable | None:
-    """What a kernel's tiling depends on: its structure, which of its inputs are constant
-    (weights the Cube reads rebuilt), which of its values have no name, and the order of
-    every op's properties and attributes (a copy keeps its template's). None: tiled on its
-    own (a plugin's kernel, placeholder text in a name or location)."""
+    """What a kernel's tiling depends on: its structure (not its kind and fusion rules,
+    which the tiler only copies: a fusion probe's kernel has none), which of its inputs are
+    constant (weights the Cube reads rebuilt), which of its values have no name, and the
+    order of its ops' properties and attributes (a copy keeps its template's). None: tiled
+    on its own (a plugin's kernel, placeholder text in a name or location)."""
     if plugin_tile.is_custom_group(kernel.body.block.first_op.body.block):
         return None
     hints = tuple(v.name_hint is None for v in defined_values(kernel))
@@ -313,25 +321,35 @@ def _twin_key(kernel: t.KernelOp, launch: t.LaunchOp | None) -> Hashable | None:
             isinstance(op.location, NameLoc) and _PLACEHOLDER in op.location.desc.data for op in ops):
         return None
     consts = None if launch is None else tuple(isinstance(v.owner, t.ConstOp) for v in launch.operands)
-    order = tuple((tuple(op.properties), tuple(op.attributes)) for op in ops)
-    return structure_key(kernel), consts, hints, order
+    order = tuple((tuple(op.properties), tuple(op.attributes)) for op in ops[1:])
+    return structure_key(kernel, PROBE_BLIND), consts, hints, order
+
+
+# Tilings by `_twin_key` -> (the tiled kernel under placeholder names, its report).
+Tilings = dict[Hashable, tuple[t.KernelOp, KernelReport]]
+# Tilings shared by the `tile` runs of one compile (fuse's probes and the tile stage; a
+# `ProbeScope` sets it, lowering/fusion_legality.py), None outside one.
+SHARED_TILINGS: ContextVar[Tilings | None] = ContextVar("ge_shared_tilings", default=None)
 
 
 class _Twins:
-    """One tile pass's tilings by structure (ResNet repeats its blocks): the first kernel of
-    a structure that occurs again is tiled under placeholder names (`_Names`) and a copy of
-    its tiling is kept; the others get that copy with their own names and locations put in,
-    the same kernel `tile` would build for them (`test_compile_speed.py` compares)."""
+    """Tilings by structure (ResNet repeats its blocks): the first kernel of a structure
+    that occurs again in the module -- or, with `keep_all`, every kernel -- is tiled under
+    placeholder names (`_Names`) and a copy of its tiling is kept (in `store`, shared with
+    the compile's other tile runs, when given); a kernel of a kept structure gets that copy
+    with its own names and locations put in, the same kernel `tile` would build for it
+    (`test_compile_speed.py` compares)."""
 
-    def __init__(self, kernels: list[t.KernelOp], launches: dict[str, t.LaunchOp]):
+    def __init__(self, kernels: list[t.KernelOp], launches: dict[str, t.LaunchOp], store: Tilings | None = None,
+                 keep_all: bool = False):
         self.keys = {k: _twin_key(k, launches.get(k.sym_name.data)) for k in kernels}
         counts = Counter(key for key in self.keys.values() if key is not None)
-        self.repeated = {key for key, n in counts.items() if n > 1}
-        self.templates: dict[Hashable, tuple[t.KernelOp, KernelReport]] = {}
+        self.keep = set(counts) if keep_all else {key for key, n in counts.items() if n > 1}
+        self.templates: Tilings = {} if store is None else store
 
     def tile(self, tiler: _KernelTiler) -> KernelReport:
         key = self.keys[tiler.kernel]
-        if key not in self.repeated:
+        if key is None or (key not in self.keep and key not in self.templates):
             return tiler.run()
         names = _Names(tiler.kernel)
         if key in self.templates:
@@ -350,14 +368,17 @@ class _Twins:
         return report
 
 
-def tile_module(module: ModuleOp, target: targets.Target, copy_twins: bool = True) -> list[KernelReport]:
+def tile_module(module: ModuleOp, target: targets.Target, copy_twins: bool = True,
+                keep_all: bool = False) -> list[KernelReport]:
     """Tile every untiled kernel of `module` for `target`; returns what was chosen.
-    `copy_twins`: a kernel structurally equal to one tiled before gets a renamed copy of
-    its tiling (`_Twins`; the same module as tiling it again)."""
+    `copy_twins`: a kernel structurally equal to one tiled before (in this module, or in
+    the compile's `SHARED_TILINGS`) gets a renamed copy of its tiling (`_Twins`; the same
+    module as tiling it again); `keep_all` keeps every kernel's tiling there (a fusion
+    probe's, for the tile stage)."""
     mach = Machine(target)
     launches = {op.callee.root_reference.data: op for op in module.walk() if isinstance(op, t.LaunchOp)}
     untiled = [k for k in module.ops if isinstance(k, t.KernelOp) and isinstance(k.body.block.first_op, t.UntiledOp)]
-    twins = _Twins(untiled, launches) if copy_twins else None
+    twins = _Twins(untiled, launches, SHARED_TILINGS.get(), keep_all) if copy_twins else None
     reports = []
     for kernel in untiled:
         tiler = _KernelTiler(module, kernel, mach, launches.get(kernel.sym_name.data))

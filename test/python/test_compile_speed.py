@@ -309,9 +309,11 @@ def test_fuse_probes_are_each_fused_kernels_first_lowering(monkeypatch):
     """`fuse`'s legality probes tile, lower and plan each distinct multi-op group once, and
     the compile keeps all of that work: every probe's kernel is the isa kernel of a distinct
     kernel (kernel-copies takes it), `to-isa` lowers only the distinct kernels no probe built,
-    so each distinct kernel is lowered once in all. Repeated blocks share one probe (5
-    legality questions, 3 probes); 6 kernels, 4 distinct, 3 of them probed."""
-    from ge.lowering import fuse, fusion_legality, kernel_dedup, to_isa
+    and the tile stage copies the probes' tilings (lowering/tile.py `SHARED_TILINGS`), so
+    each distinct kernel is tiled and lowered once in all. Repeated blocks share one probe (5
+    legality questions, 3 probes); 6 kernels, 4 distinct, 3 of them probed: the tile stage
+    builds 1 kernel body (6 before tilings were copied)."""
+    from ge.lowering import fuse, fusion_legality, kernel_dedup, tile_cube, tile_vector, to_isa
 
     counts: dict[str, int] = {}
     inside: list[bool] = [False]
@@ -330,6 +332,13 @@ def test_fuse_probes_are_each_fused_kernels_first_lowering(monkeypatch):
         counts[where] = counts.get(where, 0) + 1
         return real_lower(*args, **kwargs)
 
+    def emitting(real):
+        def emit(*args, **kwargs):
+            where = "tiled in probes" if inside[0] else "tiled by tile"
+            counts[where] = counts.get(where, 0) + 1
+            return real(*args, **kwargs)
+        return emit
+
     real_init = kernel_dedup.DistinctKernels.__init__
 
     def distinct(self, module, probes=None):
@@ -339,9 +348,11 @@ def test_fuse_probes_are_each_fused_kernels_first_lowering(monkeypatch):
     monkeypatch.setattr(fusion_legality, "_probe", probe)
     monkeypatch.setattr(to_isa, "lower_kernel", lower)
     monkeypatch.setattr(kernel_dedup.DistinctKernels, "__init__", distinct)
+    monkeypatch.setattr(tile_cube, "emit_cube", emitting(tile_cube.emit_cube))
+    monkeypatch.setattr(tile_vector, "emit_vector", emitting(tile_vector.emit_vector))
     _counting(monkeypatch, fuse, "group_tiles", counts, "questions")
     model, _ = _repeated_blocks()
     with blob_scope():
         ge.compile(model.SerializeToString())
-    assert counts == {"questions": 5, "probes": 3, "lowered in probes": 3, "kernels": 6, "distinct": 4, "probed": 3,
-                      "lowered by to-isa": 1}, counts
+    assert counts == {"questions": 5, "probes": 3, "tiled in probes": 3, "lowered in probes": 3, "kernels": 6,
+                      "distinct": 4, "probed": 3, "tiled by tile": 1, "lowered by to-isa": 1}, counts
