@@ -1,17 +1,19 @@
-"""A faster IRDL check for ge's own ops: the same verdict as xDSL's generated `verify_`.
+"""A faster IRDL check for ge's ops: the same verdict as xDSL's generated `verify_`.
 
-Why: verifying resnet50's isa kernels (15k ops) took 0.8 s CPU, three quarters of it in
-xDSL's generic `OpDef.verify` -- its variadic-size bookkeeping (four lookups per op), its
-operand accessors and its constraint objects -- rather than in ge's own `verify_` checks.
+Why: verifying resnet50's isa kernels (15k ops) took 0.9 s CPU, most of it in xDSL's
+generic `OpDef.verify` -- its variadic-size bookkeeping (four lookups per op), its operand
+accessors and its constraint objects -- rather than in ge's own `verify_` checks.
 
-`install(dialect)` gives every op class of a ge dialect a `verify_` that checks, per op:
+`install(dialect)` gives every op class of a dialect (ge's, and xDSL's arith and scf, whose
+index arithmetic and loops are half the kernels' ops) a `verify_` that checks, per op:
 operand and result counts (directly, or from the decoded `operandSegmentSizes`), their
-types (a `BaseAttr` constraint as an isinstance test, any other constraint through xDSL in
-the same order and with one `VerificationContext`, as `OpDef.verify` does), regions,
-successors, properties, attributes and traits, then runs the op's own `verify_`. Whenever
-this check finds anything wrong, or meets a shape it does not handle, it runs xDSL's
-generated `verify_` instead, which raises xDSL's own message: a valid op passes both, an
-invalid one fails with the same error.
+types (a constraint that binds no variable -- a base type, an exact attribute, a
+parametrized one of those -- as a plain test; any other through xDSL, in the same order
+and with one `VerificationContext`, as `OpDef.verify` does), regions, successors,
+properties, attributes and traits, then runs the op's own `verify_`. Whenever this check
+finds anything wrong, or meets a shape it does not handle, it runs xDSL's generated
+`verify_` instead, which raises xDSL's own message: a valid op passes both, an invalid
+one fails with the same error (test_fast_verify.py).
 """
 
 from __future__ import annotations
@@ -28,11 +30,13 @@ from xdsl.irdl import (
     AttrSizedResultSegments,
     AttrSizedSuccessorSegments,
     BaseAttr,
+    EqAttrConstraint,
     EqIntConstraint,
     IRDLOperation,
     OptAttributeDef,
     OptionalDef,
     OptPropertyDef,
+    ParamAttrConstraint,
     RangeLengthConstraint,
     RangeOf,
     VariadicDef,
@@ -46,7 +50,7 @@ _Check = Callable[[Operation, VerificationContext], bool]
 
 
 def _range_test(constr) -> Callable[[tuple], bool] | None:
-    """An isinstance test for a range constraint that only names a base type (None: other)."""
+    """A range constraint as a plain test, when it binds no variable (None: other)."""
     length = None
     if isinstance(constr, RangeLengthConstraint) and isinstance(constr.length, EqIntConstraint):
         length, constr = constr.length.value, constr.constraint
@@ -55,14 +59,19 @@ def _range_test(constr) -> Callable[[tuple], bool] | None:
     inner = constr.constr
     if isinstance(inner, AnyAttr):
         return (lambda ts: True) if length is None else (lambda ts: len(ts) == length)
-    if not isinstance(inner, BaseAttr):
+    if isinstance(inner, BaseAttr):  # the common case, inlined
+        base = inner.attr
+        if length == 1:
+            return lambda ts: len(ts) == 1 and isinstance(ts[0], base)
+        if length is None:
+            return lambda ts: all(isinstance(t, base) for t in ts)
+        return lambda ts: len(ts) == length and all(isinstance(t, base) for t in ts)
+    test = _attr_test(inner)
+    if test is None:
         return None
-    base = inner.attr
-    if length == 1:
-        return lambda ts: len(ts) == 1 and isinstance(ts[0], base)
     if length is None:
-        return lambda ts: all(isinstance(t, base) for t in ts)
-    return lambda ts: len(ts) == length and all(isinstance(t, base) for t in ts)
+        return lambda ts: all(test(t) for t in ts)
+    return lambda ts: len(ts) == length and all(test(t) for t in ts)
 
 
 def _types(defs) -> list[tuple[Callable[[tuple], bool] | None, Any]]:
@@ -142,11 +151,28 @@ def _values_check(op_def, construct: VarIRConstruct, option_cls) -> _Check | Non
 
 
 def _attr_test(constr) -> Callable[[Any], bool] | None:
+    """An attribute constraint as a plain test, when it binds no variable (None: other)."""
     if isinstance(constr, AnyAttr):
         return lambda a: True
     if isinstance(constr, BaseAttr):
         base = constr.attr
         return lambda a: isinstance(a, base)
+    if isinstance(constr, EqAttrConstraint):
+        want = constr.attr
+        return lambda a: a == want
+    if isinstance(constr, ParamAttrConstraint):
+        tests = [_attr_test(c) for c in constr.param_constrs]
+        if any(t is None for t in tests):
+            return None
+        base, n = constr.base_attr, len(tests)
+
+        def params(a) -> bool:
+            if not isinstance(a, base):
+                return False
+            ps = a.parameters
+            return len(ps) == n and all(t(p) for t, p in zip(tests, ps))
+
+        return params
     return None
 
 

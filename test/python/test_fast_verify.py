@@ -1,9 +1,9 @@
 """dialects/fast_verify.py gives the same verdict as xDSL's generated `verify_`: on every op
 (ge's, and the arith and scf ops in the kernels) of a compiled model's graph-, tile- and
 isa-level IR both pass, and on ops broken in the
-ways a pass could break them (a required property dropped, an unknown one added, an operand
-of the wrong type, wrong operand segment sizes, an operand too many) both raise the same
-error."""
+ways a pass could break them (a required property dropped, an unknown one added, one of
+another kind or width, an operand of the wrong type, wrong operand segment sizes, an
+operand too many) both raise the same error."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from xdsl.dialects import arith, scf
 from xdsl.dialects import test as xdsl_test
-from xdsl.dialects.builtin import DenseArrayBase, UnitAttr, i1, i32
+from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, StringAttr, UnitAttr, i1, i32
 from xdsl.irdl import OptPropertyDef
 from xdsl.utils.exceptions import VerifyException
 
@@ -99,6 +99,9 @@ def _mutations(op):
     if required:
         yield "drop " + required[0], set_props({k: v for k, v in props.items() if k != required[0]}), restore
     yield "unknown property", set_props({**props, "ge_bogus": UnitAttr()}), restore
+    for name in list(props)[:2]:  # a value of another kind, or an integer of another width
+        yield f"{name} as text", set_props({**props, name: StringAttr("x")}), restore
+        yield f"{name} as i1", set_props({**props, name: IntegerAttr(1, i1)}), restore
     if "operandSegmentSizes" in props:
         sizes = [int(v) for v in props["operandSegmentSizes"].get_values()]
         wrong = DenseArrayBase.from_list(i32, [sizes[0] + 1, *sizes[1:]])
