@@ -17,7 +17,11 @@ Costs:
   so the launch never moves more than `hbm_total` bytes in any interval of a cycle, one
   core's path never more than its rate, and a core running alone gets its full path rate.
   The blocks are simulated one after another, so an earlier-simulated block's transfers
-  get the bandwidth first (arbitration by simulation order, not fair share). Launches of
+  would get the bandwidth first and the last cores find it taken. Instead, in each round
+  of blocks over the cores, the first block's reads take whatever is free (they fetch what
+  the other blocks may share); its writes, and every later block's transfers, leave each
+  block still to come its fair share (`hbm_total / active`) and take at least half their
+  own (a core's reads and writes run at once) (`CostModel.start_block`). Launches of
   concurrent streams share the HBM through the executor (`HbmCalendar`).
 - the L2 (`memory.l2`, `dma.l2_*`; `L2`): a 32-B GM block a read brought in from HBM is
   resident from the moment that transfer ends. A later read of a resident block (any core)
@@ -243,6 +247,7 @@ class CostModel:
         self.l2_bytes = 0.0
         self.transfers: list | None = None
         self._rates: dict[str, float] = {}  # dma field -> bytes per cycle
+        self._reserve, self._first = 0.0, True  # start_block
 
     def _dma_rate(self, path: str) -> float:
         rate = self._rates.get(path)
@@ -263,6 +268,18 @@ class CostModel:
         self.hbm.forget_before(t)
         self.l2_bandwidth.forget_before(t)
 
+    def start_block(self, position: int, later: int) -> None:
+        """The next block simulated is the `position`-th of its round over the cores, with
+        `later` blocks of the round still to come. Its writes, and the reads of every block
+        but the round's first, leave each block still to come its fair share (rate / active
+        cores) and take at least half their own (its reads and writes may run at once); the
+        first block's reads take whatever is free (they fetch what the later blocks may
+        share)."""
+        for bw in (self.hbm, self.l2_bandwidth):
+            bw.share = bw.rate / self.active / 2  # a core's share, half for its reads, half for its writes
+        self._reserve = later / self.active  # of a bandwidth's rate
+        self._first = position == 0
+
     def _rate(self, gbs: float) -> float:
         return self.target.bytes_per_cycle(gbs)
 
@@ -277,13 +294,15 @@ class CostModel:
         hbm = misses * self.block
         if hbm:
             miss_moved = moved - hit  # the DMA's bytes at its path rate; HBM supplies `hbm` of them
-            end = self.hbm.transfer(t, hbm, hbm_rate * hbm / miss_moved)
+            reserve = 0.0 if self._first else self._reserve * self.hbm.rate
+            end = self.hbm.transfer(t, hbm, hbm_rate * hbm / miss_moved, reserve)
             self.l2.fill(handle, t, end)
             self.hbm_bytes += hbm
         if hit:
             self.l2_bytes += hit
             begin = max(end, latest - hit / l2_rate)
-            end = max(self.l2_bandwidth.transfer(begin, hit, l2_rate), latest)
+            reserve = 0.0 if self._first else self._reserve * self.l2_bandwidth.rate
+            end = max(self.l2_bandwidth.transfer(begin, hit, l2_rate, reserve), latest)
         if self.transfers is not None:
             self.transfers.append((core, t, end, hbm, hit, moved, region, first_byte, rect, latest))
         return end
@@ -291,7 +310,7 @@ class CostModel:
     def _write(self, t: float, core: int, moved: float, rate: float) -> float:
         """A GM write of `moved` burst bytes from t, all to HBM, at up to `rate`."""
         self.hbm_bytes += moved
-        end = self.hbm.transfer(t, moved, rate)
+        end = self.hbm.transfer(t, moved, rate, self._reserve * self.hbm.rate)
         if self.transfers is not None:
             self.transfers.append((core, t, end, moved, 0.0, moved, -1, 0, None, -math.inf))
         return end
@@ -350,16 +369,21 @@ class Bandwidth:
     it is in use, piecewise constant -- `times[k]` to `times[k + 1]` (the last segment to
     infinity) uses `used[k]`. A transfer takes, from its start on, at most its own `limit`
     and whatever the transfers placed before it leave free, until its bytes have moved;
-    so the bytes moved in any interval never exceed rate x its length."""
+    so the bytes moved in any interval never exceed rate x its length.
+
+    A transfer's `reserve` (bytes per cycle) is left free for transfers still to come, down
+    to a floor of `share` for it: with it, `CostModel.start_block` keeps the cores simulated
+    later from finding the bandwidth taken by the ones simulated first."""
 
     def __init__(self, rate: float):
         self.rate = rate
         self.times: list[float] = [0.0]
         self.used: list[float] = [0.0]
+        self.share = rate
 
-    def transfer(self, t: float, nbytes: float, limit: float) -> float:
-        """Move `nbytes` from time t (>= 0) at up to `limit` bytes per cycle; returns when
-        the last byte has moved."""
+    def transfer(self, t: float, nbytes: float, limit: float, reserve: float = 0.0) -> float:
+        """Move `nbytes` from time t (>= 0) at up to `limit` bytes per cycle, leaving
+        `reserve` free (see the class); returns when the last byte has moved."""
         if nbytes <= 0:
             return t
         times, used, cap = self.times, self.used, self.rate
@@ -373,13 +397,24 @@ class Bandwidth:
             times.insert(i + 1, t)
             used.insert(i + 1, used[i])
             i += 1
+        share = self.share
         n, left, j = len(times), nbytes, i
+        takes = []
         while True:
             take = cap - used[j]
+            if reserve:  # leave `reserve` to later transfers, but take at least `share`
+                soft = take - reserve
+                if soft < share:
+                    soft = share
+                if take > soft:
+                    take = soft
             if take > limit:
                 take = limit
+            if take < 1e-9 * cap:
+                take = 0.0
+            takes.append(take)
             nxt = times[j + 1] if j + 1 < n else math.inf
-            if take > 1e-9 * cap:
+            if take:
                 room = take * (nxt - times[j])
                 if room >= left:
                     end = times[j] + left / take
@@ -391,8 +426,8 @@ class Bandwidth:
             used.insert(j + 1, used[j])
         else:
             end = nxt
-        for k in range(i, j + 1):
-            u = used[k] + limit
+        for k, take in enumerate(takes, i):
+            u = used[k] + take
             used[k] = cap if u > cap else u
         for k in range(min(j + 1, len(times) - 1), max(i, 1) - 1, -1):  # merge equal neighbours
             if used[k] == used[k - 1]:

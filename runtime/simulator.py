@@ -1035,6 +1035,7 @@ class Simulator:
                 pipes.shift(pipes.end)
                 if block >= active and core == 0:  # every core has started: forget the bandwidths' past
                     st.cost.forget_before(min(c.earliest for c in core_pipes))
+                st.cost.start_block(core, min(active, prog.block_dim - block + core) - 1 - core)
                 st.start_block(block, core, pipes)
             else:
                 st.block, st.regs = block, list(prog.registers)
