@@ -178,7 +178,7 @@ def test_a_shared_operand_is_not_paced_at_a_share_of_the_hbm():
 def test_disjoint_blocks_share_the_hbm_in_time(recorded):
     """32 blocks reading 64 KB each (nothing shared) and writing 8 KB: 2.25 MB cannot cross
     HBM faster than hbm_total (the old fixed hbm_total / 32 per core took 3,410 cycles,
-    launch included; now 3,290). The first-simulated block takes what is free and the later
+    launch included; now 3,259). The first-simulated block takes what is free and the later
     ones leave the blocks still to come their fair share, so the last core is at most one
     core's bytes at its path rates (and start-ups) behind the HBM bound -- what arbitration
     by simulation order costs."""
