@@ -14,8 +14,8 @@ Costs:
   every write -- MTE3, FixPipe) take `dma.hbm_total`, the L2's hits `dma.l2_total`. A
   transfer starts when its instruction does and moves at the path's rate or whatever the
   transfers simulated before it (any core's) leave free at each moment, whichever is less;
-  so the launch never moves more than `hbm_total` bytes in any interval of a cycle, one
-  core's path never more than its rate, and a core running alone gets its full path rate.
+  so over any interval the launch moves at most `hbm_total` bytes per cycle, no transfer
+  beats its path's rate, and a core running alone gets its full path rate.
   The blocks are simulated one after another, so an earlier-simulated block's transfers
   would get the bandwidth first and the last cores find it taken. Instead, in each round
   of blocks over the cores, the first block's reads take whatever is free (they fetch what
