@@ -27,7 +27,7 @@ from collections import Counter
 from collections.abc import Hashable, Sequence
 
 from xdsl.dialects.builtin import ModuleOp, StringAttr
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Block, Operation, Region, SSAValue
 
 from ge import targets
 from ge.dialects import tile as t
@@ -106,12 +106,63 @@ def hint_map(hints: list[str | None], twin: Operation) -> dict[str, str] | None:
     return out
 
 
+class _ForwardUse(Exception):
+    """An operand used before its definition (or from outside the kernel): not `clone_kernel`'s case."""
+
+
+def _clone_op(op: Operation, mapper: dict[SSAValue, SSAValue], made: list[Operation], root: bool = False) -> Operation:
+    operands = []
+    for v in op.operands:
+        new = mapper.get(v)
+        if new is None:
+            if not root:
+                raise _ForwardUse
+            new = v
+        operands.append(new)
+    if op.successors:
+        raise _ForwardUse
+    clone = op.create(operands=operands, result_types=op.result_types, attributes=op.attributes.copy(),
+                      properties=op.properties.copy(), location=op.location, successors=[],
+                      regions=[Region() for _ in op.regions])
+    made.append(clone)
+    for old, new in zip(op.results, clone.results):
+        mapper[old] = new
+        new.name_hint = old.name_hint
+    for region, into in zip(op.regions, clone.regions):
+        blocks = [Block() for _ in region.blocks]
+        into.insert_block(blocks, 0)
+        for block, new_block in zip(region.blocks, blocks):
+            for i, arg in enumerate(block.args):
+                new_block.insert_arg(arg.type, i, arg.location)
+                mapper[arg] = new_block.args[i]
+                new_block.args[i].name_hint = arg.name_hint
+            for child in block.ops:
+                new_block.add_op(_clone_op(child, mapper, made))
+    return clone
+
+
+def clone_kernel(kernel: Operation) -> Operation:
+    """`kernel.clone()` -- the same ops, operands, uses (in the same order), names and
+    locations -- in one pass. Why: xDSL's clone creates every op without operands and sets
+    them in a second walk (for uses before definitions, which a kernel's SSA bodies do not
+    have); the copies of twin kernels were most of `kernel-copies`. A kernel that has such a
+    use (or a successor) is cloned by xDSL."""
+    made: list[Operation] = []
+    try:
+        return _clone_op(kernel, {}, made, root=True)
+    except _ForwardUse:
+        pass
+    for op in made:  # the partial copy's uses go
+        op.drop_all_references()
+    return kernel.clone()
+
+
 def renamed_clone(lowered: Operation, names: dict[str, str], twin: Operation, copy: bool = True) -> Operation:
     """A clone of `lowered` (the representative's lowering) named for `twin`: its symbol
     and location, and every SSA name hint that came from the representative's tile kernel
     mapped to the twin's (the attributes are the same: they are part of the key).
     `copy=False` renames `lowered` itself (a detached kernel nobody else uses)."""
-    clone = lowered.clone() if copy else lowered
+    clone = clone_kernel(lowered) if copy else lowered
     clone.properties["sym_name"] = StringAttr(twin.properties["sym_name"].data)
     clone.location = twin.location
     for v in defined_values(clone):

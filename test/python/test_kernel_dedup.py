@@ -248,3 +248,49 @@ def test_probe_kernels_reused_on_light_models(name):
     inputs = {i["name"]: rng.standard_normal(i["shape"]).astype(np.float32) for i in shapes}
     _same_compile(path, inputs, ge.CompileOptions(keep_ir_text=True),
                   ge.CompileOptions(reuse_probes=False, keep_ir_text=True))
+
+
+def _uses(root) -> list[list[tuple[int, int]]]:
+    """Each value defined inside `root`, its uses as (op number in walk order, operand index), in use-list order."""
+    number = {id(op): i for i, op in enumerate(root.walk())}
+    values = [v for op in root.walk() for r in op.regions for b in r.blocks for v in b.args]
+    values += [v for op in root.walk() for v in op.results]
+    return [[(number[id(u.operation)], u.index) for u in v.uses] for v in values]
+
+
+def test_clone_kernel_is_xdsls_clone():
+    """`clone_kernel` (one pass) gives what `Operation.clone` gives: the same text, names,
+    locations and use lists in the same order, for every isa kernel of a compiled model."""
+    from ge.dialects import isa
+    from ge.ir import print_module as show
+    from ge.ir import run_passes
+    from ge.lowering.kernel_dedup import clone_kernel
+
+    with blob_scope():
+        module = _tile_module()
+        run_passes(module, "to-isa,plan-local-memory,insert-sync")
+        kernels = [op for op in module.body.block.ops if isinstance(op, isa.KernelOp)]
+        assert len(kernels) >= 4
+        for k in kernels:
+            mine, theirs = clone_kernel(k), k.clone()
+            assert show(mine) == show(theirs)
+            assert [str(op.location) for op in mine.walk()] == [str(op.location) for op in theirs.walk()]
+            assert _uses(mine) == _uses(theirs) and sum(map(len, _uses(mine))) > 20
+
+
+def test_clone_kernel_falls_back_on_a_use_before_its_definition():
+    from xdsl.dialects import test
+    from xdsl.dialects.builtin import i32
+    from xdsl.ir import Block, Region
+
+    from ge.lowering.kernel_dedup import clone_kernel
+
+    later = test.TestOp(result_types=[i32])
+    early = test.TestOp(operands=[later.results[0]], result_types=[i32])
+    outer = test.TestOp(regions=[Region(Block([later]))])
+    outer.regions[0].block.insert_op_before(early, later)
+    clone = clone_kernel(outer)
+    assert str(clone) == str(outer.clone()) and "test.op" in str(clone)
+    inner = list(clone.regions[0].block.ops)
+    assert inner[0].operands[0] is inner[1].results[0]  # the copy's own value, not the original's
+    assert len(list(later.results[0].uses)) == 1  # the original's uses are left as they were
