@@ -138,3 +138,30 @@ def test_broken_ops_fail_alike(levels, level):
             failed += xdsl is not None
         assert _outcome(cls.verify_, op) is None, op.name  # restored
     assert failed >= 3 * len(per_class)
+
+
+def test_a_compile_verifies_the_module_four_times(monkeypatch):
+    """The whole module is verified after the import, at the graph and kernel levels' ends
+    and once after the last stage (insert-sync) -- not after every stage (issue 17: 0.9 s of
+    resnet50's CPU was verifying); `verify_each` verifies after each of the ten stages."""
+    from xdsl.dialects.builtin import ModuleOp
+
+    import ge
+
+    data = _repeated_blocks().SerializeToString()
+    real = ModuleOp.verify
+    counts = []
+
+    def counting(self, *args, **kwargs):
+        counts.append(sum(1 for _ in self.walk()))
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(ModuleOp, "verify", counting)
+    with blob_scope():
+        ge.compile(data)
+    default = list(counts)
+    counts.clear()
+    with blob_scope():
+        ge.compile(data, ge.CompileOptions(verify_each=True))
+    assert len(default) == 4 and len(counts) == 11, (default, counts)
+    assert max(default) == default[-1] > 200  # the last: the isa kernels
