@@ -49,6 +49,7 @@ from __future__ import annotations
 import bisect
 import contextlib
 import gc
+import heapq
 import itertools
 from collections import defaultdict
 from collections.abc import Hashable, Iterator
@@ -360,6 +361,109 @@ def implied(dep: Dep, level: Level, witness: list | None = None) -> bool:
     return False
 
 
+class Searches:
+    """`implied` for many deps of one level, one search per start: the search from a first
+    side (its pipe, its op and, when that is a loop, its place inside; carried or not) runs
+    to its end once, keeping the least point each pipe reaches (by wrapped) and each state
+    it leaves from (by pipe, waited, wrapped); a dep is then implied when its second pipe is
+    reached by its second side, or `_enters` the loop holding the second side from such a
+    state. The same answers as `implied`: a state that answers it is reached without
+    passing one (so `implied` finds it too), and `_enters` only weakens as the point moves
+    later. A block's n instructions may have O(n^2) deps, but only O(n) starts."""
+
+    def __init__(self, level: Level) -> None:
+        self.level = level
+        self.empty = not (level.forward or level.carried or level.nested)
+        self.ends: dict[tuple, tuple[dict, dict]] = {}
+        self.searches = 0  # (counted by the tests)
+        # The steps out of the block's points by the pipe that sets: (pair, carried, the
+        # point its set must follow, the point it lands at)
+        self.steps: dict[isa.Pipe, list[tuple]] = defaultdict(list)
+        for p in level.forward:
+            self.steps[p.src].append((False, (p.s + 1, 0), p.dst, (p.w, 1)))
+        for p in level.carried:
+            self.steps[p.src].append((True, (p.s + 1, 0), p.dst, (p.w, 1)))
+        for at, pairs in level.nested.items():  # leave a nested loop through the wait after it
+            for p in pairs:
+                if p.carried:
+                    self.steps[p.src].append((None, (at, 0), p.dst, (at + 1, 1)))
+
+    def implied(self, dep: Dep) -> bool:
+        if self.empty:
+            return False
+        level, xs, carried = self.level, dep.xs, dep.carried
+        x1 = xs[1] if len(xs) > 1 and xs[0] in level.nested else None
+        key = (dep.src, xs[0], x1, carried)
+        ends = self.ends.get(key)
+        if ends is None:
+            self.searches += 1
+            ends = self.ends[key] = _search(level, self.steps, dep.src, xs[0], x1, carried)
+        arrived, left = ends
+        pos = arrived.get((dep.dst, carried))
+        if pos is not None and pos <= (dep.ys[0], 2):
+            return True
+        if len(dep.ys) < 2:
+            return False
+        return any(wrapped == carried and _enters(level, pipe, pos, dep.dst, dep.ys, waited)
+                   for (pipe, waited, wrapped), pos in left.items())
+
+
+def _search(level: Level, steps: dict[isa.Pipe, list[tuple]], src: isa.Pipe, x0: int, x1: int | None,
+            carried: bool) -> tuple[dict, dict]:
+    """`implied`'s search from a first side at x0 (x1 inside it) on `src`, to its end:
+    (least point reached by a wait, by (pipe, wrapped); least point left from, by (pipe,
+    waited, wrapped)). A state at a later point than one already left from with the same
+    (pipe, waited, wrapped) reaches nothing more (every step's condition only weakens as
+    the point moves earlier, and where a step lands does not depend on the point), so the
+    states of the block are taken in order of (wrapped, point) -- every step from one goes
+    to a later point or wraps -- and each of those keys is left from once."""
+    inside: list[tuple] = [("in", src, (x1 + 1, -1), False, False)] if x1 is not None else []
+    seen = set(inside)
+    heap: list[tuple] = []
+    tie = itertools.count()
+    arrived: dict[tuple, tuple] = {}
+    left: dict[tuple, tuple] = {}
+
+    def push(pipe: isa.Pipe, pos: tuple, wrapped: bool, waited: bool) -> None:
+        heapq.heappush(heap, (wrapped, pos, next(tie), pipe, waited))
+
+    def reach(pipe: isa.Pipe, pos: tuple, wrapped: bool) -> None:
+        """A wait: `pipe` has waited at pos."""
+        old = arrived.get((pipe, wrapped))
+        if old is None or pos < old:
+            arrived[(pipe, wrapped)] = pos
+        push(pipe, pos, wrapped, True)
+
+    push(src, (x0 + 1, -1), False, False)
+    while inside:  # inside the loop at x0, in the iteration of the first side (its own points)
+        _, pipe, pos, _, _ = inside.pop()
+        for p in level.nested[x0]:
+            if p.src == pipe and (p.s + 1, 0) > pos:
+                if p.carried:
+                    reach(p.dst, (x0 + 1, 1), False)
+                    continue
+                reach(p.dst, (x0 + 1, -1), False)  # a wait inside the loop: everything after it comes later too
+                state = ("in", p.dst, (p.w, 1), False, True)
+                if state not in seen:
+                    seen.add(state)
+                    inside.append(state)
+    while heap:
+        wrapped, pos, _, pipe, waited = heapq.heappop(heap)
+        if (pipe, waited, wrapped) in left:
+            continue  # an earlier point of the same key was left from
+        left[(pipe, waited, wrapped)] = pos
+        if carried and not wrapped:
+            push(pipe, (-1, 0), True, waited)
+        for kind, after, dst, to in steps.get(pipe, ()):  # forward, carried and nested loops' carried pairs
+            if after > pos and not (kind and wrapped):
+                reach(dst, to, wrapped or bool(kind))
+        for at in level.always:  # through a loop that runs at least once: its first iteration
+            if at in level.nested:
+                for r, _ in _inside(level, at, pipe, pos, waited):
+                    reach(r, (at + 1, -1), wrapped)
+    return arrived, left
+
+
 def _inside(level: Level, at: int, pipe: isa.Pipe, pos: tuple, waited: bool) -> set[tuple]:
     """The (pipe, point) states inside the body of the loop at `at` that are ordered after
     `pipe`'s work from `pos` on (a point before the loop), in every iteration: the whole
@@ -580,6 +684,7 @@ def _barriers(deps: list[Dep], level: Level, bars: Barriers) -> list[tuple[Block
     block = deps[0].block
     mine = bars.at.setdefault(block, defaultdict(set))
     placed: list[tuple[Block, int, isa.Pipe]] = []
+    searches = Searches(level)
     # A dep flags order, or one a barrier already covers, places nothing: the cheap barrier
     # test first, the chain search only for the deps it leaves.
     for d in sorted(deps, key=lambda d: (d.carried, d.y, d.x, d.xs, d.ys)):
@@ -592,7 +697,7 @@ def _barriers(deps: list[Dep], level: Level, bars: Barriers) -> list[tuple[Block
             covered = covered or _has_barrier(block, p, bars, lo=d.x) or _has_barrier(block, p, bars, hi=d.y)
         else:
             covered = covered or _has_barrier(block, p, bars, lo=d.x, hi=d.y)
-        if not covered and not implied(d, level):
+        if not covered and not searches.implied(d):
             mine[p].add(d.y)
             placed.append((block, d.y, p))
     return placed
@@ -725,8 +830,9 @@ def insert_sync(kernel: isa.KernelOp, target: targets.Target) -> None:
         always = {i for i, op in enumerate(block.ops) if isinstance(op, scf.ForOp) and min_trips(op) >= 1}
         inherited = Level([], [], nested, inner, always)
         cross: dict[tuple, list[Dep]] = defaultdict(list)
+        searches = Searches(inherited)
         for d in deps:
-            if d.src != d.dst and not implied(d, inherited):
+            if d.src != d.dst and not searches.implied(d):
                 cross[(d.src, d.dst, d.carried)].append(d)
         candidates: dict[Pair, list[Dep]] = {}
         for (_, _, carried), group in sorted(cross.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2])):
