@@ -146,3 +146,78 @@ def test_byte_runs_meet_as_the_bytes_do():
         assert ia._patterns_meet(ia._bytes(rx, sx), ia._bytes(ry, sy), shift) == want, (rx, sx, ry, sy, shift)
         met += want
     assert 100 < met < 1400  # both answers are exercised
+
+
+def _load_compute(n: int) -> str:
+    """n rounds of a load into one UB buffer and a vector op from it into another: every load
+    meets every vector op after it (RAW) and before it (WAR), every load every other load
+    (WAW on MTE2), every vector op every other one (WAW on V) -- n^2 deps in one block."""
+    gm, ub = "memref<64xf32, #isa.space<gm>>", "memref<64xf32, #isa.space<ub>>"
+    body = "\n".join(f"    isa.copy_gm_to_ub %x to %a sizes [64] : {gm} to {ub}\n"
+                     f"    isa.vabs %b, %a repeat 1 : {ub}, {ub}" for _ in range(n))
+    return f"""builtin.module attributes {{ge.target = "ascend910"}} {{
+  isa.kernel @k ins(%x: {gm}) outs(%y: {gm}) block_dim 1 {{
+    %a = isa.buffer offset 0 : {ub}
+    %b = isa.buffer offset 256 : {ub}
+{body}
+    isa.copy_ub_to_gm %b to %y sizes [64] : {ub} to {gm}
+  }}
+}}"""
+
+
+def _searched(text: str, monkeypatch, plain: bool = False) -> tuple[int, int, str]:
+    """(deps asked about, chain searches run, the synced module); `plain`: each dep searched
+    on its own by `implied` (the search the batched one must answer as)."""
+    asked, searched = [], []
+    real_ask, real_search = sync.Searches.implied, sync._search
+
+    def ask(self, dep):
+        asked.append(dep)
+        return sync.implied(dep, self.level) if plain else real_ask(self, dep)
+
+    def search(*args):
+        searched.append(args)
+        return real_search(*args)
+
+    module = parse_module(text)
+    monkeypatch.setattr(sync.Searches, "implied", ask)
+    monkeypatch.setattr(sync, "_search", search)
+    run_passes(module, "insert-sync")
+    monkeypatch.undo()
+    return len(asked), len(searched), print_module(module)
+
+
+def test_searches_grow_linearly_with_a_long_body(monkeypatch):
+    """The deps a block's barriers ask about grow as n^2 here; the chain searches they need
+    as n (one per first side), with the same sync ops as searching each dep on its own."""
+    counts = {}
+    for n in (30, 60):
+        asked, searched, out = _searched(_load_compute(n), monkeypatch)
+        _, _, plain = _searched(_load_compute(n), monkeypatch, plain=True)
+        assert out == plain
+        assert out.count("isa.set_flag") > 0 and out.count("isa.copy_gm_to_ub") == n
+        counts[n] = asked, searched
+    (asked30, searched30), (asked60, searched60) = counts[30], counts[60]
+    assert asked60 > 3.5 * asked30 and asked30 > 30 * 29 / 2  # quadratic in n
+    assert searched30 <= 2 * 30 + 2 and searched60 <= 2 * 60 + 2  # at most one per (first side, its pipe)
+
+
+def test_batched_searches_answer_as_implied_on_planned_kernels(monkeypatch):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("speed", HERE / "test_compile_speed.py")
+    speed = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(speed)
+    with blob_scope():
+        text = print_module(speed._planned_kernels())
+    with blob_scope():
+        asked, searched, out = _searched(text, monkeypatch)
+    with blob_scope():
+        _, _, plain = _searched(text, monkeypatch, plain=True)
+    assert out == plain and out.count("isa.set_flag") > 0
+    assert asked > 2 * searched > 0
+
+
+@pytest.mark.parametrize("text", LIT_CASES, ids=[f"case{i}" for i in range(len(LIT_CASES))])
+def test_batched_searches_answer_as_implied_on_the_lit_kernels(text, monkeypatch):
+    assert _searched(text, monkeypatch)[2] == _searched(text, monkeypatch, plain=True)[2]
