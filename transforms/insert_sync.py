@@ -375,9 +375,9 @@ class Searches:
         self.level = level
         self.empty = not (level.forward or level.carried or level.nested)
         self.ends: dict[tuple, tuple[dict, dict]] = {}
-        self.searches = 0  # (counted by the tests)
-        # The steps out of the block's points by the pipe that sets: (pair, carried, the
-        # point its set must follow, the point it lands at)
+        # The steps out of the block's points, by the pipe that sets: (False for a forward
+        # pair, True for a carried one, None for a nested loop's carried pair (left through
+        # the wait after the loop); the point the set must follow; the waiting pipe; its point)
         self.steps: dict[isa.Pipe, list[tuple]] = defaultdict(list)
         for p in level.forward:
             self.steps[p.src].append((False, (p.s + 1, 0), p.dst, (p.w, 1)))
@@ -396,7 +396,6 @@ class Searches:
         key = (dep.src, xs[0], x1, carried)
         ends = self.ends.get(key)
         if ends is None:
-            self.searches += 1
             ends = self.ends[key] = _search(level, self.steps, dep.src, xs[0], x1, carried)
         arrived, left = ends
         pos = arrived.get((dep.dst, carried))
