@@ -199,8 +199,17 @@ def align_up(n: int, alignment: int) -> int:
     return -(-n // alignment) * alignment
 
 
+# i64 arrays by value: a pure intern table of immutable attributes (sharing one changes
+# nothing), a few hundred per model; why: ops are built ~10k times per compile.
+_INT_ARRAYS: dict[tuple[int, ...], DenseArrayBase] = {}
+
+
 def int_array(values: Sequence[int]) -> DenseArrayBase:
-    return DenseArrayBase.from_list(i64, [int(v) for v in values])
+    key = tuple(int(v) for v in values)
+    out = _INT_ARRAYS.get(key)
+    if out is None:
+        out = _INT_ARRAYS[key] = DenseArrayBase.from_list(i64, key)
+    return out
 
 
 def ints(attr: DenseArrayBase | None, default: Sequence[int] = ()) -> tuple[int, ...]:

@@ -7,15 +7,77 @@ lowering/isa_builder.py): constants are created once at the top of the kernel, a
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import ClassVar
 
 from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import IndexType, IntegerAttr
+from xdsl.dialects.builtin import DenseArrayBase, IndexType, IntegerAttr, i32, i64
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.irdl import AttrSizedOperandSegments, IRDLOperation
 
 Index = int | SSAValue  # a static or a dynamic index
+
+INDEX = IndexType()  # built once: `IndexType()` verifies itself on every construction
+
+# -- building ops and attributes fast ------------------------------------------------------
+# Why: a lowering builds ~10k ops per model, and xDSL's IRDL constructors re-check every
+# argument and rebuild the same attributes each time. The tables below only intern
+# immutable attribute values by value (xDSL attributes are immutable and compare by value,
+# so sharing one object changes nothing); they are shared by every compile and stay small
+# (a few hundred distinct integers and arrays per model).
+_INT_ATTRS: dict[tuple[int, Attribute], IntegerAttr] = {}
+_SEGMENTS: dict[tuple[int, ...], DenseArrayBase] = {}
+_SEGMENTED: dict[type, bool] = {}  # op class -> built by `create_op` (static op metadata)
+
+
+def int_attr(value: int, ty: Attribute = i64) -> IntegerAttr:
+    """`IntegerAttr(value, ty)`, interned."""
+    key = (value, ty)
+    attr = _INT_ATTRS.get(key)
+    if attr is None:
+        attr = _INT_ATTRS[key] = IntegerAttr(value, ty)
+    return attr
+
+
+def _segmented(cls: type) -> bool:
+    """Whether `cls(...)` is IRDL's generic build of an op with operand segments as a
+    property, no results, regions or other options (then `create_op` builds the same op)."""
+    known = _SEGMENTED.get(cls)
+    if known is None:
+        op_def = cls.get_irdl_definition()
+        known = (issubclass(cls, IRDLOperation) and not op_def.results and not op_def.regions
+                 and not op_def.successors and
+                 [o for o in op_def.options if isinstance(o, AttrSizedOperandSegments)] ==
+                 [AttrSizedOperandSegments(as_property=True)])
+        _SEGMENTED[cls] = known
+    return known
+
+
+def create_op(cls: type[Operation], groups: Sequence[SSAValue | Sequence[SSAValue]],
+              properties: Mapping[str, Attribute]) -> Operation:
+    """`cls.build(operands=groups, properties=properties)` for an op whose operands are
+    sized by an `operandSegmentSizes` property: the same operands, properties (in the same
+    order, the segment sizes last) and no results, without IRDL's argument checks (the
+    kernel is verified later). Other ops go through `build`."""
+    if not _segmented(cls):
+        return cls.build(operands=list(groups), properties=dict(properties))
+    flat: list[SSAValue] = []
+    sizes: list[int] = []
+    for g in groups:
+        if isinstance(g, SSAValue):
+            flat.append(g)
+            sizes.append(1)
+        else:
+            flat.extend(g)
+            sizes.append(len(g))
+    key = tuple(sizes)
+    seg = _SEGMENTS.get(key)
+    if seg is None:
+        seg = _SEGMENTS[key] = DenseArrayBase.from_list(i32, key)
+    props = {k: v for k, v in properties.items() if v is not None}
+    props[AttrSizedOperandSegments.attribute_name] = seg
+    return cls.create(operands=flat, properties=props)
 
 
 class IndexBuilder:
@@ -31,6 +93,7 @@ class IndexBuilder:
         self.constants: dict[tuple[int, Attribute], SSAValue] = {}
         self.memo: dict[tuple, SSAValue] = {}
         self._anchor: Operation | None = None
+        self._binary_props: dict[type, dict[str, Attribute]] = {}  # each binary op class's properties
 
     def add(self, op: Operation) -> Operation:
         self.at.add_op(op)
@@ -38,16 +101,18 @@ class IndexBuilder:
 
     def const(self, value: int, ty: Attribute | None = None) -> SSAValue:
         """An index (or `ty`) constant, created once at the top of the kernel."""
-        ty = ty or IndexType()
+        ty = ty or INDEX
         key = (int(value), ty)
-        if key not in self.constants:
-            op = arith.ConstantOp(IntegerAttr(int(value), ty))
-            if ty == IndexType():
-                op.result.name_hint = f"c{value}" if value >= 0 else f"cm{-value}"
-            self.insert_at_top(op, self._anchor)
-            self._anchor = op
-            self.constants[key] = op.result
-        return self.constants[key]
+        hit = self.constants.get(key)
+        if hit is not None:
+            return hit
+        op = arith.ConstantOp(IntegerAttr(int(value), ty))
+        if ty == INDEX:
+            op.result.name_hint = f"c{value}" if value >= 0 else f"cm{-value}"
+        self.insert_at_top(op, self._anchor)
+        self._anchor = op
+        self.constants[key] = op.result
+        return op.result
 
     def insert_at_top(self, op: Operation, after: Operation | None) -> None:
         """Put `op` in the kernel's top block right after `after`, or first without it."""
@@ -62,7 +127,7 @@ class IndexBuilder:
     def loop(self, lo: Index, hi: Index, step: int = 1, name: str = "i",
              attributes: dict[str, Attribute] | None = None) -> Iterator[SSAValue]:
         """`scf.for` from lo to hi; ops built inside the `with` go into its body."""
-        body = Block(arg_types=[IndexType()])
+        body = Block(arg_types=[INDEX])
         body.args[0].name_hint = name
         op = self.add(scf.ForOp(self.value(lo), self.value(hi), self.const(step), [], Region(body)))
         op.attributes.update(attributes or {})
@@ -78,10 +143,16 @@ class IndexBuilder:
         return self.const(x) if isinstance(x, int) else x
 
     def _binary(self, cls, a: Index, b: Index, name: str | None = None) -> SSAValue:
-        key = (cls, self.value(a), self.value(b), self.at)
+        a, b = self.value(a), self.value(b)
+        key = (cls, a, b, self.at)
         if self.MEMOIZE and (hit := self.memo.get(key)) is not None:
             return hit
-        op = self.add(cls(self.value(a), self.value(b)))
+        props = self._binary_props.get(cls)
+        if props is None:  # the first of its class through xDSL's constructor, the rest alike
+            op = self.add(cls(a, b))
+            self._binary_props[cls] = dict(op.properties)
+        else:
+            op = self.add(cls.create(operands=(a, b), result_types=(a.type,), properties=props))
         if name:
             op.results[0].name_hint = name
         if self.MEMOIZE:

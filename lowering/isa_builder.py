@@ -20,11 +20,25 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import IntegerAttr, i1, i64
+from xdsl.dialects.builtin import i1, i64
 from xdsl.ir import Attribute, SSAValue
 
 from ge.dialects import isa
-from ge.lowering.index_builder import Index, IndexBuilder
+from ge.lowering.index_builder import Index, IndexBuilder, create_op, int_attr
+
+
+def move_op(cls: type[isa._MoveOp], src: SSAValue, dst: SSAValue, sizes: Sequence[int], *,
+            src_offset: SSAValue | None = None, dst_offset: SSAValue | None = None,
+            src_strides: Sequence[int] | None = None, dst_strides: Sequence[int] | None = None,
+            window: Sequence[SSAValue] = (), pad: float | None = None) -> isa._MoveOp:
+    """`cls(src, dst, sizes, ...)`, the same op, built by `create_op` when `cls` is a plain
+    move (the moves are a third of a kernel's instructions)."""
+    if cls.__init__ is not isa._MoveOp.__init__:
+        return cls(src, dst, sizes, src_offset=src_offset, dst_offset=dst_offset, src_strides=src_strides,
+                   dst_strides=dst_strides, window=window, pad=pad)
+    return create_op(cls, [src, [] if src_offset is None else [src_offset], dst,
+                           [] if dst_offset is None else [dst_offset], list(window)],
+                     cls.move_props(sizes, src_strides, dst_strides, pad, {}))
 
 
 class IsaBuilder(IndexBuilder):
@@ -112,7 +126,7 @@ class IsaBuilder(IndexBuilder):
              max_trips: int | None = None) -> Iterator[SSAValue]:
         """`scf.for` from lo to hi; ops built inside the `with` go into its body.
         `max_trips` records a bound on its iterations that the IR does not show."""
-        attrs = {} if max_trips is None else {isa.MAX_TRIPS_ATTR: IntegerAttr(max_trips, i64)}
+        attrs = {} if max_trips is None else {isa.MAX_TRIPS_ATTR: int_attr(max_trips, i64)}
         with super().loop(lo, hi, step, name, attrs) as iv:
             yield iv
 

@@ -56,7 +56,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Protocol
 
-from xdsl.dialects.builtin import FloatAttr, IntegerAttr, MemRefType, f32, f64, i64
+from xdsl.dialects.builtin import FloatAttr, MemRefType, f32, f64, i64
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.utils.exceptions import PassFailedException
 
@@ -64,8 +64,8 @@ from ge import targets
 from ge.dialects import dtypes, isa
 from ge.dialects import tile as t
 from ge.errors import GeError
-from ge.lowering.index_builder import Index
-from ge.lowering.isa_builder import IsaBuilder
+from ge.lowering.index_builder import Index, create_op, int_attr
+from ge.lowering.isa_builder import IsaBuilder, move_op
 
 
 class PoolLoweringError(PassFailedException, GeError):
@@ -190,9 +190,9 @@ def _operand(k: Context, buf: SSAValue, offset: Index) -> Operand:
 def _instruction(k: Context, cls: type[isa._VectorOp], operands: Sequence[Operand], repeat: int, mask: int,
                  blk: Sequence[int], rep: Sequence[int], props: dict[str, Attribute]) -> None:
     widest = max(isa.itemsize(o.buf.type) for o in operands)
-    p: dict[str, Attribute] = {"repeat": IntegerAttr(repeat, i64), **props}
+    p: dict[str, Attribute] = {"repeat": int_attr(repeat, i64), **props}
     if mask != k.target.vector.bytes_per_repeat // widest:
-        p["mask"] = IntegerAttr(mask, i64)
+        p["mask"] = int_attr(mask, i64)
     if any(s != 1 for s in blk):
         p["blk_stride"] = isa.int_array(blk)
     if repeat > 1:
@@ -200,7 +200,7 @@ def _instruction(k: Context, cls: type[isa._VectorOp], operands: Sequence[Operan
     args: list = []
     for o in operands:
         args += [o.buf, [] if o.offset == 0 else [k.b.value(o.offset)]]
-    k.b.add(cls.build(operands=args, properties=p))
+    k.b.add(create_op(cls, args, p))
 
 
 def _shift(k: Context, operands: Sequence[Operand], step: Index, strides: Sequence[int]) -> list[Operand]:
@@ -378,7 +378,7 @@ def clean_copy(k: Context, pool: Pool, src: Operand, h: Index, w: Index, pad: fl
     sizes = [pool.planes, nh, nw, c0]
     window = [] if valid else _window(k, [(0, pool.in_size[0]), (0, pool.in_size[1])], [h, w],
                                       [pool.planes, None, None, c0])
-    k.b.add(isa.CopyUbToUbOp(src.buf, buf, sizes, src_offset=k.b.offset(src.offset),
+    k.b.add(move_op(isa.CopyUbToUbOp, src.buf, buf, sizes, src_offset=k.b.offset(src.offset),
                              src_strides=[sh_ * sw_ * c0, sw_ * c0, c0, 1], window=window,
                              pad=None if valid else pad))
     return Operand(buf, 0, src.epb)
@@ -391,7 +391,7 @@ def indicator(k: Context, pool: Pool, h: Index, w: Index, elem: Attribute, width
     emit_strided(k, isa.VDupOp, [Operand(one, 0, epb)], [], [1], epb, _scalar(1.0))
     ind = k.b.buffer(isa.MemSpace.UB, [nh * nw * width], elem, name="pool_ind")[0]
     window = _window(k, pool.counted(), [h, w], [None, None, width])
-    k.b.add(isa.CopyUbToUbOp(one, ind, [nh, nw, width], src_strides=[0, 0, 1], window=window, pad=0.0))
+    k.b.add(move_op(isa.CopyUbToUbOp, one, ind, [nh, nw, width], src_strides=[0, 0, 1], window=window, pad=0.0))
     return ind
 
 
@@ -416,7 +416,7 @@ def divide_by_counts(k: Context, pool: Pool, acc: View, count: int, h: Index, w:
         return
     _gathered_window(k, pool, isa.VAddOp, cnt, ind, 1, 0.0)
     every = Operand(k.b.buffer(isa.MemSpace.UB, [count], elem, name="pool_counts")[0], 0, epb)
-    k.b.add(isa.CopyUbToUbOp(cnt.buf, every.buf, [pool.planes, oh * ow], src_strides=[0, 1]))
+    k.b.add(move_op(isa.CopyUbToUbOp, cnt.buf, every.buf, [pool.planes, oh * ow], src_strides=[0, 1]))
     emit_flat(k, isa.VDivOp, [acc.at, acc.at, every], count)
 
 
@@ -476,7 +476,7 @@ def _gathered_window(k: Context, pool: Pool, cls: type[isa._VectorOp], acc: Oper
     emit_flat(k, isa.VDupOp, [acc], n, _scalar(init))
     with _positions(k, kh, "kh") as a, _positions(k, kw, "kw") as b:
         off = k.b.add_(src.offset, k.b.add_(k.b.mul(a, dh * nw), k.b.mul(b, dw)))
-        k.b.add(isa.CopyUbToUbOp(src.buf, tmp.buf, [planes, oh, ow], src_offset=k.b.offset(off),
+        k.b.add(move_op(isa.CopyUbToUbOp, src.buf, tmp.buf, [planes, oh, ow], src_offset=k.b.offset(off),
                                  src_strides=[nh * nw, sh * nw, sw]))
         emit_flat(k, cls, [acc, acc, tmp], n)
 

@@ -46,7 +46,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
-from xdsl.dialects.builtin import FloatAttr, IntegerAttr, StringAttr, TensorType, f32, f64, i1, i32, i64
+from xdsl.dialects.builtin import FloatAttr, StringAttr, TensorType, f32, f64, i1, i32, i64
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.utils.exceptions import PassFailedException
 
@@ -56,7 +56,8 @@ from ge.dialects import layout as lt
 from ge.dialects import tile as t
 from ge.dialects.dtypes import numpy_dtype
 from ge.errors import GeError
-from ge.lowering.index_builder import Index
+from ge.lowering.index_builder import Index, create_op, int_attr
+from ge.lowering.isa_builder import move_op
 
 UB = isa.MemSpace.UB
 
@@ -338,21 +339,21 @@ class VectorLowering:
         for x, delta in operands:
             off = self.b.offset(self.b.add_(x.off, delta))
             ops += [x.buf, [] if off is None else [off]]
-        p: dict[str, Attribute] = {"repeat": IntegerAttr(repeat, i64)}
+        p: dict[str, Attribute] = {"repeat": int_attr(repeat, i64)}
         if mask is not None:
-            p["mask"] = IntegerAttr(mask, i64)
+            p["mask"] = int_attr(mask, i64)
         if blk is not None:
             p["blk_stride"] = isa.int_array(blk)
         if rep is not None:
             p["rep_stride"] = isa.int_array(rep)
         for key, v in props.items():
             p[key] = FloatAttr(float(v), f64) if key == "scalar" else StringAttr(v) if key in ("round", "mode") else v
-        self.b.add(cls.build(operands=ops, properties=p))
+        self.b.add(create_op(cls, ops, p))
 
     def copy(self, src: Tensor, dst: Tensor, sizes: Sequence[int], src_strides: Sequence[int] | None = None,
              dst_strides: Sequence[int] | None = None) -> None:
         """A strided UB -> UB move (Vector pipe)."""
-        self.b.add(isa.CopyUbToUbOp(src.buf, dst.buf, list(sizes), src_offset=self.b.offset(src.off),
+        self.b.add(move_op(isa.CopyUbToUbOp, src.buf, dst.buf, list(sizes), src_offset=self.b.offset(src.off),
                                     dst_offset=self.b.offset(dst.off), src_strides=src_strides,
                                     dst_strides=dst_strides))
 

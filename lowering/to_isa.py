@@ -68,8 +68,8 @@ from ge.dialects import graph as g
 from ge.dialects import isa
 from ge.dialects import tile as t
 from ge.errors import GeError
-from ge.lowering.index_builder import Index
-from ge.lowering.isa_builder import IsaBuilder
+from ge.lowering.index_builder import Index, create_op
+from ge.lowering.isa_builder import IsaBuilder, move_op
 from ge.transforms.tile_capacity import describe_kernel
 
 
@@ -653,7 +653,7 @@ class KernelLowering:
         common = dict(src_offset=self.b.offset(so), dst_offset=self.b.offset(do), src_strides=ss, dst_strides=ds,
                       window=flat, pad=pad if windows is not None else None)
         if quant is None:
-            self.b.add(cls(src_buf, dst_buf, sizes, **common))
+            self.b.add(move_op(cls, src_buf, dst_buf, sizes, **common))
             return
         if windows is None:
             sizes, ss, ds = split_at_tile_dims(quant, sizes, ss, ds)
@@ -695,10 +695,8 @@ class KernelLowering:
         props = {name: getattr(op, name) for name in ("kernel", "strides", "dilations", "pads", "out_size",
                                                        "channels", "c0")}
         idx = [self.b.value(self.index(v)) for v in (op.m, op.k, op.c, op.h)]
-        new = isa.Img2colOp.build(
-            operands=[src_buf, [], dst_buf, [], *idx],
-            properties={"sizes": isa.int_array(dst_shape), "fm": isa.int_array(fm_shape[1:]), **props},
-        )
+        new = create_op(isa.Img2colOp, [src_buf, [], dst_buf, [], *idx],
+                        {"sizes": isa.int_array(dst_shape), "fm": isa.int_array(fm_shape[1:]), **props})
         self.b.add(new)
 
     def mmad(self, op: t.MmadOp) -> None:

@@ -203,3 +203,48 @@ def test_l0c_straight_to_gm_needs_fixpipe():
         lower_kernel(kernel, targets.load_target("ascend910"))
     lowered = lower_kernel(kernel, targets.load_target("ascend910b"))
     assert any(isinstance(op, isa.FixpipeOp) for op in lowered.walk())
+
+
+def _generic(op) -> str:
+    import io
+
+    from xdsl.printer import Printer
+
+    out = io.StringIO()
+    Printer(stream=out, print_generic_format=True).print_op(op)
+    return out.getvalue()
+
+
+def test_fast_builders_make_the_ops_of_the_irdl_constructors():
+    """`move_op`, `create_op` and the builder's binary ops skip xDSL's IRDL argument
+    building: the ops (operands, segment sizes, properties in order, results) are the same."""
+    from xdsl.dialects import arith
+    from xdsl.dialects.builtin import f16
+
+    from ge.lowering.index_builder import create_op, int_attr
+    from ge.lowering.isa_builder import IsaBuilder, move_op
+
+    b = IsaBuilder.new_kernel("k", [], [])
+    src, dst = (b.buffer(isa.MemSpace.UB, [256], f16)[0] for _ in range(2))
+    off, lo, hi = b.const(16), b.const(0), b.const(3)
+    cases = [
+        (isa.CopyUbToUbOp(src, dst, [4, 8], src_offset=off, src_strides=[16, 1], window=[lo, hi, lo, hi], pad=0.0),
+         move_op(isa.CopyUbToUbOp, src, dst, [4, 8], src_offset=off, src_strides=[16, 1], window=[lo, hi, lo, hi],
+                 pad=0.0)),
+        (isa.CopyUbToUbOp(src, dst, [32], dst_offset=off, dst_strides=[1]),
+         move_op(isa.CopyUbToUbOp, src, dst, [32], dst_offset=off, dst_strides=[1])),
+        (isa.VAddOp.build(operands=[dst, [off], src, [], src, [off]], properties={"repeat": int_attr(2)}),
+         create_op(isa.VAddOp, [dst, [off], src, [], src, [off]], {"repeat": int_attr(2)})),
+    ]
+    for slow, fast in cases:
+        assert type(fast) is type(slow)
+        assert list(fast.operands) == list(slow.operands)
+        assert list(fast.properties) == list(slow.properties)  # the order the printer follows
+        assert _generic(fast) == _generic(slow)
+        assert fast.result_types == slow.result_types == ()
+    # the builder's second add of a kind is created from the first's properties
+    i = b.add(arith.AddiOp(off, hi)).result
+    first, second = b._binary(arith.AddiOp, i, 5), b._binary(arith.AddiOp, i, 7)
+    assert first.owner.properties == second.owner.properties == arith.AddiOp(i, i).properties
+    assert second.type == i.type and list(second.owner.operands) == [i, b.const(7)]
+    assert int_attr(7) is int_attr(7) and isa.int_array([1, 2]) is isa.int_array((1, 2))
