@@ -817,9 +817,9 @@ def _k_options(p: CubeProblem, k0: int) -> list[tuple[int, list[int]]]:
     """(K per L1 chunk, K steps that divide it) options."""
     out = []
     if p.kind == "conv" and p.conv.get("c04"):  # one chunk: K = (kh, kw, 4) in whole K0 rows
-        blocks = p.k // k0
-        units = set(_divisors(blocks)) | {2 ** i for i in range(10) if 2 ** i < blocks}
-        return [(p.k, sorted(d * k0 for d in units))]
+        # K steps that divide it: a partial last step's weight copy out of the [K / 4, N1,
+        # 16, 4] layout would cut across its fractal digits, which to-isa cannot move
+        return [(p.k, [d * k0 for d in _divisors(p.k // k0)])]
     if p.kind == "conv":
         cv = p.conv
         per_block = cv["kh"] * cv["kw"] * p.c0

@@ -24,6 +24,7 @@ from onnx import TensorProto, helper, numpy_helper
 import ge
 from ge import targets
 from ge.lowering import tile_cube
+from ge.lowering.tile_cube import _k_options
 from ge.lowering.tile_cost import Machine
 
 
@@ -208,6 +209,24 @@ def test_c04_not_for_wider_or_1x1_convs(monkeypatch):
         out, p, _ = conv_run(model, inputs, monkeypatch)
         assert (p.c0, p.conv.get("c04")) == (16, None)
         assert close(out, reference(model, inputs))
+
+
+def test_c04_plans_take_whole_k_steps(monkeypatch):
+    """A C04 conv's K steps divide its K (13 K0 rows for a 7 x 7 window): a partial last
+    step would copy its weights across the [K / 4, N1, 16, 4] fractal digits, which to-isa
+    refuses; every step the search may try must lower (a K step of 128 of 208 did not)."""
+    model = conv_model(1, 3, 16, 16, 7, 2)
+    inputs = feeds(model)
+    out, p, _ = conv_run(model, inputs, monkeypatch)
+    assert (p.conv.get("c04"), p.k) == (True, 208)
+    (kl1, steps), = tile_cube._k_options(p, 16)
+    assert kl1 == 208 and steps == [16, 208]
+    for tk in steps:  # each offered step lowers and computes the conv
+        with monkeypatch.context() as m:
+            m.setattr(tile_cube, "_k_options", lambda prob, k0, tk=tk: [(prob.k, [tk])] if prob.conv.get("c04")
+                      else _k_options(prob, k0))
+            got, _, _ = conv_run(model, inputs, monkeypatch)
+        assert close(got, reference(model, inputs)), tk
 
 
 @pytest.mark.parametrize("hw,s", [(14, 2), (15, 2), (13, 3)], ids=["14_s2", "15_s2", "13_s3"])
