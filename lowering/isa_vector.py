@@ -1120,7 +1120,8 @@ class VectorLowering:
         """dst row = f(src rows), chunk by chunk of one repeat. A source is Rows, ("bcast",
         t) with t one block per row (a per-row value), or ("vec", t) one row for all rows."""
         n = dst.n if n is None else n
-        epb, per = self.epb(f32), self.bpr // 4
+        epb = self.epb(dst.buf.elem)  # f32 rows, or a max pool's f16 (block_pool)
+        per = epb * self.per_blocks
         if dst.r == 1:
             return self.row_op_single(cls, dst, srcs, n, props)
         for c0 in range(0, n, per):
@@ -1145,7 +1146,8 @@ class VectorLowering:
 
     def row_op_single(self, cls, dst: Rows, srcs: Sequence[Rows | tuple[str, Tensor]], n: int, props: dict) -> None:
         """row_op on one row: whole repeats along it (a per-row value read with strides 0)."""
-        per_blocks, per = self.per_blocks, self.bpr // 4
+        per_blocks = self.per_blocks
+        per = self.epb(dst.buf.elem) * per_blocks
         blk = [1] + [0 if not isinstance(s, Rows) and s[0] == "bcast" else 1 for s in srcs]
         rep = [b * per_blocks for b in blk]
         tensors = [dst.buf] + [s.buf if isinstance(s, Rows) else s[1] for s in srcs]
@@ -1662,7 +1664,8 @@ class VectorLowering:
 
 @dataclass
 class Rows:
-    """`r` rows of `n` f32 elements in `buf`, row i at element i * ld (ld whole blocks)."""
+    """`r` rows of `n` elements in `buf` (f32; a max pool's may be f16), row i at element
+    i * ld (ld whole blocks)."""
 
     buf: Tensor
     r: int

@@ -24,8 +24,8 @@ from onnx import TensorProto, helper, numpy_helper
 import ge
 from ge import targets
 from ge.lowering import tile_cube
-from ge.lowering.tile_cube import _k_options
 from ge.lowering.tile_cost import Machine
+from ge.lowering.tile_cube import _k_options
 
 
 def matmul_model(b: int, m: int, k: int, n: int, residual: bool, batched_b: bool = False):
@@ -218,7 +218,7 @@ def test_c04_plans_take_whole_k_steps(monkeypatch):
     model = conv_model(1, 3, 16, 16, 7, 2)
     inputs = feeds(model)
     out, p, _ = conv_run(model, inputs, monkeypatch)
-    assert (p.conv.get("c04"), p.k) == (True, 208)
+    assert (p.conv.get("c04"), p.k) == (True, 208) and close(out, reference(model, inputs))
     (kl1, steps), = tile_cube._k_options(p, 16)
     assert kl1 == 208 and steps == [16, 208]
     for tk in steps:  # each offered step lowers and computes the conv

@@ -522,6 +522,28 @@ def test_batch_norm_lrn_and_global_pool(precision):
     _check_all(pipeline_regions(mp, precision), {"graph.batch_norm", "graph.lrn", "graph.global_avg_pool"})
 
 
+@pytest.mark.parametrize("shape", [(1, 1, 5, 7), (2, 3, 5, 7), (1, 2, 8, 8)], ids=["one_row", "six_rows", "8x8"])
+def test_global_max_pool_halves_f16_pixel_blocks(shape):
+    """A max pool keeps f16 (no f32 accumulator): its halvings count f16 elements per
+    repeat (128) and f16 blocks per row (16 elements), not the f32 rows' 64 and 8 -- those
+    read past the buffer (insert-sync refused [288, 800) of 560 elements for 5 x 7 pixels)
+    or strode two rows at a time."""
+    n, c1, h, w = shape
+    enc = f"#layout.fmt<NC1HWC0, origin NCHW [{n}, {c1 * 16}, {h}, {w}]>"
+    x = f"tensor<{n}x{c1}x{h}x{w}x16xf16, {enc}>"
+    y = f"tensor<{n}x{c1}x1x1x16xf16, #layout.fmt<NC1HWC0, origin NCHW [{n}, {c1 * 16}, 1, 1]>>"
+    vop = region(f"""
+    func.func @f(%x: {x}) -> {y} {{
+      %p = graph.global_max_pool %x : ({x}) -> {y}
+      func.return %p : {y}
+    }}""")
+    res = run_region(vop)
+    maxes = res.vector_ops("isa.vmax")
+    assert maxes and all(op.repeats * 128 <= n * c1 * h * w * 16 for op in maxes)
+    if n * c1 > 1:
+        assert all(isa.ints(op.rep_stride)[0] == h * w for op in maxes)  # one row of h * w f16 blocks
+
+
 def test_global_pool_halvings_span_all_rows():
     # NC1HWC0 [16, 8, 7, 7, 16] f16 (resnet50's pool at batch 16 in small): each halving of the
     # 49 pixel blocks runs over all the tile's (n, c1) rows at once (repeat stride = one row of
