@@ -755,9 +755,13 @@ class KernelLowering:
 
     def arith(self, op: Operation) -> None:
         operands = [self.b.value(self.index(v)) for v in op.operands]
-        new = op.clone()
-        for i, v in enumerate(operands):
-            new.operands[i] = v
+        if op.regions or op.successors:
+            new = op.clone()
+            for i, v in enumerate(operands):
+                new.operands[i] = v
+        else:  # what `clone` makes, with the new operands from the start
+            new = type(op).create(operands=operands, result_types=op.result_types, properties=op.properties,
+                                  attributes=op.attributes, location=op.location)
         self.b.add(new)
         for old, r in zip(op.results, new.results):
             r.name_hint = old.name_hint
