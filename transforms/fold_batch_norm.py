@@ -201,14 +201,15 @@ def _fold_matmul(mm: graph.MatMulOp, a: Affine) -> list[Operation]:
     assert b is not None
     n = b.shape[1]
     s, t = _scale_of(a, n), _shift_of(a, n)
+    shifted = bool(np.any(t != 0))
+    if shifted and len(shape_of(mm.lhs)) != 2:
+        return []  # a bias on a batched matmul stays a separate add (decided before the weights are scaled)
     name = loc_name(mm)
     b_op = make_constant(_rounded(b.astype(np.float64) * s[None, :], mm.rhs), None, f"{name}_b", mm)
-    if not np.any(t != 0):
+    if not shifted:
         new = graph.MatMulOp.make([mm.lhs, b_op.output])
         new.location = mm.location
         return [b_op, new]
-    if len(shape_of(mm.lhs)) != 2:
-        return []  # a bias on a batched matmul stays a separate add
     c_op = make_constant(_rounded(t, mm.output), None, f"{name}_c", mm)
     props = {"alpha": float_attr(1.0), "beta": float_attr(1.0)}
     new = graph.GemmOp.make([mm.lhs, b_op.output, c_op.output], props)
