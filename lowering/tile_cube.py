@@ -38,6 +38,7 @@ from ge.dialects.blobs import dense_attr
 from ge.dialects.dtypes import numpy_dtype
 from ge.dialects.layout import Format
 from ge.lowering import fusion_rules as fr
+from ge.lowering.isa_vector import MAX_REP_STRIDE
 from ge.lowering.tile_cost import ELEMENTWISE, Machine, Roofline, align, elem_name, machine_memo, pipelined
 from ge.lowering.tile_ir import Index, KernelBuilder
 from ge.lowering.tile_vector import CapacityShortfall, Unsupported, shape_of
@@ -532,10 +533,19 @@ def epilogue_cycles(mach: Machine, program: tuple, tm: int, tn: int) -> float:
     """Cycles of the epilogue's vector instructions on a tm x tn tile: one start-up per
     step (a per-channel operand's several instructions per step overlap their start-ups
     on the pipelined Vector unit). A row vector against rows longer than a repeat and off
-    the repeat grid ("rows") takes an instruction per row and repeat."""
-    bpr = mach.target.vector.bytes_per_repeat
-    return sum(tm * _ceil(tn * size, bpr) * mach.instruction(op, elem, 1)
-               if kind == "rows" and tn * size > bpr and (tn * size) % bpr else
+    the repeat grid ("rows") takes an instruction per column of a repeat with the rows on
+    its repeat axis (isa_vector.block_layout), or -- rows too far apart for a repeat
+    stride -- an instruction per row and repeat."""
+    vec = mach.target.vector
+    bpr = vec.bytes_per_repeat
+
+    def rows(op: str, elem: str, size: int) -> float:
+        columns = _ceil(tn * size, bpr)
+        if tn * size // vec.block_bytes <= MAX_REP_STRIDE:
+            return columns * mach.instruction(op, elem, tm)
+        return tm * columns * mach.instruction(op, elem, 1)
+
+    return sum(rows(op, elem, size) if kind == "rows" and tn * size > bpr and (tn * size) % bpr else
                mach.instruction(op, elem, max(1, _ceil(tm * tn * size, bpr))) for op, elem, size, kind in program)
 
 

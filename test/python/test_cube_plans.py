@@ -142,14 +142,16 @@ def test_planner_slices_a_large_tile(monkeypatch):
     assert plan.cycles + Machine(target).launch() == pytest.approx(kernel.cycles, rel=0.15)
 
 
-def test_row_vector_epilogue_costs_a_row_each():
-    """A bias row against 192-wide f16 rows (1.5 repeats) costs an instruction per row and
-    repeat (isa_vector runs it row by row); 128-wide rows (one repeat) one instruction."""
+def test_row_vector_epilogue_costs_a_column_each():
+    """A bias row against 192-wide f16 rows (1.5 repeats) costs an instruction per column
+    of a repeat, the rows on its repeat axis (isa_vector.block_layout); 128-wide rows (one
+    repeat) one instruction; rows farther apart than a repeat stride holds (4160 f16 = 260
+    blocks) an instruction per row and repeat."""
     mach = Machine(targets.load_target("ascend910"))
     prog = (("vadd", "f16", 2, "rows"),)
-    per_row = tile_cube.epilogue_cycles(mach, prog, 64, 192)
-    assert per_row == 64 * 2 * mach.instruction("vadd", "f16", 1)
+    assert tile_cube.epilogue_cycles(mach, prog, 64, 192) == 2 * mach.instruction("vadd", "f16", 64)
     assert tile_cube.epilogue_cycles(mach, prog, 64, 128) == mach.instruction("vadd", "f16", 64)
+    assert tile_cube.epilogue_cycles(mach, prog, 4, 4160) == 4 * 33 * mach.instruction("vadd", "f16", 1)
 
 
 def conv_model(n: int, cin: int, cout: int, hw: int, k: int, s: int):

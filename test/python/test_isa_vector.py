@@ -291,6 +291,32 @@ def test_broadcast_binary(op, shape, other, elem):
     run_region(vop, positive=op == "div")
 
 
+@pytest.mark.parametrize("cols,rows", [(192, 128), (320, 40), (4160, 3)])
+def test_row_vector_against_rows_of_several_repeats(cols, rows):
+    """A bias row against rows of 1.5 (2.5) f16 repeats: one instruction per column of a
+    repeat with the rows on its repeat axis (repeat stride: the row's blocks; the bias
+    row's 0), the last column under a mask; rows 260 blocks apart (more than a repeat
+    stride holds) go row by row."""
+    x, y = f"tensor<{rows}x{cols}xf16>", f"tensor<{cols}xf16>"
+    vop = region(f"""
+    func.func @f(%x: {x}, %y: {y}) -> {x} {{
+      %z = graph.add %x, %y : ({x}, {y}) -> {x}
+      func.return %z : {x}
+    }}""")
+    res = run_region(vop)
+    adds = res.vector_ops("isa.vadd")
+    columns = -(-cols // 128)
+    if cols * 2 // 32 > 255:
+        assert len(adds) == rows * 2  # per row: its 32 whole repeats, then the 64-element tail
+        assert sorted(o.repeats for o in adds) == [1] * rows + [cols // 128] * rows
+    else:
+        assert len(adds) == columns
+        assert all(o.repeats == rows for o in adds)
+        assert [tuple(isa.ints(o.rep_stride)) for o in adds] == [(cols // 16, cols // 16, 0)] * columns
+        assert adds[-1].mask.value.data == (cols % 128 or 128)
+    np.testing.assert_array_equal(res.got[0], res.want[0].reshape(-1))
+
+
 def test_sum_of_three_and_mean():
     ty = "tensor<4x64xf32>"
     vop = region(f"""
