@@ -450,6 +450,12 @@ def _elementwise(op: Operation) -> None:
                 f"{op.name} in {fmt} needs one C0 for all operands and the result: {_name(op, v)} has "
                 f"{v.type.element_type} (C0 = {c0(v.type.element_type)}), the result {result.type.element_type} (C0 = {k})"
             )
+        if (want := broadcast_rank(fmt, renc.origin_fmt, len(enc.shape), len(rshape))) != len(enc.shape):
+            raise VerifyException(
+                f"{op.name} in {fmt} cannot broadcast {_name(op, v)} of origin {list(enc.shape)} (no C dim) "
+                f"to {list(rshape)}: its C0 lanes must be the result's channels, so it needs an origin of rank "
+                f"{want} (unsqueezed: leading dims of 1)"
+            )
         if not storage_broadcasts(fmt, renc.origin_fmt, enc.shape, rshape):
             raise VerifyException(
                 f"{op.name} cannot broadcast {_name(op, v)} of origin {list(enc.shape)} to {list(rshape)} in {fmt}: "
@@ -461,6 +467,17 @@ _BROADCAST_RULE = {
     Format.NC1HWC0: "the channel counts must be equal",
     Format.FRACTAL_NZ: "the matrix dims must be equal",
 }
+
+
+def broadcast_rank(fmt: Format, origin: Format, rank: int, result_rank: int) -> int:
+    """The origin rank a broadcast operand of `rank` dims needs in `fmt` against a result of
+    `result_rank` dims: its own, except that an NCHW origin of rank < 3 has no C dim, and
+    in NC1HWC0 against a result that has one, it is stored unsqueezed to the result's rank
+    (so its origin -- and each tile's -- names the channel its C0 lanes hold; ONNX aligns
+    ranks to the right, so the leading 1s change nothing)."""
+    if fmt == Format.NC1HWC0 and origin == Format.NCHW and rank < 3 <= result_rank:
+        return result_rank
+    return rank
 
 
 def storage_broadcasts(fmt: Format, origin: Format, shape: Sequence[int], result: Sequence[int]) -> bool:

@@ -42,7 +42,14 @@ from ge import targets
 from ge.dialects import graph as g
 from ge.dialects import layout as lt
 from ge.dialects.layout import Format
-from ge.transforms.layout_utils import fold_constant, formatted, rebuild, single_element, trans_data
+from ge.transforms.layout_utils import (
+    broadcast_type,
+    fold_constant,
+    formatted,
+    rebuild,
+    single_element,
+    trans_data,
+)
 
 NC1HWC0, FRACTAL_Z, FRACTAL_NZ, NCHW, ND = (
     Format.NC1HWC0, Format.FRACTAL_Z, Format.FRACTAL_NZ, Format.NCHW, Format.ND,
@@ -190,6 +197,7 @@ class _Assigner:
         self.nz = _nz_results(block)
         self.requant = _cube_epilogue_quant_ops(block)
         self.converted: dict[tuple[SSAValue, TensorType], SSAValue] = {}
+        self.unsqueezed: dict[tuple[SSAValue, int], SSAValue] = {}
         self.folded: list[g.ConstantOp] = []  # constants whose value was converted at compile time
         self.last_arg_conversion: Operation | None = None  # keeps argument conversions in argument order
 
@@ -205,10 +213,35 @@ class _Assigner:
         if (hit := self.converted.get((v, want))) is not None:
             return hit
         if isinstance(v.owner, g.ConstantOp):
-            new = fold_constant(v.owner, want)
+            new = fold_constant(v.owner, want)  # (with the leading dims of 1 a broadcast operand needs)
             self.folded.append(v.owner)
+        elif (rank := lt.logical_type(want).get_num_dims()) != _rank(v):
+            hit = self.to_type(self.unsqueeze(v, rank), want)
+            self.converted[(v, want)] = hit
+            return hit
         else:
             new = trans_data(v, want)
+        self.place(v, new)
+        self.converted[(v, want)] = new.results[0]
+        return new.results[0]
+
+    def unsqueeze(self, v: SSAValue, rank: int) -> SSAValue:
+        """Plain `v` with leading dims of 1 up to `rank` (a broadcast operand whose storage
+        format needs the result's rank, `layout.broadcast_rank`), placed after `v`."""
+        plain = self.to_type(v, _logical(v))
+        if (hit := self.unsqueezed.get((plain, rank))) is not None:
+            return hit
+        new = g.UnsqueezeOp.make([plain], {"axes": g.int_array(range(rank - _rank(v)))})
+        new.output.name_hint = f"{plain.name_hint}_{rank}d" if plain.name_hint else None
+        if isinstance(plain.owner, Operation):
+            new.location = plain.owner.location
+        self.place(plain, new)
+        self.unsqueezed[(plain, rank)] = new.output
+        return new.output
+
+    def place(self, v: SSAValue, new: Operation) -> None:
+        """Insert `new` (made from `v`) right after `v`'s definition; conversions of
+        arguments stay in argument order."""
         if isinstance(v.owner, Operation):
             self.block.insert_op_after(new, v.owner)
         elif self.last_arg_conversion is not None:
@@ -217,8 +250,6 @@ class _Assigner:
             self.block.insert_op_before(new, self.block.first_op)
         if not isinstance(v.owner, Operation):
             self.last_arg_conversion = new
-        self.converted[(v, want)] = new.results[0]
-        return new.results[0]
 
     # ---- per-op plans -----------------------------------------------------------------
 
@@ -287,9 +318,9 @@ class _Assigner:
             if single_element(v, len(shape)):
                 types.append(v.type)
                 continue
-            want = formatted(v.type, fmt, origin)
+            want = broadcast_type(v.type, fmt, origin, len(shape))
             if want is None or lt.c0(want.element_type) != k \
-                    or not lt.storage_broadcasts(fmt, origin, lt.logical_shape(v.type), shape):
+                    or not lt.storage_broadcasts(fmt, origin, lt.logical_shape(want), shape):
                 return None
             types.append(want)
         return types, [out]

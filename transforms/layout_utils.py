@@ -53,8 +53,14 @@ def new_constant(data: np.ndarray, want: TensorType, source: SSAValue) -> g.Cons
 
 
 def fold_constant(const: g.ConstantOp, want: TensorType) -> g.ConstantOp:
-    """`const`'s value in type `want` (converted by the runtime's format functions)."""
-    return new_constant(layouts.convert(attr_array(const.value), const.output.type, want), want, const.output)
+    """`const`'s value in type `want` (converted by the runtime's format functions); a
+    plain constant may also gain leading dims of 1 on the way (see `broadcast_type`)."""
+    data, have = attr_array(const.value), const.output.type
+    logical = lt.logical_type(want)
+    assert isinstance(logical, TensorType)
+    if lt.layout_of(have) is None and have.get_shape() != logical.get_shape():
+        data, have = data.reshape(logical.get_shape()), logical
+    return new_constant(layouts.convert(data, have, want), want, const.output)
 
 
 def trans_data(v: SSAValue, want: TensorType) -> lt.TransDataOp:
@@ -74,6 +80,18 @@ def formatted(t: TensorType, fmt: Format | None, origin: Format) -> TensorType |
         return lt.encode(plain, fmt, origin)
     except VerifyException:
         return None
+
+
+def broadcast_type(t: TensorType, fmt: Format | None, origin: Format, rank: int) -> TensorType | None:
+    """A broadcast operand of type `t` in `fmt` against a result of `rank` dims: `formatted`,
+    at the origin rank the format needs (`layout.broadcast_rank`: leading dims of 1 added)."""
+    plain = lt.logical_type(t)
+    assert isinstance(plain, TensorType)
+    if fmt is not None:
+        want = lt.broadcast_rank(fmt, origin, plain.get_num_dims(), rank)
+        if want != plain.get_num_dims():
+            plain = TensorType(plain.element_type, [1] * (want - plain.get_num_dims()) + list(plain.get_shape()))
+    return formatted(plain, fmt, origin)
 
 
 def single_element(v: SSAValue, rank: int) -> bool:

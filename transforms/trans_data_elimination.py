@@ -39,6 +39,7 @@ from ge.dialects import graph as g
 from ge.dialects import layout as lt
 from ge.runtime.reference import evaluate
 from ge.transforms.layout_utils import (
+    broadcast_type,
     fold_constant,
     formatted,
     new_constant,
@@ -178,17 +179,18 @@ def _operands_in(e: Operation, fmt: lt.Format | None, origin: lt.Format, hoist: 
     rank = e.results[0].type.get_num_dims()
     operands, new_ops = [], []
     for v in e.operands:
-        want = formatted(v.type, fmt, origin)
+        want = broadcast_type(v.type, fmt, origin, rank)  # (a constant gains the dims of 1 it needs)
         if want is None:
             return None
+        same_rank = lt.logical_type(want).get_num_dims() == v.type.get_num_dims()
         if v.type == want or single_element(v, rank):
             operands.append(v)
-        elif _converted_from(v, fmt, origin):
+        elif isinstance(v.owner, lt.TransDataOp) and v.owner.input.type == want:
             operands.append(v.owner.input)
         elif isinstance(v.owner, g.ConstantOp):
             new_ops.append(fold_constant(v.owner, want))
             operands.append(new_ops[-1].results[0])
-        elif hoist and _is_elementwise(v.owner) and v.has_one_use() and _leads_back(v.owner, fmt, origin):
+        elif hoist and same_rank and _is_elementwise(v.owner) and v.has_one_use() and _leads_back(v.owner, fmt, origin):
             new_ops.append(trans_data(v, want))
             operands.append(new_ops[-1].results[0])
         else:

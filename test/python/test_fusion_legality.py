@@ -37,16 +37,17 @@ BUGS = {
     24: "traceback: an abandoned eliminate-trans-data rewrite left a dangling use (KeyError in fuse)",
     42: "wrong answer: Softmax over channels fused with the NC1HWC0 conversion (the padded channel in the sum)",
     91: "wrong answer: LayerNorm over C, H, W fused with the NC1HWC0 conversion (padded channels in the mean)",
-    107: "MaxPool + broadcast Add fused with both conversions did not verify on its tile (still refused, see below)",
+    107: "MaxPool + Add of a [1, W] constant fused with both conversions did not verify on its tile (the constant "
+         "in NC1HWC0 had no C dim, so its tiles did not name the channel of their C0 lanes)",
     133: "LayerNorm over channels fused with the NC1HWC0 conversion ('a reduced dim is also windowed')",
     167: "an elementwise Div between two conversions ('TransData to a plain tensor, away from the kernel's output')",
+    1026: "Mul of a conv result (1 channel) by a [4, 6] constant: the constant in NC1HWC0 had no C dim "
+          "('cannot broadcast operand #1 of origin [1, 1] to [1, 8, 1, 1]' on its tile)",
 }
 
 
-# Reproducers still refused, with the part of the message that names what is missing: an
-# Add of a [1, W] constant that eliminate-trans-data moved into NC1HWC0 verifies on the
-# whole tensor but not on its tiles (the graph.add verifier's broadcast rule for NC1HWC0).
-REFUSED = {107: "graph.add does not verify on its tile"}
+# Reproducers still refused, with the part of the message that names what is missing.
+REFUSED: dict[int, str] = {}
 
 
 def load_regression(seed: int) -> onnx.ModelProto:
