@@ -183,13 +183,13 @@ class _Cores:
     """When each core of the chip is next free, and the chip's HBM over time. A coupled chip
     has one pool of AI Cores; a separated one a Cube pool and a Vector pool. Trace ids: Cube
     cores first. Launches (and copies) of concurrent streams share the HBM bandwidth
-    (`sim_timing.HbmCalendar`): a launch simulated alone that needs more than the others
-    leave free runs proportionally longer."""
+    (`hbm`, a `sim_timing.Bandwidth`; `on_hbm`): a launch simulated alone that needs more
+    than the others leave free runs proportionally longer."""
 
     def __init__(self, target: targets.Target):
-        from ge.runtime.sim_timing import HbmCalendar
+        from ge.runtime.sim_timing import Bandwidth
 
-        self.hbm = HbmCalendar(target.bytes_per_cycle(target.dma.hbm_total))
+        self.hbm = Bandwidth(target.bytes_per_cycle(target.dma.hbm_total))
         self.coupled = target.architecture == "coupled"
         self.free = {"cube": [0.0] * target.cores.cube}
         if not self.coupled:
@@ -212,6 +212,15 @@ class _Cores:
     def hold(self, pool: str, cores: list[int], end: float) -> None:
         for c in cores:
             self.free[pool][c] = end
+
+    def on_hbm(self, start: float, cycles: float, nbytes: float) -> float:
+        """When a task simulated alone -- `cycles` long, `nbytes` to / from HBM, so needing
+        nbytes / cycles bytes per cycle -- ends when placed on the HBM from `start`: at full
+        speed while the tasks placed before it leave that much free, proportionally slower
+        while they do not (they keep theirs)."""
+        if nbytes <= 0 or cycles <= 0:
+            return start + max(cycles, 0.0)
+        return self.hbm.transfer(start, nbytes, nbytes / cycles)
 
 
 @dataclass
@@ -520,7 +529,7 @@ class _Run:
         if not self.timing_only:
             dst.reshape(-1).view(np.uint8)[...] = src.reshape(-1).view(np.uint8)
         startup = self.ex.target.startup.mte2
-        end = self.cores.hbm.place(ready + startup, copy_cycles(self.ex.target, src.nbytes) - startup, 2 * src.nbytes)
+        end = self.cores.on_hbm(ready + startup, copy_cycles(self.ex.target, src.nbytes) - startup, 2 * src.nbytes)
         self.report.spans.append(TaskSpan(j, "copy", f"copy {src.nbytes} B", t["stream"], ready, end))
         return end
 
@@ -542,7 +551,7 @@ class _Run:
             run.alone, run.pipe_busy, run.instructions = stats.cycles, dict(stats.pipe_busy), dict(stats.instructions)
             run.cores, run.blocks, run.hbm_bytes, run.work = stats.cores, stats.blocks, stats.hbm_bytes, dict(stats.work)
             lead = min(self.ex.target.overhead.launch, stats.cycles)  # the dispatch moves no data
-            run.cycles = max(stats.cycles, self.cores.hbm.place(start + lead, stats.cycles - lead, stats.hbm_bytes) - start)
+            run.cycles = max(stats.cycles, self.cores.on_hbm(start + lead, stats.cycles - lead, stats.hbm_bytes) - start)
             self._keep_pipe_events(mark, pool, chosen)
         elif kernel.modeled is not None:
             run.cycles = run.alone = float(kernel.modeled)

@@ -22,7 +22,7 @@ Costs:
   the other blocks may share); its writes, and every later block's transfers, leave each
   block still to come its fair share (`hbm_total / active`) and take at least half their
   own (a core's reads and writes run at once) (`CostModel.start_block`). Launches of
-  concurrent streams share the HBM through the executor (`HbmCalendar`).
+  concurrent streams share the HBM through the executor (a `Bandwidth` of `hbm_total`).
 - the L2 (`memory.l2`, `dma.l2_*`; `L2`): a 32-B GM block a read brought in from HBM is
   resident from the moment that transfer ends. A later read of a resident block (any core)
   hits: it is read at the L2 path rate, outside the HBM budget, and cannot finish before
@@ -240,8 +240,10 @@ class CostModel:
         self.active = max(active, 1)
         bpc = target.bytes_per_cycle
         self.block = target.vector.block_bytes
-        self.hbm = Bandwidth(bpc(target.dma.hbm_total))
-        self.l2_bandwidth = Bandwidth(bpc(target.dma.l2_total))
+        hbm, l2 = bpc(target.dma.hbm_total), bpc(target.dma.l2_total)
+        # a core's share of each (`start_block`): half for its reads, half for its writes
+        self.hbm = Bandwidth(hbm, share=hbm / self.active / 2)
+        self.l2_bandwidth = Bandwidth(l2, share=l2 / self.active / 2)
         self.l2 = L2(target.memory.l2, self.block)
         self.hbm_bytes = 0.0
         self.l2_bytes = 0.0
@@ -275,8 +277,6 @@ class CostModel:
         cores) and take at least half their own (its reads and writes may run at once); the
         first block's reads take whatever is free (they fetch what the later blocks may
         share)."""
-        for bw in (self.hbm, self.l2_bandwidth):
-            bw.share = bw.rate / self.active / 2  # a core's share, half for its reads, half for its writes
         self._reserve = later / self.active  # of a bandwidth's rate
         self._first = position == 0
 
@@ -375,11 +375,11 @@ class Bandwidth:
     to a floor of `share` for it: with it, `CostModel.start_block` keeps the cores simulated
     later from finding the bandwidth taken by the ones simulated first."""
 
-    def __init__(self, rate: float):
+    def __init__(self, rate: float, share: float | None = None):
         self.rate = rate
         self.times: list[float] = [0.0]
         self.used: list[float] = [0.0]
-        self.share = rate
+        self.share = rate if share is None else share
 
     def transfer(self, t: float, nbytes: float, limit: float, reserve: float = 0.0) -> float:
         """Move `nbytes` from time t (>= 0) at up to `limit` bytes per cycle, leaving
@@ -526,36 +526,6 @@ class PipeState:
     def earliest(self) -> float:
         """No later instruction of this core starts before this."""
         return min(max(a, b, self.issued) for a, b in zip(self.next_issue, self.hold))
-
-
-class HbmCalendar:
-    """The chip's HBM bandwidth over time, shared by the launches of concurrent streams.
-
-    Each launch was simulated alone: `cycles` long, `nbytes` to / from HBM, so it needs
-    nbytes / cycles bytes per cycle. Placed from `start`, it runs at full speed while the
-    launches placed before it leave that much bandwidth free, and proportionally slower
-    while they do not (the earlier launches keep their share): a `Bandwidth` transfer of
-    its bytes limited to that rate; `place` returns when it ends. `points` = [(time, bytes
-    per cycle in use from then)].
-    """
-
-    def __init__(self, bytes_per_cycle: float):
-        self.rate = bytes_per_cycle
-        self.bandwidth = Bandwidth(bytes_per_cycle)
-
-    def place(self, start: float, cycles: float, nbytes: float) -> float:
-        if nbytes <= 0 or cycles <= 0:
-            return start + max(cycles, 0.0)
-        return self.bandwidth.transfer(start, nbytes, nbytes / cycles)
-
-    @property
-    def points(self) -> list[tuple[float, float]]:
-        return list(zip(self.bandwidth.times, self.bandwidth.used))
-
-    def used(self, t: float) -> float:
-        """Bytes per cycle in use at time t."""
-        b = self.bandwidth
-        return b.used[bisect.bisect_right(b.times, t) - 1]
 
 
 @dataclass

@@ -97,20 +97,34 @@ def test_a_memory_bound_cast_runs_at_most_at_hbm_speed():
 
 
 def test_calendar_never_hands_out_more_than_the_hbm_rate():
-    from ge.runtime.sim_timing import HbmCalendar
+    """The executor's HBM (`_Cores.on_hbm`): a launch simulated alone needs its bytes /
+    cycles; it gets what the launches placed before it leave free."""
+    from ge.runtime.executor import _Cores
 
-    cal = HbmCalendar(100.0)
-    a = cal.place(0.0, 1000.0, 80_000.0)  # 80 bytes / cycle: alone it fits
-    b = cal.place(0.0, 1000.0, 80_000.0)  # another 80: only 20 left while the first runs
+    target = load_target("ascend910")
+    cores = _Cores(target)
+    rate = cores.hbm.rate
+    assert rate == pytest.approx(target.dma.hbm_total * 1e9 / target.clock_hz)
+
+    def points():
+        return list(zip(cores.hbm.times, cores.hbm.used))
+
+    need = 0.8 * rate  # bytes / cycle: alone it fits
+    a = cores.on_hbm(0.0, 1000.0, need * 1000)
+    b = cores.on_hbm(0.0, 1000.0, need * 1000)  # another 0.8: only 0.2 left while the first runs
     assert a == 1000.0
-    # b runs at 20 / 80 of its speed for 1000 cycles (250 of its cycles), then alone
+    # b runs at 0.2 / 0.8 of its speed for 1000 cycles (250 of its cycles), then alone
     assert b == pytest.approx(1000.0 + 750.0)
-    assert max(u for _, u in cal.points) <= 100.0 + 1e-9
-    c = cal.place(500.0, 100.0, 5_000.0)  # 50 bytes / cycle from 500: nothing free until 1000
-    assert c == pytest.approx(1000.0 + 100.0 * 50 / 20)  # b keeps its 80, c gets the other 20
-    assert max(u for _, u in cal.points) <= 100.0 + 1e-9
-    used = sum((t1 - t0) * u for (t0, u), (t1, _) in itertools.pairwise(cal.points))
-    assert used == pytest.approx(80_000.0 * 2 + 5_000.0)  # every byte accounted once
+    assert max(u for _, u in points()) <= rate * (1 + 1e-9)
+    c = cores.on_hbm(500.0, 100.0, 0.5 * rate * 100)  # 0.5 from 500: nothing free until 1000
+    assert c == pytest.approx(1000.0 + 100.0 * 0.5 / 0.2)  # b keeps its 0.8, c gets the other 0.2
+    assert max(u for _, u in points()) <= rate * (1 + 1e-9)
+    used = sum((t1 - t0) * u for (t0, u), (t1, _) in itertools.pairwise(points()))
+    assert used == pytest.approx(need * 1000 * 2 + 0.5 * rate * 100)  # every byte accounted once
+    before = points()
+    assert cores.on_hbm(500.0, 300.0, 0.0) == 800.0  # no bytes: its own time, no bandwidth taken
+    assert cores.on_hbm(500.0, 0.0, 64.0) == 500.0
+    assert points() == before
 
 
 def test_two_streams_together_stay_within_the_hbm_rate(monkeypatch):
@@ -140,7 +154,7 @@ def test_two_streams_together_stay_within_the_hbm_rate(monkeypatch):
         run = _Run(ex, ex.gears[0], False)
         report = run.execute()
     assert report.streams == 2
-    points = run.cores.hbm.points
+    points = list(zip(run.cores.hbm.times, run.cores.hbm.used))
     assert max(u for _, u in points) <= rate * (1 + 1e-9)
     used = sum((t1 - t0) * u for (t0, u), (t1, _) in itertools.pairwise(points))
     assert used == pytest.approx(sum(k.hbm_bytes for k in report.kernels))
