@@ -70,6 +70,8 @@ from ge.transforms.isa_analysis import (
     Linear,
     MemAccess,
     UnplacedBufferError,
+    fixed_class,
+    fixed_overlap,
     instructions,
     kernel_ops,
     may_overlap,
@@ -165,6 +167,8 @@ def dependencies(kernel: isa.KernelOp, instrs: list[Instr]) -> list[Dep]:
     loop_of: dict[int, tuple] = {}  # id(block) -> (block's repeating loop, its body, the body's depth)
 
     def overlap(cands: list[tuple], block: Block, loop: scf.ForOp | None, later: bool, back: bool = False) -> bool:
+        if cands is _MEET_LIST:
+            return True
         for p, q in cands:
             if may_overlap(q, p, block, loop, later, kernel) if back else may_overlap(p, q, block, loop, later, kernel):
                 return True
@@ -173,8 +177,11 @@ def dependencies(kernel: isa.KernelOp, instrs: list[Instr]) -> list[Dep]:
     def needed(src: isa.Pipe, dst: isa.Pipe) -> bool:
         return src != dst or src in PIPELINED
 
-    meeting = meeting_accesses(instrs)
-    for (i, j), forward in sorted(meeting.items(), key=lambda kv: kv[0]):
+    meeting, sure = meeting_accesses(instrs)
+    for i, j in sorted(meeting.keys() | sure):
+        forward = meeting.get((i, j), [])
+        if (i, j) in sure:  # (may_overlap says so in any block, loop and iteration)
+            forward = _MEET_LIST
         first, second = instrs[i], instrs[j]
         fp, sp = first.path, second.path
         d = 0
@@ -204,20 +211,31 @@ def dependencies(kernel: isa.KernelOp, instrs: list[Instr]) -> list[Dep]:
     return deps
 
 
-def meeting_accesses(instrs: list[Instr]) -> dict[tuple[int, int], list[tuple[MemAccess, MemAccess]]]:
-    """The access pairs that may touch a common byte, by instruction pair (i, j), i <= j
-    (positions in `instrs`): one memory, at least one write, byte spans that intersect
-    (`access_span`; an access without a span meets every access of its memory). Each
-    memory's accesses are swept in order of their first byte with the writes and the
-    reads still open kept apart, so an access meets only the open accesses it can
-    overlap: O(n log n + the pairs found), where trying every instruction pair is O(n^2)
-    -- the cheap filters before `may_overlap`'s exact test. Within one instruction both
-    orders of two accesses are listed, and a write with itself."""
+_MEET_LIST: list = []  # `dependencies`' mark for an instruction pair `meeting_accesses` knows to meet
+
+
+def meeting_accesses(instrs: list[Instr]) -> tuple[dict[tuple[int, int], list[tuple[MemAccess, MemAccess]]],
+                                                   set[tuple[int, int]]]:
+    """The instruction pairs (i, j), i <= j (positions in `instrs`), that may touch a common
+    byte: (the access pairs of each that `may_overlap` must still try, the pairs known to
+    meet). Only one memory, with at least one write, can meet.
+
+    Accesses at constant offsets touch the same bytes in every iteration: those of one
+    `fixed_class` are tested once against each other class whose byte span they meet
+    (`fixed_overlap`), and every instruction pair of two classes that meet is known to
+    meet -- a few dozen classes stand for a kernel's hundreds of accesses, and interleaved
+    ones (a layer norm's columns) are told apart without a test per instruction pair.
+    The other accesses are swept in order of their first byte (`access_span`; an access
+    without a span meets every access of its memory) with the writes and the reads still
+    open kept apart, so one meets only the open accesses it can overlap: O(n log n + the
+    pairs found), where trying every instruction pair is O(n^2). Within one instruction
+    both orders of two accesses are listed, and a write with itself."""
     by_key: dict[tuple, list[tuple[int, MemAccess]]] = defaultdict(list)
     for i, ins in enumerate(instrs):
         for a in ins.accesses:
             by_key[a.key].append((i, a))
     out: dict[tuple[int, int], list[tuple[MemAccess, MemAccess]]] = defaultdict(list)
+    sure: set[tuple[int, int]] = set()
 
     def meet(i: int, p: MemAccess, j: int, q: MemAccess) -> None:
         if i < j:
@@ -228,20 +246,32 @@ def meeting_accesses(instrs: list[Instr]) -> dict[tuple[int, int], list[tuple[Me
             out[(i, i)] += [(p, q), (q, p)]
 
     for entries in by_key.values():
+        classes: dict[tuple, list[int]] = defaultdict(list)
+        for n, (_, a) in enumerate(entries):
+            c = fixed_class(a)
+            if c is not None:
+                classes[c].append(n)
+        if classes:
+            _fixed_meetings(entries, list(classes.values()), sure)
+        fixed = {n for ns in classes.values() for n in ns}
         spanned = sorted(((a.span, n) for n, (_, a) in enumerate(entries) if a.span is not None),
                          key=lambda t: t[0][0])
-        open_: tuple[list, list] = ([], [])  # (end, n) of the reads, of the writes still open, by end
+        # (end, n) of the reads, of the writes still open, by end: the others', the fixed ones'
+        open_: tuple[tuple[list, list], tuple[list, list]] = (([], []), ([], []))
         for (lo, hi), n in spanned:
             i, a = entries[n]
-            for ends in open_:
-                del ends[:bisect.bisect_right(ends, (lo, len(entries)))]  # those ending by lo meet nothing more
-            for ends in (open_ if a.write else open_[1:]):
-                for _, m in ends:  # each starts by lo and ends after it
-                    j, b = entries[m]
-                    if b.span[0] < hi:  # (not when this span is empty)
-                        meet(j, b, i, a)
-            bisect.insort(open_[a.write], (hi, n))
-            if a.write and lo < hi:
+            f = n in fixed
+            for side in open_:
+                for ends in side:
+                    del ends[:bisect.bisect_right(ends, (lo, len(entries)))]  # those ending by lo meet nothing more
+            for side in open_[:1] if f else open_:  # two fixed accesses were met above
+                for ends in (side if a.write else side[1:]):
+                    for _, m in ends:  # each starts by lo and ends after it
+                        j, b = entries[m]
+                        if b.span[0] < hi:  # (not when this span is empty)
+                            meet(j, b, i, a)
+            bisect.insort(open_[f][a.write], (hi, n))
+            if a.write and lo < hi and not f:
                 out[(i, i)].append((a, a))
         unspanned = [n for n, (_, a) in enumerate(entries) if a.span is None]
         for n in unspanned:
@@ -251,7 +281,35 @@ def meeting_accesses(instrs: list[Instr]) -> dict[tuple[int, int], list[tuple[Me
             for m, (j, b) in enumerate(entries):
                 if m != n and (a.write or b.write) and (b.span is not None or m < n):
                     meet(j, b, i, a)
-    return out
+    return out, sure
+
+
+def _fixed_meetings(entries: list[tuple[int, MemAccess]], classes: list[list[int]], sure: set[tuple[int, int]]) -> None:
+    """Add to `sure` the instruction pairs whose constant-offset accesses of one memory
+    (`entries`, grouped into `classes` of equal `fixed_class`) meet, one with a write: each
+    class against itself and against the classes whose spans it meets (a sweep by first
+    byte), one `fixed_overlap` test per class pair."""
+    spans = [entries[ns[0]][1].span for ns in classes]
+    writers = [sorted({entries[n][0] for n in ns if entries[n][1].write}) for ns in classes]
+    users = [sorted({entries[n][0] for n in ns}) for ns in classes]
+
+    def pairs(w: list[int], u: list[int]) -> None:
+        for i in w:
+            for j in u:
+                sure.add((i, j) if i <= j else (j, i))
+
+    open_: list[tuple[int, int]] = []  # (end, class) of the classes still open, by end
+    for k in sorted(range(len(classes)), key=lambda k: spans[k][0]):
+        lo, hi = spans[k]
+        del open_[:bisect.bisect_right(open_, (lo, len(classes)))]  # those ending by lo meet nothing more
+        x = entries[classes[k][0]][1]
+        for _, m in open_:  # each starts by lo and ends after it
+            if (writers[k] or writers[m]) and spans[m][0] < hi and fixed_overlap(entries[classes[m][0]][1], x):
+                pairs(writers[m], users[k])
+                pairs(users[m], writers[k])
+        if writers[k] and fixed_overlap(x, x):
+            pairs(writers[k], users[k])
+        bisect.insort(open_, (hi, k))
 
 
 # --------------------------------------------------------------------------------------

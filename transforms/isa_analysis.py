@@ -301,10 +301,10 @@ def may_overlap(x: MemAccess, y: MemAccess, block: Block, loop: scf.ForOp | None
     # x starts at base_x + size_x * off_x; const is that minus the same for y.
     diff = x.form.minus(y.form)
     const = x.base - y.base + diff.const
+    if not x.offset.terms and not y.offset.terms:  # the same bytes in every iteration
+        return fixed_overlap(x, y)
     if _apart(x, y):
         return False
-    if not x.offset.terms and not y.offset.terms:  # the same bytes in every iteration
-        return yl - xh < const < yh - xl and _touch(x, y, const)
     if not later:
         leaves = (*x.offset.leaves, *y.offset.leaves)
         if not diff.terms and all(_visible(v, block) for v in leaves):
@@ -331,6 +331,28 @@ def may_overlap(x: MemAccess, y: MemAccess, block: Block, loop: scf.ForOp | None
         return True
     # y runs d iterations later: its iv is larger by d * step, so const shrinks by cy * step * d.
     return _exists(const, -cy * step, yl - xh, yh - xl, 1)
+
+
+def fixed_overlap(x: MemAccess, y: MemAccess) -> bool:
+    """`may_overlap` of two accesses of one memory with constant offsets (the same bytes in
+    every iteration, so the block, the loop and `later` do not matter): their byte patterns
+    meet. The answer depends only on each access's `fixed_class` (not on which access
+    writes: the caller pairs only accesses with a write)."""
+    xl, xh = _ranges(x)
+    yl, yh = _ranges(y)
+    const = x.base - y.base + x.form.const - y.form.const
+    if _apart(x, y):
+        return False
+    return yl - xh < const < yh - xl and _touch(x, y, const)
+
+
+def fixed_class(a: MemAccess) -> tuple | None:
+    """For an access with a constant offset, all `fixed_overlap` reads of it: its first
+    byte, element size, element range and rectangles (accesses of one memory with one class
+    touch the same bytes); None for an offset over loop counters or other values."""
+    if a.offset.terms:
+        return None
+    return a.base + a.form.const, a.size, a.lo, a.hi, a.rects
 
 
 def access_span(a: MemAccess) -> tuple[int, int] | None:

@@ -6,6 +6,7 @@ are compared as runs of adjacent bytes; that answers as the byte-by-byte compari
 
 from __future__ import annotations
 
+import itertools
 import random
 from pathlib import Path
 
@@ -40,56 +41,94 @@ def _kernel(n: int, chain: bool) -> str:
 
 
 def _overlap_tests(text: str, monkeypatch) -> tuple[int, str]:
-    """(calls of the exact overlap test, the synced module)."""
+    """(calls of the exact overlap tests -- `may_overlap` and, for two constant offsets,
+    `fixed_overlap` -- the synced module)."""
     calls = []
-    real = sync.may_overlap
 
-    def counting(*args):
-        calls.append(args)
-        return real(*args)
+    def counting(real):
+        def count(*args):
+            calls.append(args)
+            return real(*args)
+        return count
 
     module = parse_module(text)
-    monkeypatch.setattr(sync, "may_overlap", counting)
+    monkeypatch.setattr(sync, "may_overlap", counting(sync.may_overlap))
+    monkeypatch.setattr(sync, "fixed_overlap", counting(sync.fixed_overlap))
     run_passes(module, "insert-sync")
     monkeypatch.undo()
     return len(calls), print_module(module)
 
 
 @pytest.mark.parametrize("n", [40, 160])
-def test_independent_accesses_need_no_overlap_test(n, monkeypatch):
+def test_independent_accesses_cost_one_test_each(n, monkeypatch):
     calls, out = _overlap_tests(_kernel(n, chain=False), monkeypatch)
-    assert calls == 0
+    assert calls == n  # each buffer's bytes against themselves; pairwise: n (n + 1) / 2 instruction pairs
     assert out.count("isa.vabs") == n and "isa.pipe_barrier" not in out and "isa.set_flag" not in out
 
 
 @pytest.mark.parametrize("n", [40, 160])
-def test_a_chain_tests_each_neighbour_once(n, monkeypatch):
+def test_a_chain_tests_each_buffer_once(n, monkeypatch):
     calls, out = _overlap_tests(_kernel(n, chain=True), monkeypatch)
-    assert calls == n - 1  # pairwise: n (n + 1) / 2 instruction pairs (820 and 12,880)
+    assert calls == n  # the n written buffers against themselves (820 and 12,880 instruction pairs)
     assert out.count("isa.pipe_barrier [V]") == n - 1  # each op reads what the one before wrote
 
 
-def _plain_meeting(instrs: list[ia.Instr]) -> set[tuple]:
-    """The filter before the exact test, pair by pair: one memory, a write, spans that meet."""
-    out = set()
+def _interleaved(n: int) -> str:
+    """A layer norm's column passes: n vector ops, each on 4 rows of one of 8 column blocks
+    of one UB buffer (the same byte span, interleaved bytes), reading block c and writing
+    block c + 1 (mod 8) -- op k meets only ops on its two blocks."""
+    t = "memref<4096xf32, #isa.space<ub>>"
+    cs = "\n".join(f"    %c{64 * c} = arith.constant {64 * c} : index" for c in range(8))
+    ops = "\n".join(f"    isa.vabs %v[%c{64 * ((k + 1) % 8)}], %v[%c{64 * (k % 8)}] repeat 4 mask 64 "
+                    f"blk_stride [1, 1] rep_stride [64, 64] : {t}, {t}" for k in range(n))
+    return f"""builtin.module attributes {{ge.target = "ascend910"}} {{
+  isa.kernel @k ins(%x: memref<64xf32, #isa.space<gm>>) outs(%y: memref<64xf32, #isa.space<gm>>) block_dim 1 {{
+{cs}
+    %v = isa.buffer offset 0 : {t}
+{ops}
+  }}
+}}"""
+
+
+def test_interleaved_accesses_are_tested_once_per_class(monkeypatch):
+    """The accesses' spans all meet, so a span filter leaves every instruction pair (n^2 / 2
+    exact tests); grouped by constant offset, the 8 blocks are tested against each other
+    once, however long the body."""
+    counts = {}
+    for n in (64, 256):
+        calls, out = _overlap_tests(_interleaved(n), monkeypatch)
+        counts[n] = calls
+        assert out.count("isa.vabs") == n and out.count("isa.pipe_barrier [V]") == n - 1
+    assert counts[64] == counts[256] <= 8 * 9 // 2
+
+
+def _pairwise(instrs: list[ia.Instr]) -> tuple[set[tuple], set[tuple[int, int]]]:
+    """What `meeting_accesses` must find, pair by pair: access pairs of one memory with a
+    write and spans that meet, (the exact test to do) unless both offsets are constant;
+    then instruction pairs whose accesses meet (`fixed_overlap`)."""
+    tests, sure = set(), set()
     for i, a in enumerate(instrs):
         for j in range(i, len(instrs)):
             for p in a.accesses:
                 for q in instrs[j].accesses:
                     if p.key != q.key or not (p.write or q.write):
                         continue
+                    if ia.fixed_class(p) is not None and ia.fixed_class(q) is not None:
+                        if ia.fixed_overlap(p, q):
+                            sure.add((i, j))
+                        continue
                     sp, sq = ia.access_span(p), ia.access_span(q)
                     if sp is not None and sq is not None and (sp[1] <= sq[0] or sq[1] <= sp[0]):
                         continue
-                    out.add((i, j, id(p), id(q)))
-    return out
+                    tests.add((i, j, id(p), id(q)))
+    return tests, sure
 
 
-def _swept(instrs: list[ia.Instr]) -> set[tuple]:
-    found = sync.meeting_accesses(instrs)
+def _swept(instrs: list[ia.Instr]) -> tuple[set[tuple], set[tuple[int, int]]]:
+    found, sure = sync.meeting_accesses(instrs)
     out = {(i, j, id(p), id(q)) for (i, j), pairs in found.items() for p, q in pairs}
     assert sum(len(pairs) for pairs in found.values()) == len(out)  # no access pair twice
-    return out
+    return out, sure
 
 
 def _kernels(module) -> list[tuple[isa.KernelOp, list[ia.Instr]]]:
@@ -102,23 +141,27 @@ def test_sweep_finds_the_pairwise_pairs_on_the_lit_kernels(text):
     kernels = _kernels(parse_module(text))
     assert kernels
     for _, instrs in kernels:
-        assert _swept(instrs) == _plain_meeting(instrs)
+        assert _swept(instrs) == _pairwise(instrs)
 
 
-def test_sweep_finds_the_pairwise_pairs_on_planned_kernels():
+def _planned():
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("speed", HERE / "test_compile_speed.py")
     speed = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(speed)
+    return speed._planned_kernels()
+
+
+def test_sweep_finds_the_pairwise_pairs_on_planned_kernels():
     with blob_scope():
-        kernels = _kernels(speed._planned_kernels())
-    pairs = 0
+        kernels = _kernels(_planned())
+    tests = sure = 0
     for _, instrs in kernels:
-        plain = _plain_meeting(instrs)
+        plain = _pairwise(instrs)
         assert _swept(instrs) == plain
-        pairs += len(plain)
-    assert len(kernels) >= 4 and pairs > 100
+        tests, sure = tests + len(plain[0]), sure + len(plain[1])
+    assert len(kernels) >= 4 and tests > 20 and sure > 100  # both kinds are exercised
 
 
 def _byte_set(rects, size) -> set[int]:
@@ -203,13 +246,8 @@ def test_searches_grow_linearly_with_a_long_body(monkeypatch):
 
 
 def test_batched_searches_answer_as_implied_on_planned_kernels(monkeypatch):
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("speed", HERE / "test_compile_speed.py")
-    speed = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(speed)
     with blob_scope():
-        text = print_module(speed._planned_kernels())
+        text = print_module(_planned())
     with blob_scope():
         asked, searched, out = _searched(text, monkeypatch)
     with blob_scope():
@@ -221,3 +259,103 @@ def test_batched_searches_answer_as_implied_on_planned_kernels(monkeypatch):
 @pytest.mark.parametrize("text", LIT_CASES, ids=[f"case{i}" for i in range(len(LIT_CASES))])
 def test_batched_searches_answer_as_implied_on_the_lit_kernels(text, monkeypatch):
     assert _searched(text, monkeypatch)[2] == _searched(text, monkeypatch, plain=True)[2]
+
+
+def _random_kernel(rng: random.Random) -> str:
+    """A small kernel of copies and vector ops on UB buffers that may share bytes (offsets
+    drawn at random, two slots of one buffer), at constant offsets or offsets over loop
+    counters, in loops with constant or unknown bounds, nested up to twice."""
+    gm, ub = "memref<256xf32, #isa.space<gm>>", "memref<64xf32, #isa.space<ub>>"
+    bufs = ["%u0", "%u1", "%s0", "%s1"]
+    lines = [f"    %c{c} = arith.constant {c} : index" for c in (0, 1, 2, 4, 8, 16, 32)]
+    lines += [f"    %u0 = isa.buffer offset {rng.choice([0, 128, 256])} : {ub}",
+              f"    %u1 = isa.buffer offset {rng.choice([0, 256, 512])} : {ub}",
+              f"    %s0, %s1 = isa.buffer offset {rng.choice([256, 768])} slots 2 : {ub}",
+              "    %n = isa.block_idx : index"]
+    count = itertools.count()
+
+    def body(depth: int, ivs: list[str], indent: str) -> list[str]:
+        out = []
+        for _ in range(rng.randint(1, 5)):
+            offs = ["%c0", "%c8", "%c16", "%c32"]
+            if ivs and rng.random() < 0.5:
+                o = f"%o{next(count)}"
+                out.append(f"{indent}{o} = arith.muli {rng.choice(ivs)}, %c{rng.choice([8, 16])} : index")
+                offs = [o]
+
+            def off(offs: list[str] = offs) -> str:
+                return rng.choice(offs) if rng.random() < 0.8 else rng.choice(["%c0", "%c8", "%c16"])
+
+            kind = rng.random()
+            if depth < 2 and kind < 0.2:
+                iv = f"%i{next(count)}"
+                out.append(f"{indent}scf.for {iv} = %c0 to {rng.choice(['%c1', '%c2', '%c4', '%n'])} step %c1 {{")
+                out += body(depth + 1, [*ivs, iv], indent + "  ")
+                out.append(f"{indent}}}")
+            elif kind < 0.4:
+                out.append(f"{indent}isa.copy_gm_to_ub %x[{off()}] to {rng.choice(bufs)} sizes [16] : {gm} to {ub}")
+            elif kind < 0.55:
+                out.append(f"{indent}isa.copy_ub_to_gm {rng.choice(bufs)} to %y[{off()}] sizes [16] : {ub} to {gm}")
+            elif kind < 0.75:
+                a, b = rng.choice(bufs), rng.choice(bufs)
+                out.append(f"{indent}isa.vabs {a}[{off()}], {b}[{off()}] repeat 1 mask 16 : {ub}, {ub}")
+            else:
+                a, b, c = (rng.choice(bufs) for _ in range(3))
+                out.append(f"{indent}isa.vadd {a}[{off()}], {b}[{off()}], {c}[{off()}] repeat 2 mask 8 "
+                           f"blk_stride [1, 1, 1] rep_stride [2, 2, 2] : {ub}, {ub}, {ub}")
+        return out
+
+    lines += body(0, [], "    ")
+    return f"""builtin.module attributes {{ge.target = "ascend910"}} {{
+  isa.kernel @k ins(%x: {gm}) outs(%y: {gm}) block_dim 1 {{
+{chr(10).join(lines)}
+  }}
+}}"""
+
+
+def _brute_meeting(instrs: list[ia.Instr]):
+    """Every access pair of one memory with a write, for every instruction pair: nothing
+    filtered before `may_overlap`."""
+    out: dict[tuple[int, int], list] = {}
+    for i, a in enumerate(instrs):
+        for j in range(i, len(instrs)):
+            pairs = [(p, q) for p in a.accesses for q in instrs[j].accesses
+                     if p.key == q.key and (p.write or q.write)]
+            if pairs:
+                out[(i, j)] = pairs
+    return out, set()
+
+
+def _deps(module, monkeypatch, brute: bool) -> list[tuple]:
+    if brute:
+        monkeypatch.setattr(sync, "meeting_accesses", _brute_meeting)
+    target = module_target(module)
+    out = []
+    for k in module.walk():
+        if isinstance(k, isa.KernelOp):
+            out += [(id(d.block), id(d.loop), d.src, d.dst, d.xs, d.ys, d.carried)
+                    for d in sync.dependencies(k, ia.instructions(k, target))]
+    monkeypatch.undo()
+    return out
+
+
+def test_dependencies_match_a_pairwise_search_on_random_kernels(monkeypatch):
+    """The dependencies found through `meeting_accesses` (classes of constant offsets, the
+    span sweep) are the ones found by trying `may_overlap` on every access pair, in the same
+    order; so are the sync ops placed."""
+    rng = random.Random(17)
+    deps = carried = 0
+    for _ in range(150):
+        text = _random_kernel(rng)
+        module = parse_module(text)
+        fast = _deps(module, monkeypatch, brute=False)
+        assert fast == _deps(module, monkeypatch, brute=True), text
+        deps, carried = deps + len(fast), carried + sum(d[-1] for d in fast)
+        synced = parse_module(text)
+        run_passes(synced, "insert-sync")
+        monkeypatch.setattr(sync, "meeting_accesses", _brute_meeting)
+        plain = parse_module(text)
+        run_passes(plain, "insert-sync")
+        monkeypatch.undo()
+        assert print_module(synced) == print_module(plain)
+    assert deps > 1000 and carried > 100  # the kernels do depend, also across iterations
