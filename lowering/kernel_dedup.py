@@ -27,7 +27,7 @@ from collections import Counter
 from collections.abc import Hashable, Sequence
 
 from xdsl.dialects.builtin import ModuleOp, StringAttr
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir import Block, Operation, OpResult, Region, SSAValue, SSAValues, Use
 
 from ge import targets
 from ge.dialects import tile as t
@@ -110,7 +110,30 @@ class _ForwardUse(Exception):
     """An operand used before its definition (or from outside the kernel): not `clone_kernel`'s case."""
 
 
-def _clone_op(op: Operation, mapper: dict[SSAValue, SSAValue], made: list[Operation], root: bool = False) -> Operation:
+def _new_op(op: Operation, operands: list[SSAValue]) -> Operation:
+    """A detached copy of `op` (no regions yet) on `operands`: the fields `Operation.create`
+    sets, set directly. Why: `create` goes through the operand, successor and region setters
+    and IRDL's default filling, which a copy of a verified op does not need -- they were half
+    of a clone's time (xdsl 0.75's fields; `test_clone_kernel_is_xdsls_clone` checks them)."""
+    cls = type(op)
+    clone = cls.__new__(cls)
+    uses = tuple(Use(clone, i) for i in range(len(operands)))
+    for v, use in zip(operands, uses):
+        v.add_use(use)
+    clone._operands = SSAValues(operands)
+    clone._operand_uses = uses
+    clone.results = SSAValues(OpResult(r.type, clone, i) for i, r in enumerate(op.results))
+    clone.properties = dict(op.properties)
+    clone.attributes = dict(op.attributes)
+    clone.location = op.location
+    clone._successors = ()
+    clone._successor_uses = ()
+    clone.regions = ()
+    return clone
+
+
+def _clone_op(op: Operation, mapper: dict[SSAValue, SSAValue], made: list[Operation], names: dict[str, str],
+              root: bool = False) -> Operation:
     operands = []
     for v in op.operands:
         new = mapper.get(v)
@@ -121,40 +144,52 @@ def _clone_op(op: Operation, mapper: dict[SSAValue, SSAValue], made: list[Operat
         operands.append(new)
     if op.successors:
         raise _ForwardUse
-    clone = op.create(operands=operands, result_types=op.result_types, attributes=op.attributes.copy(),
-                      properties=op.properties.copy(), location=op.location, successors=[],
-                      regions=[Region() for _ in op.regions])
+    clone = _new_op(op, operands)
     made.append(clone)
     for old, new in zip(op.results, clone.results):
         mapper[old] = new
-        new.name_hint = old.name_hint
-    for region, into in zip(op.regions, clone.regions):
+        hint = old.name_hint
+        new.name_hint = names.get(hint, hint) if hint is not None else None
+    for region in op.regions:
+        into = Region()
+        clone.add_region(into)
         blocks = [Block() for _ in region.blocks]
         into.insert_block(blocks, 0)
         for block, new_block in zip(region.blocks, blocks):
             for i, arg in enumerate(block.args):
                 new_block.insert_arg(arg.type, i, arg.location)
                 mapper[arg] = new_block.args[i]
-                new_block.args[i].name_hint = arg.name_hint
+                hint = arg.name_hint
+                new_block.args[i].name_hint = names.get(hint, hint) if hint is not None else None
             for child in block.ops:
-                new_block.add_op(_clone_op(child, mapper, made))
+                new_block.add_op(_clone_op(child, mapper, made, names))
     return clone
 
 
-def clone_kernel(kernel: Operation) -> Operation:
+def clone_kernel(kernel: Operation, names: dict[str, str] | None = None) -> Operation:
     """`kernel.clone()` -- the same ops, operands, uses (in the same order), names and
-    locations -- in one pass. Why: xDSL's clone creates every op without operands and sets
-    them in a second walk (for uses before definitions, which a kernel's SSA bodies do not
-    have); the copies of twin kernels were most of `kernel-copies`. A kernel that has such a
-    use (or a successor) is cloned by xDSL."""
+    locations -- in one pass; with `names`, each SSA name hint in it renamed on the way.
+    Why: xDSL's clone creates every op without operands and sets them in a second walk (for
+    uses before definitions, which a kernel's SSA bodies do not have); the copies of twin
+    kernels were most of `kernel-copies`. A kernel that has such a use (or a successor) is
+    cloned by xDSL (and renamed after)."""
     made: list[Operation] = []
     try:
-        return _clone_op(kernel, {}, made, root=True)
+        return _clone_op(kernel, {}, made, names or {}, root=True)
     except _ForwardUse:
         pass
     for op in made:  # the partial copy's uses go
         op.drop_all_references()
-    return kernel.clone()
+    clone = kernel.clone()
+    if names:
+        _rename(clone, names)
+    return clone
+
+
+def _rename(kernel: Operation, names: dict[str, str]) -> None:
+    for v in defined_values(kernel):
+        if v.name_hint is not None and v.name_hint in names:
+            v.name_hint = names[v.name_hint]
 
 
 def renamed_clone(lowered: Operation, names: dict[str, str], twin: Operation, copy: bool = True) -> Operation:
@@ -162,12 +197,13 @@ def renamed_clone(lowered: Operation, names: dict[str, str], twin: Operation, co
     and location, and every SSA name hint that came from the representative's tile kernel
     mapped to the twin's (the attributes are the same: they are part of the key).
     `copy=False` renames `lowered` itself (a detached kernel nobody else uses)."""
-    clone = clone_kernel(lowered) if copy else lowered
+    if copy:
+        clone = clone_kernel(lowered, names)
+    else:
+        clone = lowered
+        _rename(clone, names)
     clone.properties["sym_name"] = StringAttr(twin.properties["sym_name"].data)
     clone.location = twin.location
-    for v in defined_values(clone):
-        if v.name_hint is not None and v.name_hint in names:
-            v.name_hint = names[v.name_hint]
     return clone
 
 
@@ -225,7 +261,7 @@ class DistinctKernels:
             else:
                 self.rep[k] = first
                 self.names[k] = names
-        self.work = ModuleOp([k.clone() for k in lowered])
+        self.work = ModuleOp([clone_kernel(k) for k in lowered])
         self.work.attributes.update(module.attributes)
 
     def add_probe_kernels(self) -> None:

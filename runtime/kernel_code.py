@@ -303,11 +303,14 @@ def partition(kernels: Sequence[isa.KernelOp], target: targets.Target,
     index: dict[str, int] = {}
     refs: dict[str, dict] = {}
     encoded: dict[Any, tuple[isa.KernelOp, Encoder, str]] = {}  # structure -> its first kernel's encoding
+    places: dict[Any, _Places] = {}  # structure -> where its first kernel's names are (once it has a twin)
     for k in kernels:
         shape = structure_key(k) if twins is None else twins.get(k.sym_name.data, k.sym_name.data)
         if shape in encoded:  # the same code as a kernel encoded already: only its names are new
             first, enc, key = encoded[shape]
-            names = names_like(first, enc, k)
+            if shape not in places:
+                places[shape] = _Places(first, enc)
+            names = names_like(places[shape], enc, k)
             if names is not None:
                 refs[k.sym_name.data] = {"body": index[key], "names": names}
                 continue
@@ -323,25 +326,54 @@ def partition(kernels: Sequence[isa.KernelOp], target: targets.Target,
             "kernels": refs}
 
 
-def names_like(first: isa.KernelOp, enc: Encoder, twin: isa.KernelOp) -> dict[str, list[str]] | None:
-    """`strip`'s names of `twin`, a kernel with `first`'s structure: its values and ops
-    stand where `first`'s do, so each label and location is `first`'s with the twin's own
-    name hint and location. None when the buffer table could differ (an entry shared by
-    two values of `first`, or two entries whose twin labels coincide): encode it instead."""
-    from ge.lowering.kernel_dedup import defined_values
+def _flat(kernel: Operation) -> tuple[list[SSAValue], list[Operation]]:
+    """The values defined in `kernel` (in `kernel_dedup.defined_values` order) and its ops
+    (in `walk` order), in one pass (the twins of a model are many: two generator walks each
+    were most of `names_like`)."""
+    values: list[SSAValue] = []
+    ops: list[Operation] = []
 
+    def visit(op: Operation) -> None:
+        ops.append(op)
+        for r in op.regions:
+            for b in r.blocks:
+                values.extend(b.args)
+                for o in b.ops:
+                    visit(o)
+                    values.extend(o.results)
+
+    visit(kernel)
+    return values, ops
+
+
+class _Places:
+    """Where, in `_flat`'s order, a first kernel's labelled values and instructions stand:
+    a twin's are at the same places."""
+
+    def __init__(self, first: isa.KernelOp, enc: Encoder):
+        values, ops = _flat(first)
+        value_at = {v: i for i, v in enumerate(values)}
+        op_at = {op: i for i, op in enumerate(ops)}
+        self.sizes = (len(values), len(ops))
+        self.values = [value_at[v] for v in enc.table_values]
+        self.defaults = [enc.labelled[v] for v in enc.table_values]
+        self.instrs = [op_at[op] for op in enc.instr_ops]
+
+
+def names_like(places: _Places, enc: Encoder, twin: isa.KernelOp) -> dict[str, list[str]] | None:
+    """`strip`'s names of `twin`, a kernel with the structure of the first kernel that
+    `places` and `enc` describe: its values and ops stand where the first's do, so each
+    label and location is the first's with the twin's own name hint and location. None when
+    the buffer table could differ (an entry shared by two values of the first, or two
+    entries whose twin labels coincide): encode it instead."""
     if enc.shared_labels:
         return None
-    values = dict(zip(defined_values(first), defined_values(twin), strict=True))
-    ops = dict(zip(first.walk(), twin.walk(), strict=True))
-
-    def label(v: SSAValue) -> str:
-        default, suffix = enc.labelled[v]
-        return f"%{values[v].name_hint or default}{suffix}"
-
-    labels = [label(v) for v in enc.table_values]
+    values, ops = _flat(twin)
+    if (len(values), len(ops)) != places.sizes:
+        raise ValueError(f"kernel @{twin.sym_name.data} does not have its twin's structure")
+    labels = [f"%{values[i].name_hint or default}{suffix}" for i, (default, suffix) in zip(places.values, places.defaults)]
     keys = {(*key[:4], new) for key, new in zip(enc.table, labels)}
     if len(keys) != len(labels):
         return None
     return {"args": [a.name_hint or f"arg{i}" for i, a in enumerate(twin.body.block.args)],
-            "buffers": labels, "locs": [_loc(ops[op]) for op in enc.instr_ops]}
+            "buffers": labels, "locs": [_loc(ops[i]) for i in places.instrs]}

@@ -62,6 +62,7 @@ from enum import IntEnum
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from xdsl.dialects.builtin import BFloat16Type, IntegerAttr, MemRefType, ModuleOp, StringAttr, TensorType
 from xdsl.ir import Attribute, Operation, SSAValue
 
@@ -244,12 +245,13 @@ def _parts(module: ModuleOp, prefix: str = "") -> _Parts:
     kernel_index = {k.properties["sym_name"].data: i for i, k in enumerate(kernel_ops)}
     w_offset, w_size = model.region_span("weights")
     weights = bytearray(w_size)
+    region = np.frombuffer(weights, np.uint8)  # written in place: no bytes copy of each weight
     inputs, outputs, tasks = [], [], []
     for op in model.body.block.ops:
         if isinstance(op, task.WeightOp):
-            data = blobs.attr_array(op.value).tobytes()
+            data = np.ascontiguousarray(blobs.attr_array(op.value)).reshape(-1).view(np.uint8)
             start = op.offset.value.data - w_offset
-            weights[start:start + len(data)] = data
+            region[start:start + data.size] = data
         elif isinstance(op, task.InputOp | task.OutputOp):
             io = inputs if isinstance(op, task.InputOp) else outputs
             io.append({"index": op.index.value.data, "name": op.io_name.data, "tensor": ids[op.result]}
@@ -291,7 +293,7 @@ def _parts(module: ModuleOp, prefix: str = "") -> _Parts:
         "streams": definition["streams"], "events": definition["events"],
         "kernels": len(kernel_ops), "tasks": len(tasks),
     }
-    return _Parts(Model(definition, tasks, bytes(weights), {}, metadata), clones)
+    return _Parts(Model(definition, tasks, memoryview(weights).toreadonly(), {}, metadata), clones)
 
 
 def _kernels_partition(level: str, kernel_ops: list[Operation], target: str,

@@ -276,6 +276,59 @@ def test_clone_kernel_is_xdsls_clone():
             assert show(mine) == show(theirs)
             assert [str(op.location) for op in mine.walk()] == [str(op.location) for op in theirs.walk()]
             assert _uses(mine) == _uses(theirs) and sum(map(len, _uses(mine))) > 20
+            assert [_fields(op) for op in mine.walk()] == [_fields(op) for op in theirs.walk()]
+            assert mine.parent is None and all(op.parent.parent_op() is p for p in mine.walk()
+                                               for r in p.regions for b in r.blocks for op in b.ops)
+            assert all(v.owner is op for op in mine.walk() for v in op.results)
+
+
+def _fields(op) -> dict:
+    """What `Operation.create` sets on an op, besides its operands, results and regions
+    (checked through the text and uses), as comparable values."""
+    return {"type": type(op), "properties": dict(op.properties), "attributes": dict(op.attributes),
+            "location": op.location, "successors": tuple(op.successors), "successor_uses": op.successor_uses,
+            "regions": len(op.regions), "results": [(r.index, r.type) for r in op.results],
+            "dict": sorted(k for k in vars(op) if k not in ("parent", "_next_op", "_prev_op"))}
+
+
+def test_clone_kernel_renames_on_the_way():
+    """`clone_kernel(k, names)` is xDSL's clone with each mapped name hint renamed (block
+    arguments and results alike), and the original keeps its names."""
+    from ge.dialects import isa
+    from ge.ir import print_module as show
+    from ge.ir import run_passes
+    from ge.lowering.kernel_dedup import clone_kernel, defined_values
+
+    with blob_scope():
+        module = _tile_module()
+        run_passes(module, "to-isa,plan-local-memory,insert-sync")
+    kernel = next(op for op in module.body.block.ops if isinstance(op, isa.KernelOp))
+    hints = sorted({v.name_hint for v in defined_values(kernel) if v.name_hint})
+    assert len(hints) >= 2
+    names = {h: f"{h}_twin" for h in hints[::2]}
+    before = show(kernel)
+    mine, theirs = clone_kernel(kernel, names), kernel.clone()
+    for v in defined_values(theirs):
+        if v.name_hint in names:
+            v.name_hint = names[v.name_hint]
+    assert show(mine) == show(theirs) != before and show(kernel) == before
+    assert sum(v.name_hint in names.values() for v in defined_values(mine)) >= len(names)
+
+
+def test_kernel_code_flat_order_is_defined_values_and_walk():
+    """The model file's twin names (`kernel_code.names_like`) index values and ops in one
+    pass: the same order as `defined_values` and `walk`."""
+    from ge.dialects import isa
+    from ge.ir import run_passes
+    from ge.lowering.kernel_dedup import defined_values
+    from ge.runtime.kernel_code import _flat
+
+    with blob_scope():
+        module = _tile_module()
+        run_passes(module, "to-isa,plan-local-memory,insert-sync")
+    for k in (op for op in module.body.block.ops if isinstance(op, isa.KernelOp)):
+        values, ops = _flat(k)
+        assert values == list(defined_values(k)) and ops == list(k.walk()) and len(ops) > 10
 
 
 def test_clone_kernel_falls_back_on_a_use_before_its_definition():
