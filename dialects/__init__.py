@@ -2,11 +2,16 @@
 
 from collections.abc import Callable
 
+from xdsl.dialects import arith, scf
 from xdsl.ir import Dialect
 
 from ge.dialects.blobs import install_resource_handle_fix
+from ge.dialects.fast_verify import install as install_fast_verify
 
-install_resource_handle_fix()
+# Process-wide patches of xDSL, made once when ge's dialects are first imported:
+install_resource_handle_fix()  # the resource handles of ge's weights (dialects/blobs.py)
+install_fast_verify(arith.Arith)  # xDSL's verdict, faster (dialects/fast_verify.py), for the kernels' index
+install_fast_verify(scf.Scf)  # arithmetic and loops (half their ops); each ge dialect installs its own
 
 
 def get_all_ge_dialects() -> dict[str, Callable[[], Dialect]]:

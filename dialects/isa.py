@@ -47,7 +47,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-from xdsl.dialects import arith, scf
 from xdsl.dialects.arith import ConstantOp
 from xdsl.dialects.builtin import (
     I64,
@@ -103,6 +102,7 @@ from xdsl.utils.str_enum import StrEnum
 from ge import targets
 from ge.dialects import dtypes
 from ge.dialects.fast_verify import install as install_fast_verify
+from ge.dialects.interning import int_array as int_array  # (i64, interned: re-exported)
 from ge.dialects.kernel_base import KernelBase
 
 # The instruction encoding has eight event ids per (set pipe, wait pipe) pair, as HIVM's
@@ -197,19 +197,6 @@ def nbytes(t: MemRefType) -> int:
 
 def align_up(n: int, alignment: int) -> int:
     return -(-n // alignment) * alignment
-
-
-# i64 arrays by value: a pure intern table of immutable attributes (sharing one changes
-# nothing), a few hundred per model; why: ops are built ~10k times per compile.
-_INT_ARRAYS: dict[tuple[int, ...], DenseArrayBase] = {}
-
-
-def int_array(values: Sequence[int]) -> DenseArrayBase:
-    key = tuple(int(v) for v in values)
-    out = _INT_ARRAYS.get(key)
-    if out is None:
-        out = _INT_ARRAYS[key] = DenseArrayBase.from_list(i64, key)
-    return out
 
 
 def ints(attr: DenseArrayBase | None, default: Sequence[int] = ()) -> tuple[int, ...]:
@@ -1697,6 +1684,4 @@ Isa = Dialect(
     [KernelOp, LaunchOp, BlockIdxOp, BufferOp, SetFlagOp, WaitFlagOp, PipeBarrierOp, *INSTRUCTION_OPS],
     [MemSpaceAttr, PipeAttr],
 )
-install_fast_verify(Isa)  # xDSL's verdict, faster (dialects/fast_verify.py)
-install_fast_verify(arith.Arith)  # and of the index arithmetic and loops in the kernels (half their ops)
-install_fast_verify(scf.Scf)
+install_fast_verify(Isa)  # xDSL's verdict, faster (dialects/fast_verify.py; arith and scf: dialects/__init__.py)

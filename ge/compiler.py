@@ -399,7 +399,9 @@ def compile(model: str | Path | bytes | onnx.ModelProto | ModuleOp, options: Com
     """Compile an ONNX model (path, bytes or ModelProto), a graph-level ModuleOp (from
     `ge.from_torch` / `ge.load_onnx`) or a torch.nn.Module with `example_inputs` for an NPU;
     see the module docstring."""
-    with _fewer_collections():
+    from ge.dialects.interning import intern_scope
+
+    with _fewer_collections(), intern_scope():  # integer attributes interned for this compile only
         return _compile(model, options, progress, example_inputs)
 
 

@@ -12,9 +12,12 @@ from contextlib import contextmanager
 from typing import ClassVar
 
 from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import DenseArrayBase, IndexType, IntegerAttr, i32, i64
+from xdsl.dialects.builtin import IndexType, IntegerAttr
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.irdl import AttrSizedOperandSegments, IRDLOperation
+
+from ge.dialects.interning import int_attr as int_attr  # (the isa emitters import it from here)
+from ge.dialects.interning import segment_sizes
 
 Index = int | SSAValue  # a static or a dynamic index
 
@@ -22,22 +25,9 @@ INDEX = IndexType()  # built once: `IndexType()` verifies itself on every constr
 
 # -- building ops and attributes fast ------------------------------------------------------
 # Why: a lowering builds ~10k ops per model, and xDSL's IRDL constructors re-check every
-# argument and rebuild the same attributes each time. The tables below only intern
-# immutable attribute values by value (xDSL attributes are immutable and compare by value,
-# so sharing one object changes nothing); they are shared by every compile and stay small
-# (a few hundred distinct integers and arrays per model).
-_INT_ATTRS: dict[tuple[int, Attribute], IntegerAttr] = {}
-_SEGMENTS: dict[tuple[int, ...], DenseArrayBase] = {}
+# argument and rebuild the same attributes each time. Integer attributes and segment sizes
+# are interned by value for the compile (ge/dialects/interning.py).
 _SEGMENTED: dict[type, bool] = {}  # op class -> built by `create_op` (static op metadata)
-
-
-def int_attr(value: int, ty: Attribute = i64) -> IntegerAttr:
-    """`IntegerAttr(value, ty)`, interned."""
-    key = (value, ty)
-    attr = _INT_ATTRS.get(key)
-    if attr is None:
-        attr = _INT_ATTRS[key] = IntegerAttr(value, ty)
-    return attr
 
 
 def _segmented(cls: type) -> bool:
@@ -71,12 +61,8 @@ def create_op(cls: type[Operation], groups: Sequence[SSAValue | Sequence[SSAValu
         else:
             flat.extend(g)
             sizes.append(len(g))
-    key = tuple(sizes)
-    seg = _SEGMENTS.get(key)
-    if seg is None:
-        seg = _SEGMENTS[key] = DenseArrayBase.from_list(i32, key)
     props = {k: v for k, v in properties.items() if v is not None}
-    props[AttrSizedOperandSegments.attribute_name] = seg
+    props[AttrSizedOperandSegments.attribute_name] = segment_sizes(tuple(sizes))
     return cls.create(operands=flat, properties=props)
 
 

@@ -247,4 +247,3 @@ def test_fast_builders_make_the_ops_of_the_irdl_constructors():
     first, second = b._binary(arith.AddiOp, i, 5), b._binary(arith.AddiOp, i, 7)
     assert first.owner.properties == second.owner.properties == arith.AddiOp(i, i).properties
     assert second.type == i.type and list(second.owner.operands) == [i, b.const(7)]
-    assert int_attr(7) is int_attr(7) and isa.int_array([1, 2]) is isa.int_array((1, 2))
