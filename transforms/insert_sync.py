@@ -69,6 +69,7 @@ from ge.transforms.isa_analysis import (
     Instr,
     Linear,
     MemAccess,
+    Patterns,
     UnplacedBufferError,
     fixed_class,
     fixed_overlap,
@@ -93,7 +94,7 @@ class _TooManyEvents(Exception):
         self.src, self.dst = src, dst
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(eq=False, slots=True)  # (not frozen: that sets each field through object.__setattr__, 4x slower)
 class Dep:
     """`first` (at path xs below `block`: its ancestor's index in `block`, then in that
     op's body, ...) must finish before `second` (at path ys) starts; carried: second runs
@@ -860,11 +861,12 @@ def _depth(block: Block) -> int:
     return d
 
 
-def insert_sync(kernel: isa.KernelOp, target: targets.Target) -> None:
+def insert_sync(kernel: isa.KernelOp, target: targets.Target, patterns: Patterns | None = None) -> None:
+    """Synchronize one kernel; `patterns`: the byte patterns' memo, shared by one pass's kernels."""
     if any(isinstance(op, isa.SYNC_OPS) for op in kernel_ops(kernel.body.block)):
         return
     try:
-        instrs = instructions(kernel, target)
+        instrs = instructions(kernel, target, patterns)
     except UnplacedBufferError as e:
         raise SyncError(f"insert-sync: {describe_kernel(kernel)}: {e}; run plan-local-memory first") from None
     by_block: dict[Block, list[Dep]] = defaultdict(list)
@@ -962,16 +964,17 @@ class InsertSyncPass(ModulePass):
         kernels = [k for k in op.walk() if isinstance(k, isa.KernelOp)]
         # Only kernels that share a cheap signature can be twins: the others are not keyed.
         shapes = [_shape(k) for k in kernels]
+        patterns = Patterns()  # (this pass's: no memo outlives it)
         for kernel, shape in zip(kernels, shapes):
             if any(isinstance(o, isa.SYNC_OPS) for o in kernel_ops(kernel.body.block)):
                 continue
             if shapes.count(shape) == 1:
-                insert_sync(kernel, target)
+                insert_sync(kernel, target, patterns)
                 continue
             key = structure_key(kernel)
             twin = done.get(key)
             if twin is None:
-                insert_sync(kernel, target)
+                insert_sync(kernel, target, patterns)
                 done[key] = kernel
             else:
                 replay_sync(twin.body.block, kernel.body.block)

@@ -116,8 +116,8 @@ class MemAccess:
 
 
 class Patterns:
-    """One kernel analysis' memo of byte patterns and of which shifted patterns meet
-    (vector instructions repeat a few rectangle shapes many times)."""
+    """A memo of byte patterns and of which shifted patterns meet (vector instructions
+    repeat a few rectangle shapes many times, in one kernel and across a model's kernels)."""
 
     def __init__(self) -> None:
         self.bytes: dict[tuple, np.ndarray | None] = {}
@@ -198,10 +198,11 @@ class UnplacedBufferError(Exception):
     """A buffer has no offset yet (run plan-local-memory first)."""
 
 
-def instructions(kernel: isa.KernelOp, target: targets.Target) -> list[Instr]:
-    """Every instruction of the kernel in program order, with its resolved accesses."""
+def instructions(kernel: isa.KernelOp, target: targets.Target, memo: Patterns | None = None) -> list[Instr]:
+    """Every instruction of the kernel in program order, with its resolved accesses; `memo`
+    (byte patterns, which depend only on rectangles and sizes) may serve several kernels."""
     out = []
-    memo = Patterns()
+    memo = Patterns() if memo is None else memo
     locations: dict[SSAValue, tuple[tuple, int, int] | None] = {}
     forms: dict[SSAValue | None, Affine] = {}  # many instructions share an offset or a window bound
 
