@@ -574,21 +574,23 @@ class KernelLowering:
     def copy(self, op: t.CopyOp, quant: FixQuant | None = None) -> None:
         sizes, steps, perm = op.static_sizes, op.static_strides, op.static_perm
         rank = len(sizes)
-        src = self.side(op, op.source, op.source_offsets, sizes, steps)
+        # each named operand read once: xDSL finds a variadic one through the segment sizes on every read
+        source, dest, source_offsets, dest_offsets = op.source, op.dest, op.source_offsets, op.dest_offsets
+        src = self.side(op, source, source_offsets, sizes, steps)
         moved = [sizes[p] for p in perm]
-        dst_moved = self.side(op, op.dest, op.dest_offsets, moved, [1] * rank)
+        dst_moved = self.side(op, dest, dest_offsets, moved, [1] * rank)
         # destination digits by rectangle (source) dim
         inv = [0] * rank
         for e, p in enumerate(perm):
             inv[p] = e
         dst_dims = [dst_moved.dims[inv[d]] for d in range(rank)]
         pad = None if op.pad is None else float(op.pad.value.data)
-        src_space = t.space_of(op.source.type)
-        dst_space = t.space_of(op.dest.type)
-        win = self.window(op.source, op.source_offsets, sizes, steps) if pad is not None else None
+        src_space = t.space_of(source.type)
+        dst_space = t.space_of(dest.type)
+        win = self.window(source, source_offsets, sizes, steps) if pad is not None else None
         dst_win = None
         if dst_space == t.MemSpace.GM:
-            w = self.window(op.dest, op.dest_offsets, moved, [1] * rank)
+            w = self.window(dest, dest_offsets, moved, [1] * rank)
             dst_win = None if w is None else [w[inv[d]] for d in range(rank)]
         if win is not None and dst_win is not None:
             raise self.fail(op, "both the source and the destination may be partly outside their buffers")

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from xdsl.context import Context
 from xdsl.dialects import scf
 from xdsl.dialects.builtin import FusedLoc, IntegerAttr, ModuleOp, NameLoc, i64
-from xdsl.ir import Operation
+from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
@@ -86,13 +86,25 @@ def lifetimes(kernel: isa.KernelOp, target: targets.Target) -> dict[isa.BufferOp
             if isinstance(p, scf.ForOp):
                 lo, hi = min(lo, lin.number[p]), max(hi, lin.end[p])
             p = p.parent_op()
-        for a in op.accesses(target):
-            owner = a.buffer.owner
+        for buffer in _buffers(op, target):
+            owner = buffer.owner
             if isinstance(owner, isa.BufferOp):
                 b = bufs[owner]
                 b.start, b.end = min(b.start, lo), max(b.end, hi)
                 b.pipes.add(op.PIPE)
     return bufs
+
+
+# The `accesses` whose buffers are the buffer operands (the elements each touches are not
+# needed here): computing the vector rectangles was half of planning a kernel.
+_OPERAND_ACCESSES = (isa.InstructionOp.accesses, isa.MmadOp.accesses)
+
+
+def _buffers(op: isa.InstructionOp, target: targets.Target) -> list[SSAValue]:
+    """The buffers `op.accesses(target)` names (the same set; mmad's C once)."""
+    if type(op).accesses in _OPERAND_ACCESSES:
+        return [op.buffer(r) for r in op.BUFFERS]
+    return [a.buffer for a in op.accesses(target)]
 
 
 def place(bufs: list[Buffer], alignment: int, shares) -> int:

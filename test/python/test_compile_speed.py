@@ -430,3 +430,27 @@ def test_weights_region_holds_each_weight_bytes(tmp_path):
     got = [np.frombuffer(bytes(model.weights), np.float16, t["bytes"] // 2, t["offset"] - w_start) for t in weights
            if t["dtype"] == "float16"]
     assert [np.array_equal(np.sort(g[g != 0]), expected) for g in got] == [True]
+
+
+def test_plan_local_memory_buffers_are_the_accesses_buffers():
+    """plan-local-memory takes each instruction's buffers from its operands when its
+    `accesses` is the generic one: the same buffers `accesses` names, for every instruction
+    of a compiled kernel (vector, Cube, moves)."""
+    from ge.dialects import isa
+    from ge.transforms.isa_analysis import kernel_ops
+    from ge.transforms.plan_local_memory import _buffers, module_target
+
+    blocks, _ = _repeated_blocks()
+    with blob_scope():
+        from ge.frontend.onnx import import_model
+
+        module = import_model(blocks.SerializeToString())
+        run_passes(module, "graph-optimize,decompose,assign-layouts,eliminate-trans-data,fuse,bufferize,tile,to-isa")
+    target = module_target(module)
+    kinds = set()
+    for kernel in (op for op in module.body.block.ops if isinstance(op, isa.KernelOp)):
+        for op in kernel_ops(kernel.body.block):
+            if isinstance(op, isa.InstructionOp):
+                assert set(_buffers(op, target)) == {a.buffer for a in op.accesses(target)}
+                kinds.add(type(op).__mro__[1].__name__)
+    assert {"_MoveOp", "InstructionOp"} <= kinds and len(kinds) >= 3
