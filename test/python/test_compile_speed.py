@@ -454,3 +454,26 @@ def test_plan_local_memory_buffers_are_the_accesses_buffers():
                 assert set(_buffers(op, target)) == {a.buffer for a in op.accesses(target)}
                 kinds.add(type(op).__mro__[1].__name__)
     assert {"_MoveOp", "InstructionOp"} <= kinds and len(kinds) >= 3
+
+
+def test_ge_compile_only_looks_at_an_onnx_file(tmp_path):
+    """`ge-compile` tells a GraphDef from an ONNX file through a memory map (the ONNX file is
+    read once, by the loader): a GraphDef is recognized whatever its name, an ONNX file or
+    an empty one is not one, and a GraphDef given as ONNX is refused with the hint."""
+    from ge.frontend import tf
+    from ge.tools.ge_compile import UsageError, _is_graphdef_file, framework_source
+
+    graphdef = tf._pb().GraphDef()
+    node = graphdef.node.add()
+    node.name, node.op = "x", "Placeholder"
+    (tmp_path / "g.onnx").write_bytes(graphdef.SerializeToString())
+    _relu_conv(tmp_path / "m.onnx")
+    (tmp_path / "empty.onnx").write_bytes(b"")
+    answers = {}
+    for name in ("g.onnx", "m.onnx", "empty.onnx"):
+        with open(tmp_path / name, "rb") as f:
+            answers[name] = _is_graphdef_file(f)
+    assert answers == {"g.onnx": True, "m.onnx": False, "empty.onnx": False}
+    assert framework_source(str(tmp_path / "m.onnx"), None) == str(tmp_path / "m.onnx")
+    with pytest.raises(UsageError, match="is a TensorFlow GraphDef, not an ONNX model; use --framework 3"):
+        framework_source(str(tmp_path / "g.onnx"), 5)
