@@ -117,12 +117,12 @@ def _new_op(op: Operation, operands: list[SSAValue]) -> Operation:
     of a clone's time (xdsl 0.75's fields; `test_clone_kernel_is_xdsls_clone` checks them)."""
     cls = type(op)
     clone = cls.__new__(cls)
-    uses = tuple(Use(clone, i) for i in range(len(operands)))
+    uses = tuple([Use(clone, i) for i in range(len(operands))])
     for v, use in zip(operands, uses):
         v.add_use(use)
     clone._operands = SSAValues(operands)
     clone._operand_uses = uses
-    clone.results = SSAValues(OpResult(r.type, clone, i) for i, r in enumerate(op.results))
+    clone.results = SSAValues([OpResult(r.type, clone, i) for i, r in enumerate(op.results)])
     clone.properties = dict(op.properties)
     clone.attributes = dict(op.attributes)
     clone.location = op.location
@@ -132,24 +132,31 @@ def _new_op(op: Operation, operands: list[SSAValue]) -> Operation:
     return clone
 
 
+def _copy_name(old: SSAValue, new: SSAValue, names: dict[str, str]) -> None:
+    hint = old._name  # valid already: set without the setter's check unless renamed
+    if hint is not None and hint in names:
+        new.name_hint = names[hint]
+    else:
+        new._name = hint
+
+
 def _clone_op(op: Operation, mapper: dict[SSAValue, SSAValue], made: list[Operation], names: dict[str, str],
               root: bool = False) -> Operation:
     operands = []
-    for v in op.operands:
+    for v in op._operands:
         new = mapper.get(v)
         if new is None:
             if not root:
                 raise _ForwardUse
             new = v
         operands.append(new)
-    if op.successors:
+    if op._successors:
         raise _ForwardUse
     clone = _new_op(op, operands)
     made.append(clone)
     for old, new in zip(op.results, clone.results):
         mapper[old] = new
-        hint = old.name_hint
-        new.name_hint = names.get(hint, hint) if hint is not None else None
+        _copy_name(old, new, names)
     for region in op.regions:
         into = Region()
         clone.add_region(into)
@@ -157,12 +164,23 @@ def _clone_op(op: Operation, mapper: dict[SSAValue, SSAValue], made: list[Operat
         into.insert_block(blocks, 0)
         for block, new_block in zip(region.blocks, blocks):
             for i, arg in enumerate(block.args):
-                new_block.insert_arg(arg.type, i, arg.location)
-                mapper[arg] = new_block.args[i]
-                hint = arg.name_hint
-                new_block.args[i].name_hint = names.get(hint, hint) if hint is not None else None
-            for child in block.ops:
-                new_block.add_op(_clone_op(child, mapper, made, names))
+                new_arg = new_block.insert_arg(arg.type, i, arg.location)
+                mapper[arg] = new_arg
+                _copy_name(arg, new_arg, names)
+            # the ops linked as `Block.add_op` links them, without its checks (a fresh op, a fresh block)
+            prev = None
+            child = block._first_op
+            while child is not None:
+                new = _clone_op(child, mapper, made, names)
+                new.parent = new_block
+                if prev is None:
+                    new_block._first_op = new
+                else:
+                    prev._next_op = new
+                    new._prev_op = prev
+                prev = new
+                child = child._next_op
+            new_block._last_op = prev
     return clone
 
 

@@ -280,6 +280,12 @@ def test_clone_kernel_is_xdsls_clone():
             assert mine.parent is None and all(op.parent.parent_op() is p for p in mine.walk()
                                                for r in p.regions for b in r.blocks for op in b.ops)
             assert all(v.owner is op for op in mine.walk() for v in op.results)
+            for b in (b for op in mine.walk() for r in op.regions for b in r.blocks):  # the op lists, both ways
+                forward = list(b.ops)
+                backward = [b.last_op]
+                while backward[-1] is not None and backward[-1].prev_op is not None:
+                    backward.append(backward[-1].prev_op)
+                assert forward == backward[::-1] and b.first_op is forward[0] and forward[-1].next_op is None
 
 
 def _fields(op) -> dict:
