@@ -671,7 +671,7 @@ class Barriers:
     its blocks' op lists and always-running loops (the ops do not move until `_emit`)."""
 
     def __init__(self) -> None:
-        self.at: dict[Block, dict[isa.Pipe, set[int]]] = {}
+        self.at: dict[Block, dict[isa.Pipe, list[int]]] = {}  # sorted gaps
         self._ops: dict[Block, list[Operation]] = {}
         self._loops: dict[Block, list[tuple[int, scf.ForOp]]] = {}
         self._bodies: dict[tuple[Block, int], Block | None] = {}
@@ -693,8 +693,11 @@ class Barriers:
 def _has_barrier(block: Block, pipe: isa.Pipe, bars: Barriers, lo: int | None = None, hi: int | None = None) -> bool:
     """Is there a barrier on `pipe` in `block` at a gap in (lo, hi] -- between ops lo and
     hi -- or inside a loop strictly between them that runs at least once?"""
-    if any((lo is None or g > lo) and (hi is None or g <= hi) for g in bars.at.get(block, {}).get(pipe, ())):
-        return True
+    gaps = bars.at.get(block, {}).get(pipe, ())
+    if gaps:
+        k = 0 if lo is None else bisect.bisect_right(gaps, lo)  # the first gap after lo
+        if k < len(gaps) and (hi is None or gaps[k] <= hi):
+            return True
     for i, _ in bars.running_loops(block):
         if (lo is None or i > lo) and (hi is None or i < hi) and _anywhere(_nested_body(block, i, bars), pipe, bars):
             return True
@@ -740,7 +743,7 @@ def _barriers(deps: list[Dep], level: Level, bars: Barriers) -> list[tuple[Block
     dep is covered by a barrier between its two sides -- in the block, in a loop between
     them that always runs, or inside the loops holding them -- or by flags (step 4)."""
     block = deps[0].block
-    mine = bars.at.setdefault(block, defaultdict(set))
+    mine = bars.at.setdefault(block, defaultdict(list))
     placed: list[tuple[Block, int, isa.Pipe]] = []
     searches = Searches(level)
     # A dep flags order, or one a barrier already covers, places nothing: the cheap barrier
@@ -756,7 +759,10 @@ def _barriers(deps: list[Dep], level: Level, bars: Barriers) -> list[tuple[Block
         else:
             covered = covered or _has_barrier(block, p, bars, lo=d.x, hi=d.y)
         if not covered and not searches.implied(d):
-            mine[p].add(d.y)
+            gaps = mine[p]
+            k = bisect.bisect_left(gaps, d.y)
+            if k == len(gaps) or gaps[k] != d.y:
+                gaps.insert(k, d.y)
             placed.append((block, d.y, p))
     return placed
 

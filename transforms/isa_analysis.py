@@ -58,8 +58,20 @@ class Affine:
         return tuple(v for v, _ in self.terms)
 
 
-def affine(v: SSAValue | None, depth: int = 0) -> Affine:
-    """The affine form of index value `v` (0 for an absent offset)."""
+def affine(v: SSAValue | None, depth: int = 0, memo: dict | None = None) -> Affine:
+    """The affine form of index value `v` (0 for an absent offset). `memo` keeps the forms
+    of the values met, by (value, depth) (window bounds and offsets share subexpressions;
+    the depth bounds the expansion, so a form is reused only at its own depth)."""
+    if memo is None:
+        return _affine(v, depth, None)
+    key = (v, depth)
+    hit = memo.get(key)
+    if hit is None:
+        hit = memo[key] = _affine(v, depth, memo)
+    return hit
+
+
+def _affine(v: SSAValue | None, depth: int, memo: dict | None) -> Affine:
     if v is None:
         return Affine()
     owner = v.owner
@@ -67,14 +79,14 @@ def affine(v: SSAValue | None, depth: int = 0) -> Affine:
         if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
             return Affine((), owner.value.value.data)
         if isinstance(owner, arith.IndexCastOp):
-            return affine(owner.input, depth + 1)
+            return affine(owner.input, depth + 1, memo)
         if isinstance(owner, arith.AddiOp | arith.SubiOp):
-            a, b = affine(owner.lhs, depth + 1), affine(owner.rhs, depth + 1)
+            a, b = affine(owner.lhs, depth + 1, memo), affine(owner.rhs, depth + 1, memo)
             if isinstance(owner, arith.SubiOp):
                 return a.minus(b)
             return a.minus(b.scaled(-1))
         if isinstance(owner, arith.MuliOp):
-            a, b = affine(owner.lhs, depth + 1), affine(owner.rhs, depth + 1)
+            a, b = affine(owner.lhs, depth + 1, memo), affine(owner.rhs, depth + 1, memo)
             if not b.terms:
                 return a.scaled(b.const)
             if not a.terms:
@@ -204,13 +216,10 @@ def instructions(kernel: isa.KernelOp, target: targets.Target, memo: Patterns | 
     out = []
     memo = Patterns() if memo is None else memo
     locations: dict[SSAValue, tuple[tuple, int, int] | None] = {}
-    forms: dict[SSAValue | None, Affine] = {}  # many instructions share an offset or a window bound
+    forms: dict[tuple, Affine] = {}  # many instructions share an offset or a window bound, or parts of them
 
     def form(v: SSAValue | None) -> Affine:
-        f = forms.get(v)
-        if f is None:
-            f = forms[v] = affine(v)
-        return f
+        return affine(v, 0, forms)
 
     for op in kernel_ops(kernel.body.block):
         if not isinstance(op, isa.InstructionOp):
