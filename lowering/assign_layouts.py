@@ -43,10 +43,15 @@ from ge.dialects import graph as g
 from ge.dialects import layout as lt
 from ge.dialects.layout import Format
 from ge.transforms.layout_utils import (
+    CONSTANT,
     broadcast_type,
     fold_constant,
     formatted,
+    has_padding,
+    padding_fill,
+    padding_of,
     rebuild,
+    scalar_value,
     single_element,
     trans_data,
 )
@@ -196,20 +201,31 @@ class _Assigner:
         self.block = block
         self.nz = _nz_results(block)
         self.requant = _cube_epilogue_quant_ops(block)
-        self.converted: dict[tuple[SSAValue, TensorType], SSAValue] = {}
+        self.converted: dict[tuple, SSAValue] = {}  # (value, type[, constant padding]) -> converted
         self.unsqueezed: dict[tuple[SSAValue, int], SSAValue] = {}
+        self.fills: dict[Operation, float] = {}  # what an op's converted constants are padded with
+        self.pads: dict[SSAValue, float | None] = {}  # padding_of's memo
         self.folded: list[g.ConstantOp] = []  # constants whose value was converted at compile time
         self.last_arg_conversion: Operation | None = None  # keeps argument conversions in argument order
 
     # ---- conversions ------------------------------------------------------------------
 
-    def to_type(self, v: SSAValue, want: TensorType) -> SSAValue:
-        """`v` in type `want`: itself, a cached conversion, a folded constant, or a new
-        `trans_data` placed right after `v`'s definition (so every later user shares it)."""
+    def to_type(self, v: SSAValue, want: TensorType, fill: float = 0.0) -> SSAValue:
+        """`v` in type `want`: itself, a cached conversion, a folded constant (its padding
+        holding `fill`), or a new `trans_data` placed right after `v`'s definition (so
+        every later user shares it)."""
         if v.type == want:
             return v
         if isinstance(v.owner, lt.TransDataOp):  # convert from the original, never in two hops
-            return self.to_type(v.owner.input, want)
+            return self.to_type(v.owner.input, want, fill)
+        if isinstance(v.owner, g.ConstantOp) and fill:
+            if (hit := self.converted.get((v, want, fill))) is not None:
+                return hit
+            new = fold_constant(v.owner, want, fill)
+            self.folded.append(v.owner)
+            self.place(v, new)
+            self.converted[(v, want, fill)] = new.results[0]
+            return new.results[0]
         if (hit := self.converted.get((v, want))) is not None:
             return hit
         if isinstance(v.owner, g.ConstantOp):
@@ -323,7 +339,23 @@ class _Assigner:
                     or not lt.storage_broadcasts(fmt, origin, lt.logical_shape(want), shape):
                 return None
             types.append(want)
+        if has_padding(out):
+            pads = [self.padding(v, want) for v, want in zip(op.operands, types)]
+            fill = padding_fill(op, pads)
+            if fill is None:
+                return None  # its padding would not be finite (e.g. 0 / 0)
+            self.fills[op] = fill
         return types, [out]
+
+    def padding(self, v: SSAValue, want: TensorType) -> float | str | None:
+        """What the padding of operand `v` holds once in type `want` (`padding_fill`)."""
+        if lt.layout_of(want) is None:
+            return scalar_value(v)  # a single element, broadcast into the padding
+        if isinstance(v.owner, lt.TransDataOp) and v.owner.input.type == want:
+            v = v.owner.input  # to_type takes the original
+        if lt.layout_of(v.type) is not None:
+            return padding_of(v, self.pads)
+        return CONSTANT if isinstance(v.owner, g.ConstantOp) else 0.0
 
     # ---- the walk ---------------------------------------------------------------------
 
@@ -335,8 +367,9 @@ class _Assigner:
             operand_types, result_types = planned or (
                 [_logical(v) for v in op.operands], [lt.logical_type(r.type) for r in op.results]
             )
+            fill = self.fills.pop(op, 0.0)
             for i, (v, want) in enumerate(zip(op.operands, operand_types)):
-                if (new := self.to_type(v, want)) is not v:
+                if (new := self.to_type(v, want, fill)) is not v:
                     op.operands[i] = new
             if [r.type for r in op.results] != result_types:
                 new_op = rebuild(op, op.operands, result_types)

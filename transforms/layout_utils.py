@@ -5,6 +5,7 @@ with readable value names, and graph ops rebuilt on other storage formats.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -15,6 +16,7 @@ from xdsl.utils.exceptions import VerifyException
 from ge.dialects import graph as g
 from ge.dialects import layout as lt
 from ge.dialects.blobs import attr_array, constant_attr
+from ge.dialects.dtypes import numpy_dtype
 from ge.dialects.layout import Format
 from ge.runtime import layouts
 
@@ -52,15 +54,95 @@ def new_constant(data: np.ndarray, want: TensorType, source: SSAValue) -> g.Cons
     return new
 
 
-def fold_constant(const: g.ConstantOp, want: TensorType) -> g.ConstantOp:
+def fold_constant(const: g.ConstantOp, want: TensorType, fill: float = 0.0) -> g.ConstantOp:
     """`const`'s value in type `want` (converted by the runtime's format functions); a
-    plain constant may also gain leading dims of 1 on the way (see `broadcast_type`)."""
+    plain constant may also gain leading dims of 1 on the way (see `broadcast_type`), and
+    its padding holds `fill` instead of the format's 0 (see `padding_fill`)."""
     data, have = attr_array(const.value), const.output.type
     logical = lt.logical_type(want)
     assert isinstance(logical, TensorType)
     if lt.layout_of(have) is None and have.get_shape() != logical.get_shape():
         data, have = data.reshape(logical.get_shape()), logical
-    return new_constant(layouts.convert(data, have, want), want, const.output)
+    out = layouts.convert(data, have, want)
+    if fill:
+        valid = layouts.convert(np.ones_like(data), have, want)  # 1 where the tensor is, 0 in the padding
+        out = np.where(valid != 0, out, np.asarray(fill, out.dtype))
+    return new_constant(out, want, const.output)
+
+
+# A padding operand of `padding_fill`: a constant converted at compile time (its padding is
+# ours to pick).
+CONSTANT = "constant"
+# Values a single element known only at run time is tried with.
+_RUNTIME_SCALARS = (1.0, -1.0, 0.5)
+
+
+def has_padding(t: Attribute) -> bool:
+    """A storage-formatted type whose storage holds more elements than its origin."""
+    enc = lt.layout_of(t)
+    return enc is not None and math.prod(t.get_shape()) > math.prod(enc.shape)
+
+
+def _on_padding(op: Operation, values: Sequence[float]) -> float:
+    """What elementwise `op` computes from operand elements `values` (its reference kernel)."""
+    from ge.runtime.reference import KERNELS
+
+    args = [np.full((1,), x, dtype=numpy_dtype(v.type.element_type)) for x, v in zip(values, op.operands)]
+    with np.errstate(all="ignore"):
+        return float(np.asarray(KERNELS[type(op)](op, *args)).astype(np.float64).flat[0])
+
+
+def scalar_value(v: SSAValue) -> float | None:
+    """The value of a single-element constant, None for anything else."""
+    if isinstance(v.owner, g.ConstantOp) and lt.layout_of(v.type) is None:
+        return float(np.asarray(attr_array(v.owner.value), dtype=np.float64).flat[0])
+    return None
+
+
+def padding_of(v: SSAValue, memo: dict[SSAValue, float | None]) -> float | None:
+    """The value the padding of storage-formatted `v` holds (None: known only at run time,
+    or not one value): 0 from conversions, the Cube, pools; a constant's own; what an
+    elementwise op computes from its operands' paddings (a plain operand there is a single
+    element that broadcasts into the padding)."""
+    if v in memo:
+        return memo[v]
+    owner = v.owner
+    value: float | None = 0.0
+    if not has_padding(v.type):
+        pass
+    elif isinstance(owner, g.ConstantOp):
+        data = attr_array(owner.value)
+        logical = lt.logical_type(v.type)
+        valid = layouts.to_storage(np.ones(logical.get_shape(), data.dtype), v.type)
+        pad = np.unique(np.asarray(data)[valid == 0])
+        value = float(pad[0]) if pad.size == 1 else None
+    elif isinstance(owner, g.GraphOp) and lt.is_elementwise(owner) and owner.results[0] is v:
+        pads = [padding_of(o, memo) if lt.layout_of(o.type) is not None else scalar_value(o) for o in owner.operands]
+        value = None if any(p is None for p in pads) else _on_padding(owner, pads)
+    memo[v] = value
+    return value
+
+
+def padding_fill(op: Operation, pads: Sequence[float | str | None]) -> float | None:
+    """An elementwise op in a padded storage format computes on the padding too, where
+    operand i holds `pads[i]`: a value (`padding_of`, `scalar_value`), None (known only
+    at run time) or CONSTANT. The padding must stay finite: the Cube sums over a padded K
+    (the zero-padded weight times it), and 0 * NaN is NaN (e.g. x / c in FRACTAL_NZ: 0 / 0
+    in the padding; fuzz seed 1731). Returns the value to pad the CONSTANT operands with --
+    0 (the format's own), else 1 (a divisor) -- or None when the result's padding is not
+    finite either way (the op then computes on plain tensors)."""
+    from ge.runtime.reference import KERNELS
+
+    if type(op) not in KERNELS:
+        return None
+    for fill in (0.0, 1.0):
+        samples = _RUNTIME_SCALARS if None in pads else (0.0,)
+        if all(math.isfinite(_on_padding(op, [fill if p == CONSTANT else x if p is None else p for p in pads]))
+               for x in samples):
+            return fill
+        if CONSTANT not in pads:
+            return None
+    return None
 
 
 def trans_data(v: SSAValue, want: TensorType) -> lt.TransDataOp:

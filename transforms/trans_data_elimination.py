@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
@@ -39,11 +39,16 @@ from ge.dialects import graph as g
 from ge.dialects import layout as lt
 from ge.runtime.reference import evaluate
 from ge.transforms.layout_utils import (
+    CONSTANT,
     broadcast_type,
     fold_constant,
     formatted,
+    has_padding,
     new_constant,
+    padding_fill,
+    padding_of,
     rebuild,
+    scalar_value,
     single_element,
     trans_data,
     verifies,
@@ -175,26 +180,46 @@ def _leads_back(op: Operation, fmt: lt.Format | None, origin: lt.Format) -> bool
 def _operands_in(e: Operation, fmt: lt.Format | None, origin: lt.Format, hoist: bool):
     """E's operands in format `fmt` and the ops that make some of them (constants converted
     at compile time; with `hoist`, conversions of single-use elementwise results that lead
-    back), or None if an operand cannot be had in `fmt` that way."""
+    back), or None if an operand cannot be had in `fmt` that way, or E's padding there
+    would not be finite (`padding_fill`; its constants are padded so that it is)."""
     rank = e.results[0].type.get_num_dims()
-    operands, new_ops = [], []
+    operands: list[SSAValue | tuple[g.ConstantOp, TensorType]] = []
+    new_ops, pads = [], []
+    memo: dict[SSAValue, float | None] = {}
     for v in e.operands:
         want = broadcast_type(v.type, fmt, origin, rank)  # (a constant gains the dims of 1 it needs)
         if want is None:
             return None
         same_rank = lt.logical_type(want).get_num_dims() == v.type.get_num_dims()
-        if v.type == want or single_element(v, rank):
+        if single_element(v, rank):
             operands.append(v)
+            pads.append(scalar_value(v))
+        elif v.type == want:
+            operands.append(v)
+            pads.append(padding_of(v, memo))
         elif isinstance(v.owner, lt.TransDataOp) and v.owner.input.type == want:
             operands.append(v.owner.input)
+            pads.append(padding_of(v.owner.input, memo))
         elif isinstance(v.owner, g.ConstantOp):
-            new_ops.append(fold_constant(v.owner, want))
-            operands.append(new_ops[-1].results[0])
+            operands.append((v.owner, want))
+            pads.append(CONSTANT)
         elif hoist and same_rank and _is_elementwise(v.owner) and v.has_one_use() and _leads_back(v.owner, fmt, origin):
             new_ops.append(trans_data(v, want))
             operands.append(new_ops[-1].results[0])
+            pads.append(0.0)
         else:
+            _discard(new_ops)
             return None
+    fill = 0.0
+    if has_padding(formatted(e.results[0].type, fmt, origin)):
+        fill = padding_fill(e, pads)
+        if fill is None:
+            _discard(new_ops)
+            return None
+    for i, o in enumerate(operands):
+        if isinstance(o, tuple):
+            new_ops.append(fold_constant(*o, fill))
+            operands[i] = new_ops[-1].results[0]
     return operands, new_ops
 
 

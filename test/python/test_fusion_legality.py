@@ -43,6 +43,8 @@ BUGS = {
     167: "an elementwise Div between two conversions ('TransData to a plain tensor, away from the kernel's output')",
     1026: "Mul of a conv result (1 channel) by a [4, 6] constant: the constant in NC1HWC0 had no C dim "
           "('cannot broadcast operand #1 of origin [1, 1] to [1, 8, 1, 1]' on its tile)",
+    1731: "wrong answer (NaN): MatMul -> Div by a [1, 4, 4] constant in FRACTAL_NZ -> MatMul: 0 / 0 in the "
+          "padding (the padded K of the next MatMul; found with --precision f16, wrong in f32 too)",
 }
 
 
