@@ -1142,63 +1142,111 @@ class VectorLowering:
 
     def row_op(self, cls, dst: Rows, srcs: Sequence[Rows | tuple[str, Tensor]], n: int | None = None,
                **props) -> None:
-        """dst row = f(src rows), chunk by chunk of one repeat. A source is Rows, ("bcast",
-        t) with t one block per row (a per-row value), or ("vec", t) one row for all rows."""
+        """dst row = f(src rows) over the first n elements of each row. A source is Rows,
+        ("bcast", t) with t one block per row (a per-row value), or ("vec", t) one row for
+        all rows; `grid` picks the instruction layout."""
         n = dst.n if n is None else n
         epb = self.epb(dst.buf.elem)  # f32 rows, or a max pool's f16 (block_pool)
-        per = epb * self.per_blocks
-        if dst.r == 1:
-            return self.row_op_single(cls, dst, srcs, n, props)
-        for c0 in range(0, n, per):
-            mask = min(per, n - c0)
-            for r0 in range(0, dst.r, self.max_rep):
-                reps = min(self.max_rep, dst.r - r0)
-                ops, blk, rep = [(dst.buf, r0 * dst.ld + c0)], [1], [dst.ld // epb]
-                for s in srcs:
-                    if isinstance(s, Rows):
-                        ops.append((s.buf, r0 * s.ld + c0))
-                        blk.append(1)
-                        rep.append(s.ld // epb)
-                    elif s[0] == "bcast":
-                        ops.append((s[1], r0 * epb))
-                        blk.append(0)
-                        rep.append(1)
-                    else:
-                        ops.append((s[1], c0))
-                        blk.append(1)
-                        rep.append(0)
-                self.vec(cls, ops, reps, mask=mask, blk=blk, rep=rep, **props)
+        ops = [(dst.buf, dst.ld, 1)]
+        for s in srcs:
+            if isinstance(s, Rows):
+                ops.append((s.buf, s.ld, 1))
+            else:
+                ops.append((s[1], epb, 0) if s[0] == "bcast" else (s[1], 0, 1))
+        self.grid(cls, ops, dst.r, n, **props)
 
-    def row_op_single(self, cls, dst: Rows, srcs: Sequence[Rows | tuple[str, Tensor]], n: int, props: dict) -> None:
-        """row_op on one row: whole repeats along it (a per-row value read with strides 0)."""
-        per_blocks = self.per_blocks
-        per = self.epb(dst.buf.elem) * per_blocks
-        blk = [1] + [0 if not isinstance(s, Rows) and s[0] == "bcast" else 1 for s in srcs]
-        rep = [b * per_blocks for b in blk]
-        tensors = [dst.buf] + [s.buf if isinstance(s, Rows) else s[1] for s in srcs]
-        full, rest = divmod(n, per)
-        done = 0
-        while full:
-            r = min(full, self.max_rep)
-            ops = [(x, done if b else 0) for x, b in zip(tensors, blk)]
-            self.vec(cls, ops, r, blk=blk, rep=rep, **props)
-            done, full = done + r * per, full - r
-        if rest:
-            self.vec(cls, [(x, done if b else 0) for x, b in zip(tensors, blk)], 1, mask=rest, blk=blk, rep=rep,
-                     **props)
+    def grid_layouts(self, ops: Sequence[tuple[Tensor, int, int]], r: int, w: int) -> dict[str, list[tuple]]:
+        """The instruction layouts of an r x w grid op (see `grid`), each a list of
+        (operand element offsets, repeats, mask, block strides, repeat strides)."""
+        epb = self.epb(ops[0][0].elem)
+        nb8, mr = self.per_blocks, self.max_rep
+        per = epb * nb8
+        rs = [s for _, s, _ in ops]
+        cs = [c for _, _, c in ops]
+        out: dict[str, list[tuple]] = {}
+
+        def split(reps: int, base: Sequence[int], step: Sequence[int], mask: int, blk, rep) -> list[tuple]:
+            return [(tuple(b + d * s for b, s in zip(base, step)), min(mr, reps - d), mask, blk, rep)
+                    for d in range(0, reps, mr)]
+
+        if all(c == 1 and s == w for s, c in zip(rs, cs)) or (r == 1 and all(c == 1 for c in cs)):
+            full, rest = divmod(r * w if r > 1 else w, per)
+            ins = split(full, [0] * len(ops), [per] * len(ops), per, None, None) if full else []
+            if rest:
+                ins.append(((full * per,) * len(ops), 1, rest, None, None))
+            out["flat"] = ins
+        if all(s % epb == 0 and s // epb <= MAX_REP_STRIDE for s in rs):  # rows on the repeat axis
+            ins = []
+            for c0 in range(0, w, per):
+                ins += split(r, [c0 * c for c in cs], rs, min(per, w - c0), cs, [s // epb for s in rs])
+            out["rows"] = ins
+        if r <= nb8 or "rows" not in out:  # a row at a time, repeats along it
+            ins = []
+            full, rest = divmod(w, per)
+            for i in range(r):
+                base = [i * s for s in rs]
+                ins += split(full, base, [per * c for c in cs], per, cs, [nb8 * c for c in cs]) if full else []
+                if rest:
+                    ins.append((tuple(b + full * per * c for b, c in zip(base, cs)), 1, rest, cs,
+                                [nb8 * c for c in cs]))
+            out["each"] = ins
+        if w % epb == 0 and all(s % epb == 0 and s // epb <= MAX_REP_STRIDE for s in rs):
+            blk = [s // epb for s in rs]
+            ins = []  # 8 rows on the blocks of a repeat, the repeats along the row
+            for g0 in range(0, r, nb8):
+                ins += split(w // epb, [g0 * s for s in rs], [epb * c for c in cs], min(nb8, r - g0) * epb, blk, cs)
+            out["row_blocks"] = ins
+            if all(nb8 * b <= MAX_REP_STRIDE for b in blk):
+                ins = []  # 8 rows on the blocks, the repeats over groups of 8 rows: one per block column
+                full, part = divmod(r, nb8)
+                for k in range(w // epb):
+                    base = [k * epb * c for c in cs]
+                    ins += split(full, base, [nb8 * s for s in rs], per, blk, [nb8 * b for b in blk]) if full else []
+                    if part:
+                        ins.append((tuple(b + full * nb8 * s for b, s in zip(base, rs)), 1, part * epb, blk,
+                                    [nb8 * b for b in blk]))
+                out["columns"] = ins
+        return out
+
+    def grid(self, cls, ops: Sequence[tuple[Tensor, int, int]], r: int, w: int, **props) -> None:
+        """dst = f(srcs) over r rows of w elements; an operand is (tensor, row stride in
+        elements, column step 1 or 0): rows (ld, 1), a per-row value spread over one block
+        (epb, 0), a row read by every row (0, 1); ops[0] is the destination. The layouts:
+        one instruction per repeat-wide column (rows on the repeat axis), per row, per 8
+        rows (their blocks on a repeat's blocks, repeats along the row: a 16 x 768 f32 row op
+        is 2 instructions of 96 repeats, not 12 of 16), per block column (8 rows on the
+        blocks, full lanes where a column is narrower than a repeat), or flat when every
+        operand is dense. The instructions are independent, so the pipe overlaps their
+        start-ups: the cheapest layout is the one with the fewest repeats (no half-empty
+        ones), then the fewest instructions."""
+        layouts = self.grid_layouts(ops, r, w)
+        name = cls.name.split(".", 1)[1]
+        elem = "f16" if isa.itemsize(ops[0][0].elem) == 2 else "f32"
+        cyc = self.target.vector_cycles(name, elem)
+
+        def cost(ins: list[tuple]) -> float:  # independent: their start-ups overlap; then fewer instructions
+            return sum(reps * cyc for _, reps, _, _, _ in ins) + len(ins) / (len(ins) + 1)
+
+        best = min(layouts.values(), key=cost)
+        for offs, reps, mask, blk, rep in best:
+            full = mask == self.bpr // isa.itemsize(ops[0][0].elem) and blk is None
+            self.vec(cls, [(x, o) for (x, _, _), o in zip(ops, offs)], reps, mask=None if full else mask,
+                     blk=blk, rep=rep, **props)
 
     def row_reduce(self, kind: str, rows: Rows, scratch: Tensor | None = None, consume: bool = False) -> Tensor:
-        """One f32 value per row (a tensor of the row count rounded up to a repeat of
-        blocks; the padding is zero). Rows wider than a repeat are folded to one repeat by
+        """One value per row, in the rows' element type (f32; the exact max of f16 rows in
+        f16) -- a tensor of the row count rounded up to a repeat of blocks; the padding is
+        zero. Rows wider than a repeat are folded to one repeat by
         halving (fold_rows: log2 dependent steps, not one per repeat of the row); `consume`:
         the rows may be overwritten (they die here); `scratch`: a free buffer of the rows'
         size for the first halving when they may not."""
         red_cls, fold_cls = REDUCE[kind]
         if red_cls is None:
             return self.row_tree(fold_cls, rows)
-        epb, per = self.epb(f32), self.bpr // 4
+        elem = rows.buf.elem
+        epb, per = self.epb(elem), self.bpr // isa.itemsize(elem)
         r8 = isa.align_up(rows.r, self.per_blocks)
-        out = self.temp([r8], f32)
+        out = self.temp([r8], elem)
         if r8 != rows.r:
             self.dup(out, 0.0)
         chunks = -(-rows.n // per)
@@ -1210,11 +1258,11 @@ class VectorLowering:
             src = self.fold_rows(fold_cls, rows, rows)
         elif scratch is not None:
             src = self.fold_rows(fold_cls, rows, Rows(scratch, rows.r, rows.n, rows.ld))
-        elif keep == 1 or rows.r * keep * per * 4 <= SMALL_SCRATCH:
-            acc = Rows(self.temp([rows.r * keep * per], f32), rows.r, keep * per, keep * per)
+        elif keep == 1 or rows.r * keep * self.bpr <= SMALL_SCRATCH:
+            acc = Rows(self.temp([rows.r * keep * per], elem), rows.r, keep * per, keep * per)
             src = self.fold_rows(fold_cls, rows, acc)
         else:  # no room for a tree: one repeat-wide accumulator, folded chunk by chunk
-            acc = Rows(self.temp([rows.r * per], f32), rows.r, per, per)
+            acc = Rows(self.temp([rows.r * per], elem), rows.r, per, per)
             self.copy(rows.buf, acc.buf, [rows.r, per], [rows.ld, 1])
             full = rows.n // per - 1  # whole repeats after the first: an scf.for, so long rows stay short IR
             if full > 1:
@@ -1226,10 +1274,10 @@ class VectorLowering:
                 self.row_op(fold_cls, acc, [acc, part], n=part.n)
             src = acc
         mask = src.n
-        columns = self.transposed_pays(kind, rows.r, mask)
+        columns = self.transposed_pays(kind, rows.r, mask, elem)
         row_stride = src.ld // epb * (self.per_blocks if columns else 1)  # blocks between repeats
         if (columns and src is rows and not consume) or row_stride > MAX_REP_STRIDE:
-            compact = Rows(self.temp([rows.r * mask], f32), rows.r, mask, mask)  # (the rows stay intact)
+            compact = Rows(self.temp([rows.r * mask], elem), rows.r, mask, mask)  # (the rows stay intact)
             self.copy(src.buf, compact.buf, [rows.r, mask], [src.ld, 1])
             if acc is not None:
                 self.release(acc.buf)
@@ -1250,74 +1298,58 @@ class VectorLowering:
         """rows folded to one repeat (`per` elements) each by halving the chunk count: chunks
         [keep, c) onto chunks [0, c - keep), the first halving from `rows` into `dst` (which
         may be `rows`), the later ones in place. Returns the folded rows (in dst)."""
-        per = self.bpr // 4
+        per = self.bpr // isa.itemsize(rows.buf.elem)
         r, n = rows.r, rows.n
         c = -(-n // per)
         src = rows
 
-        def chunk(x: Rows, j: int, width: int = per) -> Rows:
-            return Rows(self.shifted(x.buf, j * per), r, width, x.ld)
-
-        def move(a: Rows, b: Rows) -> None:
-            self.copy(a.buf, b.buf, [r, a.n], [a.ld, 1], [b.ld, 1])
-
+        width = n  # of the rows still to fold: after the first halving, whole chunks
         while c > 1:
             h = c // 2
             keep = c - h
-            for j in range(h):
-                up = keep + j
-                w = min(per, n - up * per)
-                if w < per and src is not dst:  # a partial chunk leaves the rest of dst's chunk
-                    move(chunk(src, j), chunk(dst, j))
-                    self.row_op(fold_cls, chunk(dst, j, w), [chunk(dst, j, w), chunk(src, up, w)])
-                else:
-                    self.row_op(fold_cls, chunk(dst, j, w), [chunk(src, j, w), chunk(src, up, w)])
-            if keep > h and src is not dst:  # the middle chunk of an odd count
-                move(chunk(src, h), chunk(dst, h))
-            src, c = dst, keep
+            up = width - keep * per  # the upper chunks [keep, c) fold onto the first `up` elements
+            if src is not dst and up < keep * per:  # the lower part without a partner, from its chunk on
+                a0 = up - up % per
+                self.copy(self.shifted(src.buf, a0), self.shifted(dst.buf, a0), [r, keep * per - a0], [src.ld, 1],
+                          [dst.ld, 1])
+            self.grid(fold_cls, [(dst.buf, dst.ld, 1), (src.buf, src.ld, 1),
+                                 (self.shifted(src.buf, keep * per), src.ld, 1)], r, up)
+            src, c, width = dst, keep, keep * per
         return Rows(dst.buf, r, min(n, per), dst.ld)
 
-    def transposed_pays(self, kind: str, r: int, width: int) -> bool:
+    def transposed_pays(self, kind: str, r: int, width: int, elem: Attribute = f32) -> bool:
         """Whether block_columns (its ~7 dependent steps) beats one whole-repeat `vreduce` per
-        row for r rows of `width` (<= one repeat) f32 elements, on the target's costs."""
-        if width % self.epb(f32) or kind not in ("sum", "max"):
+        row for r rows of `width` (<= one repeat) elements, on the target's costs."""
+        epb = self.epb(elem)
+        if width % epb or kind not in ("sum", "max"):
             return False
         cyc = self.target.vector_cycles
+        name = "f16" if isa.itemsize(elem) == 2 else "f32"
         fold = "vadd" if kind == "sum" else "vmax"
-        nb = width // self.epb(f32)
+        nb = width // epb
         groups = -(-r // self.per_blocks)
-        steps = nb.bit_length() + 3  # block halvings, the transposing copy, three row halvings
-        mine = (steps * self.startup + (nb - 1) * groups * cyc(fold, "f32")
-                + 2 * groups * cyc("default", "f32") + 7 * -(-groups // self.per_blocks) * cyc(fold, "f32"))
-        return mine < self.startup + r * cyc(f"vreduce_{kind}", "f32")
+        halvings = (epb - 1).bit_length()
+        steps = nb.bit_length() + halvings  # block halvings, the transposing copy, the row halvings
+        mine = (steps * self.startup + (nb - 1) * groups * cyc(fold, name)
+                + 2 * groups * cyc("default", name) + (epb - 1) * -(-groups // self.per_blocks) * cyc(fold, name))
+        return mine < self.startup + r * cyc(f"vreduce_{kind}", name)
 
     def block_columns(self, fold_cls, src: Rows, out: Tensor) -> None:
         """out[i] = the fold of row i of src (rows of whole blocks, at most one repeat wide),
         without a per-row reduction: the blocks of each row folded onto its first block in
         place (a repeat takes one block of each of 8 rows: full-width instructions), that
         block column moved to 8 rows of r elements (one strided copy), and those 8 rows
-        folded elementwise (three halvings). `out` holds the row count rounded up to a repeat
-        of blocks; its padding is zero."""
-        epb, nb8 = self.epb(f32), self.per_blocks
-        ld_b = src.ld // epb
+        folded elementwise (three halvings for f32). `out` holds the row count rounded up to a
+        repeat of blocks; its padding is zero."""
+        epb, nb8 = self.epb(src.buf.elem), self.per_blocks
         r, r8 = src.r, isa.align_up(src.r, nb8)
         nb = src.n // epb
-        full, part = divmod(r, nb8)
         while nb > 1:  # blocks [nb - h, nb) of every row onto blocks [0, h)
             h = nb // 2
-            for j in range(h):
-                lo, hi = j * epb, (nb - h + j) * epb
-                for g0 in range(0, full, self.max_rep):
-                    reps = min(self.max_rep, full - g0)
-                    base = g0 * nb8 * src.ld
-                    self.vec(fold_cls, [(src.buf, base + lo), (src.buf, base + lo), (src.buf, base + hi)], reps,
-                             blk=[ld_b] * 3, rep=[nb8 * ld_b] * 3)
-                if part:
-                    base = full * nb8 * src.ld
-                    self.vec(fold_cls, [(src.buf, base + lo), (src.buf, base + lo), (src.buf, base + hi)], 1,
-                             mask=part * epb, blk=[ld_b] * 3, rep=[nb8 * ld_b] * 3)
+            rows = (src.buf, src.ld, 1)
+            self.grid(fold_cls, [rows, rows, (self.shifted(src.buf, (nb - h) * epb), src.ld, 1)], r, h * epb)
             nb -= h
-        cols = self.temp([epb * r8], f32)
+        cols = self.temp([epb * r8], src.buf.elem)
         if r8 != r:
             self.dup(cols, 0.0)
         self.copy(src.buf, cols, [epb, r], [1, src.ld], [r8, 1])
@@ -1359,9 +1391,9 @@ class VectorLowering:
 
     def brcb(self, vals: Tensor) -> Tensor:
         """Each of the per-row values spread over one block."""
-        epb = self.epb(f32)
+        epb = self.epb(vals.elem)
         n = vals.size
-        out = self.temp([n * epb], f32)
+        out = self.temp([n * epb], vals.elem)
         for g0 in range(0, n // self.per_blocks, self.max_rep):
             reps = min(self.max_rep, n // self.per_blocks - g0)
             done = g0 * self.per_blocks
@@ -1381,9 +1413,36 @@ class VectorLowering:
         axis = o.properties["axis"].value.data
         sizes, strides = self.axis_rows(o.operands[0], [axis])
         rows = self.load_rows(x, sizes, strides, 1)
-        mx = self.row_reduce("max", rows)
+        # f16 rows stored densely (the attention scores): the max of the f16 values (exact)
+        # folded in place when they die here, and the exponentials rounded to f16 in the
+        # result before their f32 sum, which then folds in place: no fold scratch, and the
+        # last multiply on half the repeats
+        half = (not log and numpy_dtype(x.elem).kind == "f" and x.itemsize == 2 and rows.n % self.epb(x.elem) == 0
+                and rows.ld == rows.n and list(strides) == list(row_major(sizes))
+                and o.results[0].type.element_type == x.elem)
+        v = o.operands[0]
+        if half and self.owned.get(v) is x and self._dies_here(v):
+            mx = self.narrow(self.row_reduce("max", Rows(replace(x, shape=(x.size,)), rows.r, rows.n, rows.n),
+                                             consume=True), f32)
+        else:
+            mx = self.row_reduce("max", rows)
         mb = self.brcb(mx)
         self.row_op(isa.VSubOp, rows, [rows, ("bcast", mb)])
+        if half:
+            self.row_op(isa.VExpOp, rows, [rows])
+            dst = self.dest(o.results[0])
+            self.convert(replace(rows.buf, shape=(rows.r * rows.n,)), dst)
+            s = self.row_reduce("sum", rows, consume=True)
+            self.flat(isa.VRecOp, s, [s], rows.r)
+            s16 = self.narrow(s, x.elem)
+            sb = self.brcb(s16)
+            out = Rows(replace(dst, shape=(dst.size,)), rows.r, rows.n, rows.n)
+            self.row_op(isa.VMulOp, out, [out, ("bcast", sb)])
+            for tmp in (mx, mb, s16, sb):
+                self.release(tmp)
+            self.release(rows.buf)
+            self.env[o.results[0]] = dst
+            return
         if log:
             e = Rows(self.temp([rows.r * rows.ld], f32), rows.r, rows.n, rows.ld)
             self.row_op(isa.VExpOp, e, [rows])

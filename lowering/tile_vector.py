@@ -467,9 +467,9 @@ class VectorKernel:
     def scratch_bytes(self, tiles: Sequence[int]) -> int:
         """UB the vector lowering of a reduction takes beside its operands and result (an
         estimate, from lowering/isa_vector.py): a reduction's input as f32 rows (its result
-        is small); an f32 copy of a narrower input; one more f32 row buffer for the squares
-        of a LayerNorm or the exponentials of a LogSoftmax (a Softmax's rows are its result,
-        already counted as a temporary)."""
+        is small); an f32 copy of a narrower input; a normalization's f32 rows (an f16
+        input is converted straight into them) and one more f32 row buffer for the squares
+        of a LayerNorm or the exponentials of a LogSoftmax."""
         need = 0
         for op in self.region_ops:
             norm = g.has_trait(op, g.Normalization)
@@ -477,7 +477,8 @@ class VectorKernel:
                 continue
             x = op.operands[0]
             elems = math.prod(self.shape(x, tiles))
-            copies = (numpy_dtype(x.type.element_type).itemsize != 4) + (not isinstance(op, g.SoftmaxOp) if norm else 1)
+            wide = numpy_dtype(x.type.element_type).itemsize == 4
+            copies = 1 + (not isinstance(op, g.SoftmaxOp)) if norm else (not wide) + 1
             need = max(need, 4 * elems * copies)
         return need
 
@@ -486,6 +487,9 @@ class VectorKernel:
         return list(dict.fromkeys(self.outputs))
 
     def temp_bytes(self, tiles: Sequence[int]) -> int:
+        """The peak of the region's live intermediate values; a yielded value is computed in
+        its out buffer (isa_vector), already counted among the stored buffers."""
+        stored = set(self.outputs)
         last: dict[SSAValue, int] = {}
         for i, op in enumerate(self.region_ops):
             for v in op.operands:
@@ -494,7 +498,7 @@ class VectorKernel:
         peak = 0
         for i, op in enumerate(self.region_ops):
             for r in op.results:
-                live[r] = nbytes(r, self.shape(r, tiles)) if r in self.maps.maps else 0
+                live[r] = nbytes(r, self.shape(r, tiles)) if r in self.maps.maps and r not in stored else 0
             peak = max(peak, sum(live.values()))
             for v in op.operands:
                 if last.get(v) == i:
@@ -526,7 +530,10 @@ class VectorKernel:
         if self.chunk_size and self.chunk is not None:  # every tile visits its chunks in turn
             k = math.ceil(self.chunk.extent / self.chunk_size)
             mte2, vec, gm = mte2 * k, vec * k, gm * k
-        return hoisted + pipelined(per_core, [mte2, vec, mte3], double, port=gm)
+        # an odd count's last tile runs after the paired loop (isa_builder.pipelined), its
+        # Vector work after the stores before it: the leftover does not overlap them
+        rest = mte3 if double and per_core > 1 and per_core % 2 else 0.0
+        return hoisted + pipelined(per_core, [mte2, vec, mte3], double, port=gm) + rest
 
 
 def _sizes(extent: int) -> list[int]:

@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 from onnx import TensorProto, helper
 from xdsl.dialects import func
-from xdsl.dialects.builtin import AnyFloat, ModuleOp, StringAttr, TensorType
+from xdsl.dialects.builtin import AnyFloat, ModuleOp, StringAttr, TensorType, f16, f32
 from xdsl.ir import Block, Region
 
 from ge import targets, testing
@@ -476,7 +476,9 @@ def test_softmax_reduces_rows_without_a_vreduce_per_row(shape):
 
 
 def test_wide_rows_fold_by_halving():
-    # rows of 768 (12 repeats) fold in 4 halvings (6 + 3 + 1 + 1 chunk folds), not a chain of 11
+    # rows of 768 (12 repeats) fold in 4 halvings (6 + 3 + 1 + 1 chunks), not a chain of 11;
+    # a halving is one grid op: the first two instructions of 48 repeats with 8 rows on the
+    # blocks of a repeat (block stride = the row's 96 blocks), not 6 of 16 rows each
     x, p = "tensor<16x768xf32>", "tensor<768xf32>"
     vop = region(f"""
     func.func @f(%x: {x}, %g: {p}, %b: {p}) -> {x} {{
@@ -485,10 +487,44 @@ def test_wide_rows_fold_by_halving():
     }}""")
     res = run_region(vop, seed=4)
     adds = res.vector_ops("isa.vadd")
-    assert len(adds) == 2 * 11 + 12  # two reductions of 11 chunk folds each, the bias add's 12 chunks
-    # the first halving writes chunks 0..5 (a chain would accumulate into chunk 0 only)
-    dst = {isa.static_index(op.offset_of("dst")) for op in adds[:6]}
-    assert dst == {64 * j for j in range(6)}
+    assert len(adds) == 2 * 6 + 2  # two reductions of 2 + 2 + 1 + 1 fold instructions, the bias add's 2
+    first = adds[:2]
+    assert [op.repeats for op in first] == [48, 48]
+    assert {isa.static_index(op.offset_of("dst")) for op in first} == {0, 8 * 768}
+    assert all(list(op.blk_stride.get_values()) == [96, 96, 96] for op in first)
+    # the per-row and per-column row ops: 8 rows per instruction, the repeats along the row
+    for name in ("isa.vsub", "isa.vmul"):
+        ops = [op for op in res.vector_ops(name) if op.repeats > 1]
+        assert ops and all(op.repeats in (96, 192) for op in ops)
+    assert sum(op.repeats for op in res.vector_ops("isa.vsub")) == 16 * 768 // 64
+
+
+def test_f16_softmax_max_and_scale_in_f16():
+    # the attention softmax (a mask added to f16 scores): the row max is taken on the f16
+    # sums in place (exact), the exponentials are rounded into the f16 result before their
+    # f32 sum folds in place, and the last multiply runs on f16 (half the repeats)
+    x, m = "tensor<64x128xf16>", "tensor<128xf16>"
+    vop = region(f"""
+    func.func @f(%x: {x}, %m: {m}) -> {x} {{
+      %a = graph.add %x, %m : ({x}, {m}) -> {x}
+      %y = graph.softmax %a {{axis = 1 : i64}} : {x}
+      func.return %y : {x}
+    }}""")
+    res = run_region(vop, seed=5)
+
+    def elem(op):
+        return op.buffer("dst").type.element_type
+
+    maxes = res.vector_ops("isa.vmax")
+    assert maxes and all(elem(op) == f16 for op in maxes)
+    muls = res.vector_ops("isa.vmul")
+    assert [elem(op) for op in muls] == [f16] and sum(op.repeats for op in muls) == 64 * 128 // 128
+    adds = [elem(op) for op in res.vector_ops("isa.vadd")]  # the mask, then the sum's folds in f32
+    assert adds[0] == f16 and len(adds) > 1 and set(adds[1:]) == {f32}
+    # no fold scratch: the f32 buffers are the rows and per-row values
+    rows = [b for b in res.kernel.walk() if isinstance(b, isa.BufferOp) and b.results[0].type.element_type == f32]
+    assert max(isa.num_elements(b.results[0].type) for b in rows) == 64 * 128
+    assert sum(isa.num_elements(b.results[0].type) for b in rows) < 64 * 128 + 2048
 
 
 @pytest.mark.parametrize("kind", ["reduce_sum", "reduce_mean", "reduce_max", "reduce_min"])
@@ -566,8 +602,9 @@ def test_global_max_pool_halves_f16_pixel_blocks(shape):
     res = run_region(vop)
     maxes = res.vector_ops("isa.vmax")
     assert maxes and all(op.repeats * 128 <= n * c1 * h * w * 16 for op in maxes)
-    if n * c1 > 1:
-        assert all(isa.ints(op.rep_stride)[0] == h * w for op in maxes)  # one row of h * w f16 blocks
+    if n * c1 > 1:  # a row is h * w f16 blocks: the rows' repeat or block stride, or one row per instruction
+        assert all(h * w in (isa.ints(op.rep_stride)[0], isa.ints(op.blk_stride)[0])
+                   or (isa.ints(op.blk_stride)[0] == 1 and isa.ints(op.rep_stride)[0] == 8) for op in maxes)
 
 
 def test_global_pool_halvings_span_all_rows():
@@ -582,8 +619,11 @@ def test_global_pool_halvings_span_all_rows():
     adds = res.vector_ops("isa.vadd")
     rows = math.prod(vop.ins[0].type.get_shape()[:2])
     assert rows > 1 and all(isa.static_index(op.offset_of("src1")) is not None for op in adds)
-    assert all(op.repeats == rows and isa.ints(op.rep_stride) == (98, 98, 98) for op in adds)
-    assert len(adds) == 6 + 3 + 2 + 1 + 1 + 1  # 49 -> 25 -> 13 -> 7 -> 4 -> 2 -> 1 pixels, chunks of 4 pixels
+    # every instruction of a halving covers several rows (no instruction per (row, chunk)):
+    # at most the 14 chunk folds (49 -> 25 -> 13 -> 7 -> 4 -> 2 -> 1 pixels, chunks of 4
+    # pixels) on no more repeats than one per row and chunk
+    chunks = 6 + 3 + 2 + 1 + 1 + 1
+    assert len(adds) <= chunks and sum(op.repeats for op in adds) <= chunks * rows
 
 
 @pytest.mark.parametrize("precision", [F32, F16])
