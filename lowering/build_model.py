@@ -37,10 +37,10 @@ from dataclasses import dataclass, field
 
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ArrayAttr, FusedLoc, ModuleOp, NameLoc, StringAttr
+from xdsl.dialects.builtin import ArrayAttr, FusedLoc, ModuleOp, NameLoc, StringAttr, SymbolRefAttr
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
-from xdsl.traits import SymbolTable
+from xdsl.traits import SymbolOpInterface, SymbolTable
 from xdsl.utils.exceptions import PassFailedException
 
 from ge import targets
@@ -142,6 +142,7 @@ class _Reader:
         self.bufs: list[Buf] = []
         self.steps: list[Step] = []
         self.kernels: list[Operation] = []
+        self.table: dict[StringAttr, Operation] | None = None  # the module's symbols, read at the first launch
 
     def new_buf(self, kind: str, type: Attribute, **kw) -> Buf:
         buf = Buf(kind, type, **kw)
@@ -218,11 +219,28 @@ class _Reader:
 
     def launch(self, op: Operation) -> None:
         callee = op.properties["callee"]
-        kernel = SymbolTable.lookup_symbol(op, callee)
+        kernel = self.lookup(op, callee)
         block_dim = task.kernel_block_dim(kernel) if kernel is not None else 1
         ins = [self.refs[v] for v in op.ins]
         outs = [self.refs[v] for v in op.outs]
         self.steps.append(Step(callee.string_value(), block_dim, ins, outs, op.location))
+
+    def lookup(self, op: Operation, callee: Attribute) -> Operation | None:
+        """`SymbolTable.lookup_symbol(op, callee)`, the symbol table read once (a scan of the
+        module per launch was most of BERT-base's build-model: 187 launches)."""
+        if not isinstance(callee, SymbolRefAttr) or callee.nested_references.data:
+            return SymbolTable.lookup_symbol(op, callee)
+        if self.table is None:
+            anchor = op.parent_op()
+            while anchor is not None and not anchor.has_trait(SymbolTable):
+                anchor = anchor.parent_op()
+            if anchor is None:
+                return SymbolTable.lookup_symbol(op, callee)  # (its error)
+            self.table = {}
+            for o in anchor.regions[0].block.ops:
+                if (symbol := o.get_trait(SymbolOpInterface)) is not None:
+                    self.table.setdefault(symbol.get_sym_attr_name(o), o)  # the first one, as a scan finds
+        return self.table.get(callee.root_reference)
 
     def outputs(self, ret: func.ReturnOp) -> None:
         types = list(self.fn.function_type.outputs.data)

@@ -477,3 +477,25 @@ def test_ge_compile_only_looks_at_an_onnx_file(tmp_path):
     assert framework_source(str(tmp_path / "m.onnx"), None) == str(tmp_path / "m.onnx")
     with pytest.raises(UsageError, match="is a TensorFlow GraphDef, not an ONNX model; use --framework 3"):
         framework_source(str(tmp_path / "g.onnx"), 5)
+
+
+def test_build_model_symbol_lookup_is_xdsls():
+    """build-model reads the module's symbols once: each name finds what
+    `SymbolTable.lookup_symbol` finds (a kernel, the graph function, nothing)."""
+    from xdsl.dialects import func, test
+    from xdsl.dialects.builtin import ModuleOp, SymbolRefAttr
+    from xdsl.ir import Block, Region
+    from xdsl.traits import SymbolTable
+
+    from ge.lowering.build_model import _Reader
+
+    kernels = [func.FuncOp(f"k{i}", ((), ()), Region(Block([func.ReturnOp()])), "private") for i in range(3)]
+    user = test.TestOp()
+    fn = func.FuncOp("main", ((), ()), Region(Block([user, func.ReturnOp()])))
+    ModuleOp([*kernels, fn])
+    reader = _Reader(fn, set())
+    for name in ("k0", "k2", "main", "missing"):
+        ref = SymbolRefAttr(name)
+        assert reader.lookup(user, ref) is SymbolTable.lookup_symbol(user, ref)
+    assert reader.lookup(user, SymbolRefAttr("k1")) is kernels[1] and reader.table is not None
+    assert reader.lookup(user, SymbolRefAttr("missing")) is None
