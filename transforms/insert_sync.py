@@ -166,6 +166,7 @@ def dependencies(kernel: isa.KernelOp, instrs: list[Instr]) -> list[Dep]:
     # tails[i][k]: instruction i's path below the block at depth k (the kernel body is 0).
     tails = [[tuple(index[o] for o in ins.path[k:]) for k in range(len(ins.path))] for ins in instrs]
     loop_of: dict[int, tuple] = {}  # id(block) -> (block's repeating loop, its body, the body's depth)
+    blocks = [[o.parent_block() for o in ins.path] for ins in instrs]  # [i][k]: the block of i's ancestor at depth k
 
     def overlap(cands: list[tuple], block: Block, loop: scf.ForOp | None, later: bool, back: bool = False) -> bool:
         if cands is _MEET_LIST:
@@ -188,7 +189,7 @@ def dependencies(kernel: isa.KernelOp, instrs: list[Instr]) -> list[Dep]:
         d = 0
         while d < len(fp) - 1 and fp[d] is sp[d]:
             d += 1
-        block = fp[d].parent_block()
+        block = blocks[i][d]
         assert block is not None
         same_run = False
         if i != j and overlap(forward, block, None, False):

@@ -221,6 +221,13 @@ def instructions(kernel: isa.KernelOp, target: targets.Target, memo: Patterns | 
     def form(v: SSAValue | None) -> Affine:
         return affine(v, 0, forms)
 
+    ranges: dict[tuple, tuple[int, int] | None] = {}  # a window bound's range, by its terms
+
+    def bounds(terms: tuple) -> tuple[int, int] | None:
+        if terms not in ranges:
+            ranges[terms] = _range(Affine(terms))
+        return ranges[terms]
+
     for op in kernel_ops(kernel.body.block):
         if not isinstance(op, isa.InstructionOp):
             continue
@@ -239,14 +246,16 @@ def instructions(kernel: isa.KernelOp, target: targets.Target, memo: Patterns | 
                 raise UnplacedBufferError(f"{op.name} uses a buffer without an offset")
             key, base, _ = loc
             size = isa.itemsize(a.buffer.type)
-            rects = _windowed(op, a, form)
+            rects = _windowed(op, a, form, bounds)
             lo, hi = min(r.lo for r in rects), max(r.hi for r in rects)
             accesses.append(MemAccess(key, base, size, form(a.offset), lo, hi, a.write, a.buffer, rects, memo))
         out.append(Instr(op, op.PIPE, path, accesses, len(out)))
     return out
 
 
-def _windowed(op: Operation, a: isa.Access, form: Callable[[SSAValue | None], Affine] = affine) -> tuple[isa.Rect, ...]:
+def _windowed(op: Operation, a: isa.Access, form: Callable[[SSAValue | None], Affine] = affine,
+              bounds: Callable[[tuple], tuple[int, int] | None] = lambda terms: _range(Affine(terms))
+              ) -> tuple[isa.Rect, ...]:
     """A move's rectangle cut to the window it can have in any iteration: its reads always,
     its writes when it has no pad (an edge tile's copy to GM writes only the window, so two
     copies of adjacent row ranges through one strided rectangle do not overlap). Each
@@ -261,7 +270,7 @@ def _windowed(op: Operation, a: isa.Access, form: Callable[[SSAValue | None], Af
     base, shape = 0, []
     for d, (n, stride) in enumerate(zip(sizes, rect.strides)):
         lo_form, hi_form = form(window[2 * d]), form(window[2 * d + 1])
-        lo_r, hi_r = _range(Affine(lo_form.terms)), _range(Affine(hi_form.terms))
+        lo_r, hi_r = bounds(lo_form.terms), bounds(hi_form.terms)
         first = 0 if lo_r is None else max(0, lo_r[0] + lo_form.const)
         last = n if hi_r is None else min(n, hi_r[1] + hi_form.const)
         if last <= first:
