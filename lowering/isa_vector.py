@@ -30,6 +30,16 @@ How the region's values become instructions:
   row; f16 data is converted to f32 first and back at the end. Softmax divides by one
   `vrec` per row and a `vmul`; a float Div by a constant is a `vmuls` by its reciprocal,
   by a one-element tensor a `vrec` of its block and a `vmul`;
+- a row op (rows against rows, a per-row value, a per-column row) is one `grid` op: the
+  cheapest of rows on the repeat axis, 8 rows on the blocks of a repeat with the repeats
+  along the row, one block column per instruction, a row per instruction, or flat. The
+  instructions of one step are independent (the pipe overlaps their start-ups), so what
+  counts is the repeats -- no half-empty ones -- and the dependent steps;
+- f16 Softmax / LayerNorm stored densely keep f16 where it is exact or is the result's own
+  rounding: the softmax max on the f16 values (in place when they die there), the
+  exponentials rounded into the f16 result before their f32 sum, the last multiply, and
+  LayerNorm's scale and bias on the f16 result (mean and variance in f32): half the
+  repeats and no fold scratch (about one f16 ulp against the all-f32 sequence);
 - global pools on NC1HWC0 add (max) pixel blocks pairwise, halving the pixel count per step;
 - LRN moves the tile to channel-major rows padded with zero channels, so that the window
   over channels is a handful of whole-buffer adds;
@@ -1496,6 +1506,20 @@ class VectorLowering:
         self.flat(isa.VRecOp, var, [var])
         vb = self.brcb(var)
         self.row_op(isa.VMulOp, rows, [rows, ("bcast", vb)])
+        params = [self.tensor(v) for v in o.operands[1:]]
+        if (x.elem == o.results[0].type.element_type and x.itemsize == 2 and rows.ld == n and n % self.epb(x.elem) == 0
+                and all(p.elem == x.elem and p.size == n for p in params)):
+            # f16 in, out and parameters: the normalized rows rounded into the f16 result, the
+            # scale and bias applied there on half the repeats (no f32 copies of them)
+            dst = self.dest(o.results[0])
+            self.convert(replace(rows.buf, shape=(rows.r * n,)), dst)
+            out = Rows(replace(dst, shape=(dst.size,)), rows.r, n, n)
+            for p, cls in zip(params, (isa.VMulOp, isa.VAddOp)):
+                self.row_op(cls, out, [out, ("vec", p)])
+            for tmp in (mean, mb, var, vb, rows.buf):
+                self.release(tmp)
+            self.env[o.results[0]] = dst
+            return
         for v, cls in zip(o.operands[1:], (isa.VMulOp, isa.VAddOp)):
             p = self.norm_param(v, norm)
             self.row_op(cls, rows, [rows, ("vec", p)])

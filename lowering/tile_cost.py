@@ -277,21 +277,38 @@ def op_program(mach: Machine, op, tile_shape: Sequence[int]) -> list[tuple[str, 
 
     def reduce(kind: str) -> list[tuple[str, str, int]]:
         # rows wider than a repeat fold by halving their slice count: per halving, h folds
-        # issued back to back (one dependent step), then a vreduce and a vbrcb
+        # issued back to back (one dependent step), then a vreduce per row -- or, when
+        # cheaper (isa_vector.transposed_pays), the blocks of 8 rows at a time halved, one
+        # transposing copy and three halvings of the block column -- and a vbrcb
         steps, slices = [], math.ceil(row / per)
         while slices > 1:
             h = slices // 2
             steps.append((kind, "f32", rows * h))
             slices -= h
-        return steps + [(f"vreduce_{'max' if kind == 'vmax' else 'sum'}", "f32", rows), ("default", "f32", rows)]
+        red = (f"vreduce_{'max' if kind == 'vmax' else 'sum'}", "f32", rows)
+        blocks, groups = math.ceil(min(row, per) / 8), math.ceil(rows / 8)
+        cols = []
+        while blocks > 1:
+            h = blocks // 2
+            cols.append((kind, "f32", groups * h))
+            blocks -= h
+        cols += [("default", "f32", 2 * groups)] + [(kind, "f32", math.ceil(groups / 2))] * 3
+        cheaper = row % 8 == 0 and mach.program(cols) < mach.program([red])
+        return steps + (cols if cheaper else [red]) + [("default", "f32", rows)]
 
     if name == "layer_norm":
         steps = [*reduce("vadd"), ("vmuls", *one), ("vsub", *whole), ("vmul", *whole), *reduce("vadd"),
                  ("vmuls", *one), ("vadds", *one), ("vsqrt", *one), ("vrec", *one), ("default", *one),
                  ("vmul", *whole), ("vmul", *whole), ("vadd", *whole)]
+        if elem == "f16":  # normalized rows rounded into the f16 result, scale and bias on f16 (isa_vector)
+            return conv + steps[:-2] + [("vconv", "f16", whole[1])] + [(op, "f16", math.ceil(whole[1] / 2))
+                                                                      for op in ("vmul", "vadd")]
         params = [("vconv", "f16", math.ceil(row * 2 / bpr))] * 2 if elem != "f32" else []
         return conv + params + steps + conv
     # the sum's reciprocal once per row, then one multiply (isa_vector: no vdiv per repeat)
+    if name == "softmax" and elem == "f16":  # exponentials rounded into the f16 result, the multiply on f16
+        return conv + [*reduce("vmax"), ("vsub", *whole), ("vexp", *whole), ("vconv", "f16", whole[1]),
+                       *reduce("vadd"), ("vrec", *one), ("vmul", "f16", math.ceil(whole[1] / 2))]
     steps = [*reduce("vmax"), ("vsub", *whole), ("vexp", *whole), *reduce("vadd"), ("vrec", *one), ("vmul", *whole)]
     if name == "log_softmax":
         steps[-2:] = [("vln", *one), ("vsub", *whole)]

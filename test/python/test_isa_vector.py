@@ -499,6 +499,24 @@ def test_wide_rows_fold_by_halving():
     assert sum(op.repeats for op in res.vector_ops("isa.vsub")) == 16 * 768 // 64
 
 
+def test_f16_layer_norm_scales_in_f16():
+    # f16 rows, parameters and result (BERT's LayerNorm): mean and variance in f32, the
+    # normalized rows rounded into the f16 result and the scale and bias applied there --
+    # half the repeats, and no f32 copies of the parameters (two vconvs: in and out)
+    x, p = "tensor<16x768xf16>", "tensor<768xf16>"
+    vop = region(f"""
+    func.func @f(%x: {x}, %g: {p}, %b: {p}) -> {x} {{
+      %y = graph.layer_norm %x, %g, %b {{axis = 1 : i64, epsilon = 1.000000e-05 : f32}} : ({x}, {p}, {p}) -> {x}
+      func.return %y : {x}
+    }}""")
+    res = run_region(vop, seed=6)
+    assert res.errors()[0] < 1e-3
+    f16_ops = [op for op in res.vector_ops() if op.buffer("dst").type.element_type == f16 and op.name != "isa.vconv"]
+    assert sorted(op.name for op in f16_ops) == ["isa.vadd", "isa.vadd", "isa.vmul", "isa.vmul"]
+    assert sum(op.repeats for op in f16_ops) == 2 * 16 * 768 // 128
+    assert len(res.vector_ops("isa.vconv")) == 2
+
+
 def test_f16_softmax_max_and_scale_in_f16():
     # the attention softmax (a mask added to f16 scores): the row max is taken on the f16
     # sums in place (exact), the exponentials are rounded into the f16 result before their
