@@ -7,10 +7,12 @@ accessors and its constraint objects -- rather than in ge's own `verify_` checks
 `install(dialect)` gives every op class of a dialect (ge's, and xDSL's arith and scf, whose
 index arithmetic and loops are half the kernels' ops) a `verify_` that checks, per op:
 operand and result counts (directly, or from the decoded `operandSegmentSizes`), their
-types (a constraint that binds no variable -- a base type, an exact attribute, a
-parametrized one of those -- as a plain test; any other through xDSL, in the same order
-and with one `VerificationContext`, as `OpDef.verify` does), regions, successors,
-properties, attributes and traits, then runs the op's own `verify_`. Whenever this check
+types (a base type, an exact attribute, a parametrized one, an `AnyOf` or a variable of
+those -- arith's `T` -- as a plain test, a variable bound as xDSL binds it; any other
+through xDSL, in the same order and with one `VerificationContext`, as `OpDef.verify`
+does), regions, successors, properties, attributes and traits (IsolatedFromAbove in one
+pass over the body: xDSL's walks every operand's owner up to the kernel, O(ops x depth)),
+then runs the op's own `verify_`. Whenever this check
 finds anything wrong, or meets a shape it does not handle, it runs xDSL's generated
 `verify_` instead, which raises xDSL's own message: a valid op passes both, an invalid
 one fails with the same error (test_fast_verify.py).
@@ -25,6 +27,7 @@ from xdsl.dialects.builtin import DenseArrayBase, i32
 from xdsl.ir import Dialect, Operation
 from xdsl.irdl import (
     AnyAttr,
+    AnyOf,
     AttrSizedOperandSegments,
     AttrSizedRegionSegments,
     AttrSizedResultSegments,
@@ -39,149 +42,203 @@ from xdsl.irdl import (
     ParamAttrConstraint,
     RangeLengthConstraint,
     RangeOf,
+    VarConstraint,
     VariadicDef,
     VarIRConstruct,
     VerificationContext,
     irdl_op_verify_regions,
     verify_variadic_size,
 )
+from xdsl.traits import IsolatedFromAbove
+from xdsl.utils.exceptions import VerifyException
 
-_Check = Callable[[Operation, VerificationContext], bool]
+_Check = Callable[[Operation, Any], bool]
+_Test = Callable[[Any, Any], bool]  # (attribute, context) -> ok
 
 
-def _range_test(constr) -> Callable[[tuple], bool] | None:
-    """A range constraint as a plain test, when it binds no variable (None: other)."""
-    length = None
+class _Binds(dict):
+    """The constraint variables of one op's check when no constraint goes to xDSL: what
+    `VerificationContext.set_attr_variable` does, on a plain dict (cheaper to make)."""
+
+    __slots__ = ()
+
+    def set_attr_variable(self, key: str, attr) -> bool:
+        existing = self.get(key)
+        if existing is None:
+            self[key] = attr
+            return True
+        if existing != attr:
+            raise VerifyException(f"attribute {existing} expected from variable '{key}', but got {attr}")
+        return False
+
+
+def _range_spec(constr) -> tuple[int | None, _Test | None, Any]:
+    """(required length or None, the test of each value or None: left to xDSL, constr)."""
+    length, whole = None, constr
     if isinstance(constr, RangeLengthConstraint) and isinstance(constr.length, EqIntConstraint):
         length, constr = constr.length.value, constr.constraint
-    if not isinstance(constr, RangeOf):
-        return None
-    inner = constr.constr
-    if isinstance(inner, AnyAttr):
-        return (lambda ts: True) if length is None else (lambda ts: len(ts) == length)
-    if isinstance(inner, BaseAttr):  # the common case, inlined
-        base = inner.attr
-        if length == 1:
-            return lambda ts: len(ts) == 1 and isinstance(ts[0], base)
-        if length is None:
-            return lambda ts: all(isinstance(t, base) for t in ts)
-        return lambda ts: len(ts) == length and all(isinstance(t, base) for t in ts)
-    test = _attr_test(inner)
+    test = _attr_test(constr.constr) if isinstance(constr, RangeOf) else None
+    return length, test, whole
+
+
+def _group_ok(spec, types: tuple, ctx) -> bool:
+    length, test, constr = spec
     if test is None:
-        return None
-    if length is None:
-        return lambda ts: all(test(t) for t in ts)
-    return lambda ts: len(ts) == length and all(test(t) for t in ts)
+        constr.verify(types, ctx)  # raises VerifyException
+        return True
+    return (length is None or len(types) == length) and all(test(t, ctx) for t in types)
 
 
-def _types(defs) -> list[tuple[Callable[[tuple], bool] | None, Any]]:
-    return [(_range_test(d.constr), d.constr) for _, d in defs]
-
-
-def _check_types(tests, groups, ctx: VerificationContext) -> bool:
-    for (test, constr), types in zip(tests, groups):
-        if test is None:
-            constr.verify(types, ctx)  # raises VerifyException
-        elif not test(types):
-            return False
-    return True
-
-
-def _values_check(op_def, construct: VarIRConstruct, option_cls) -> _Check | None:
-    """The operand (or result) list check; None: leave it to xDSL."""
+def _values_check(op_def, construct: VarIRConstruct, option_cls) -> tuple[_Check | None, bool]:
+    """The operand (or result) list check (None: leave it to xDSL), and whether it needs
+    xDSL's VerificationContext (a constraint it delegates)."""
     defs = op_def.operands if construct == VarIRConstruct.OPERAND else op_def.results
-    tests = _types(defs)
+    specs = [_range_spec(d.constr) for _, d in defs]
+    delegates = any(test is None for _, test, _ in specs)
     options = [o for o in op_def.options if isinstance(o, option_cls)]
-    values = (lambda op: op.operands) if construct == VarIRConstruct.OPERAND else (lambda op: op.results)
+    operands = construct == VarIRConstruct.OPERAND
     if not any(isinstance(d, VariadicDef) for _, d in defs):
         if options:
-            return None
+            return None, delegates
         n = len(defs)
+        if not delegates and all(length == 1 for length, _, _ in specs):  # one value per def: a test each
+            tests = [test for _, test, _ in specs]
 
-        def simple(op: Operation, ctx: VerificationContext) -> bool:
-            vals = values(op)
-            return len(vals) == n and _check_types(tests, [(v.type,) for v in vals], ctx)
+            def singles(op: Operation, ctx) -> bool:
+                vals = op._operands if operands else op.results
+                if len(vals) != n:
+                    return False
+                for v, test in zip(vals, tests):
+                    if not test(v.type, ctx):
+                        return False
+                return True
 
-        return simple
+            return singles, delegates
+
+        def simple(op: Operation, ctx) -> bool:
+            vals = op._operands if operands else op.results
+            return len(vals) == n and all(_group_ok(spec, (v.type,), ctx) for spec, v in zip(specs, vals))
+
+        return simple, delegates
     variadic = [i for i, (_, d) in enumerate(defs) if isinstance(d, VariadicDef)]
     if not options and len(variadic) == 1:  # one variadic: it takes what the others leave
         at, n = variadic[0], len(defs)
         most = 1 if isinstance(defs[at][1], OptionalDef) else None
 
-        def one_variadic(op: Operation, ctx: VerificationContext) -> bool:
-            vals = values(op)
+        def one_variadic(op: Operation, ctx) -> bool:
+            vals = op._operands if operands else op.results
             size = len(vals) - (n - 1)
             if size < 0 or (most is not None and size > most):
                 return False
             types = [v.type for v in vals]
             groups = [(t,) for t in types[:at]] + [tuple(types[at:at + size])] + [(t,) for t in types[at + size:]]
-            return _check_types(tests, groups, ctx)
+            return all(_group_ok(spec, g, ctx) for spec, g in zip(specs, groups))
 
-        return one_variadic
-    if not options or construct != VarIRConstruct.OPERAND or not options[0].as_property:
-        return None
+        return one_variadic, delegates
+    if not options or not operands or not options[0].as_property:
+        return None, delegates
     name = options[0].attribute_name
     kinds = ["optional" if isinstance(d, OptionalDef) else "variadic" if isinstance(d, VariadicDef) else "single"
              for _, d in defs]
-    decoded: dict[bytes, tuple[tuple[int, int], ...] | None] = {}
+    plans: dict[bytes, tuple | None] = {}
 
-    def segments(sizes: DenseArrayBase) -> tuple[tuple[int, int], ...] | None:
+    def plan_of(sizes: DenseArrayBase) -> tuple | None:
+        """(operand count, (index, test) per plainly tested operand, (start, size, spec) per
+        group left to xDSL) for these segment sizes; None if they are invalid."""
         data = sizes.data.data
-        if data in decoded:
-            return decoded[data]
+        if data in plans:
+            return plans[data]
         values = [int(v) for v in sizes.get_values()]
-        ok = len(values) == len(kinds) and all(
-            n >= 0 and (k == "variadic" or (k == "optional" and n in (0, 1)) or n == 1)
-            for n, k in zip(values, kinds))
-        out = tuple((sum(values[:i]), n) for i, n in enumerate(values)) if ok else None
-        decoded[data] = out
-        return out
+        plan = None
+        if len(values) == len(kinds) and all(
+                n >= 0 and (k == "variadic" or (k == "optional" and n in (0, 1)) or n == 1)
+                for n, k in zip(values, kinds)):
+            flat, groups, start, ok = [], [], 0, True
+            for n, spec in zip(values, specs):
+                length, test, _ = spec
+                if test is None:
+                    groups.append((start, n, spec))
+                elif length is not None and n != length:
+                    ok = False
+                else:
+                    flat.extend((i, test) for i in range(start, start + n))
+                start += n
+            plan = (start, tuple(flat), tuple(groups)) if ok else None
+        plans[data] = plan
+        return plan
 
-    def segmented(op: Operation, ctx: VerificationContext) -> bool:
+    def segmented(op: Operation, ctx) -> bool:
         sizes = op.properties.get(name)
         if not isinstance(sizes, DenseArrayBase) or sizes.elt_type != i32:
             return False
-        segs = segments(sizes)
-        vals = op.operands
-        if segs is None or sum(n for _, n in segs) != len(vals):
+        plan = plan_of(sizes)
+        vals = op._operands
+        if plan is None or plan[0] != len(vals):
             return False
-        return _check_types(tests, [tuple(v.type for v in vals[s:s + n]) for s, n in segs], ctx)
+        for i, test in plan[1]:
+            if not test(vals[i].type, ctx):
+                return False
+        return all(_group_ok(spec, tuple(v.type for v in vals[s:s + n]), ctx) for s, n, spec in plan[2])
 
-    return segmented
+    return segmented, delegates
 
 
-def _attr_test(constr) -> Callable[[Any], bool] | None:
-    """An attribute constraint as a plain test, when it binds no variable (None: other)."""
+def _attr_test(constr) -> Callable[[Any, Any], bool] | None:
+    """An attribute constraint as a plain test `test(attr, ctx)` (None: left to xDSL). A
+    variable binds in `ctx` as xDSL binds it (`set_attr_variable`: the first value binds,
+    a different later one raises), so plain and xDSL-checked constraints share it."""
     if isinstance(constr, AnyAttr):
-        return lambda a: True
+        return lambda a, ctx: True
     if isinstance(constr, BaseAttr):
         base = constr.attr
-        return lambda a: isinstance(a, base)
+        return lambda a, ctx: isinstance(a, base)
     if isinstance(constr, EqAttrConstraint):
         want = constr.attr
-        return lambda a: a == want
+        return lambda a, ctx: a == want
+    if isinstance(constr, VarConstraint):
+        inner, name = _attr_test(constr.constraint), constr.name
+        if inner is None:
+            return None
+        return lambda a, ctx: not ctx.set_attr_variable(name, a) or inner(a, ctx)
+    if isinstance(constr, AnyOf):  # xDSL picks the alternative by the attribute's class
+        based = {cls: _attr_test(c) for cls, c in constr._based_constrs.items()}
+        abstract = None if constr._abstr_constr is None else _attr_test(constr._abstr_constr)
+        if any(t is None for t in based.values()) or (constr._abstr_constr is not None and abstract is None):
+            return None
+
+        def any_of(a, ctx) -> bool:
+            test = based.get(a.__class__, abstract)
+            return test is not None and test(a, ctx)
+
+        return any_of
     if isinstance(constr, ParamAttrConstraint):
         tests = [_attr_test(c) for c in constr.param_constrs]
         if any(t is None for t in tests):
             return None
         base, n = constr.base_attr, len(tests)
+        fields = tuple(f for f, _ in base.get_irdl_definition().parameters)
+        direct = list(zip(tests, fields)) if len(fields) == n else None
 
-        def params(a) -> bool:
+        def params(a, ctx) -> bool:
+            if direct is not None and a.__class__ is base:  # its fields, without building `parameters`
+                return all(t(getattr(a, f), ctx) for t, f in direct)
             if not isinstance(a, base):
                 return False
             ps = a.parameters
-            return len(ps) == n and all(t(p) for t, p in zip(tests, ps))
+            return len(ps) == n and all(t(p, ctx) for t, p in zip(tests, ps))
 
         return params
     return None
 
 
-def _dict_check(defs: dict, optional_cls, container: Callable[[Operation], dict], closed: bool) -> _Check:
-    """Properties (closed: no others allowed) or attributes, as `OpDef.verify` checks them."""
+def _dict_check(defs: dict, optional_cls, container: Callable[[Operation], dict],
+                closed: bool) -> tuple[_Check, bool]:
+    """Properties (closed: no others allowed) or attributes, as `OpDef.verify` checks them;
+    and whether a constraint goes to xDSL (it needs the VerificationContext)."""
     items = [(name, isinstance(d, optional_cls), _attr_test(d.constr), d.constr) for name, d in defs.items()]
     names = frozenset(defs)
 
-    def check(op: Operation, ctx: VerificationContext) -> bool:
+    def check(op: Operation, ctx) -> bool:
         got = container(op)
         for name, optional, test, constr in items:
             attr = got.get(name)
@@ -191,27 +248,68 @@ def _dict_check(defs: dict, optional_cls, container: Callable[[Operation], dict]
                 return False
             if test is None:
                 constr.verify(attr, ctx)
-            elif not test(attr):
+            elif not test(attr, ctx):
                 return False
         return not closed or names.issuperset(got)
 
-    return check
+    return check, any(test is None for _, _, test, _ in items)
 
 
-def _op_check(op_def) -> _Check | None:
-    """`op_def.verify` as one function that returns False (or raises) when the op is invalid;
-    None when some part is left to xDSL entirely."""
-    operands = _values_check(op_def, VarIRConstruct.OPERAND, AttrSizedOperandSegments)
-    results = _values_check(op_def, VarIRConstruct.RESULT, AttrSizedResultSegments)
+def _isolated(op: Operation) -> bool:
+    """IsolatedFromAbove's verdict in one pass over `op`'s body (xDSL's walks each operand's
+    owner up to `op`): every operand of an op nested in `op`, not inside a nested isolated
+    op, is defined inside `op` (a result of a nested op or an argument of a nested block).
+    False: xDSL's own check decides (and words the error)."""
+    defined: set = set()
+    used = []
+    stack = [(region, True) for region in op.regions]
+    while stack:
+        region, checked = stack.pop()
+        for block in region.blocks:
+            defined.update(block._args)
+            child = block._first_op
+            while child is not None:
+                defined.update(child.results)
+                if checked:
+                    used.append(child._operands)
+                if child.regions:
+                    inner = checked and not child.has_trait(IsolatedFromAbove)
+                    stack.extend((r, inner) for r in child.regions)
+                child = child._next_op
+    return all(defined.issuperset(values) for values in used)
+
+
+def _trait_check(trait) -> Callable[[Operation], bool]:
+    if type(trait) is IsolatedFromAbove:
+        return _isolated
+
+    def verify(op: Operation) -> bool:
+        trait.verify(op)  # raises
+        return True
+
+    return verify
+
+
+def _op_check(op_def) -> tuple[_Check, bool] | None:
+    """`op_def.verify` as one function that returns False (or raises) when the op is invalid,
+    and whether it needs xDSL's VerificationContext; None when some part is left to xDSL
+    entirely."""
+    operands, delegates_operands = _values_check(op_def, VarIRConstruct.OPERAND, AttrSizedOperandSegments)
+    results, delegates_results = _values_check(op_def, VarIRConstruct.RESULT, AttrSizedResultSegments)
     if operands is None or results is None:
         return None
     plain_regions = not op_def.regions and not any(isinstance(o, AttrSizedRegionSegments) for o in op_def.options)
     plain_successors = (not op_def.successors
                         and not any(isinstance(o, AttrSizedSuccessorSegments) for o in op_def.options))
-    properties = _dict_check(op_def.properties, OptPropertyDef, lambda op: op.properties, closed=True)
-    attributes = _dict_check(op_def.attributes, OptAttributeDef, lambda op: op.attributes, closed=False)
+    properties, delegates_properties = _dict_check(op_def.properties, OptPropertyDef, lambda op: op.properties,
+                                                   closed=True)
+    attributes, delegates_attributes = _dict_check(op_def.attributes, OptAttributeDef, lambda op: op.attributes,
+                                                   closed=False)
+    traits = [_trait_check(t) for t in op_def.traits]
+    needs_context = (delegates_operands or delegates_results or delegates_properties or delegates_attributes
+                     or not plain_regions)
 
-    def check(op: Operation, ctx: VerificationContext) -> bool:
+    def check(op: Operation, ctx) -> bool:
         if not (operands(op, ctx) and results(op, ctx)):
             return False
         if plain_regions:
@@ -220,17 +318,18 @@ def _op_check(op_def) -> _Check | None:
         else:
             irdl_op_verify_regions(op, op_def, ctx)
         if plain_successors:
-            if op.successors:
+            if op._successors:
                 return False
         else:
             verify_variadic_size(op, op_def, VarIRConstruct.SUCCESSOR)
         if not (properties(op, ctx) and attributes(op, ctx)):
             return False
-        for trait in op_def.traits:
-            trait.verify(op)
+        for trait in traits:
+            if not trait(op):
+                return False
         return True
 
-    return check
+    return check, needs_context
 
 
 def _generated_parts(cls: type[IRDLOperation]):
@@ -250,13 +349,15 @@ def fast_verify_(cls: type[IRDLOperation]) -> Callable[[IRDLOperation], None] | 
     if parts is None:
         return None
     generated, custom, op_def = parts
-    check = _op_check(op_def)
-    if check is None:
+    made = _op_check(op_def)
+    if made is None:
         return None
+    check, needs_context = made
+    context = VerificationContext if needs_context else _Binds  # (a plain dict when xDSL gets no constraint)
 
     def verify_(self: IRDLOperation) -> None:
         try:
-            ok = check(self, VerificationContext())
+            ok = check(self, context())
         except Exception:  # xDSL's check raises its own message for it
             ok = False
         if not ok:

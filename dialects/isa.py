@@ -608,7 +608,7 @@ class InstructionOp(IRDLOperation):
 
     def verify_(self) -> None:
         for role, spaces in zip(self.BUFFERS, self.SPACES):
-            t = self.buffer(role).type
+            t = getattr(self, role).type
             space = space_of(t)
             if space is None:
                 raise VerifyException(f"{role} must be a buffer in an #isa.space, got {t}")
@@ -1225,7 +1225,8 @@ class _VectorOp(InstructionOp):
             raise VerifyException(f"repeat {r} is out of range 1..{target.vector.max_repeats}")
         size = self.max_itemsize()
         most = target.vector.bytes_per_repeat // size
-        mask = self.mask_of(target)
+        plain = type(self).mask_of is _VectorOp.mask_of  # (then: mask_of without computing the size again)
+        mask = _int(self.mask, most) if plain else self.mask_of(target)
         if not 1 <= mask <= most:
             raise VerifyException(f"mask {mask} is out of range 1..{most} elements of {size} bytes")
         for name in ("blk_stride", "rep_stride"):
@@ -1233,8 +1234,8 @@ class _VectorOp(InstructionOp):
             if v is not None and (len(ints(v)) != len(self.BUFFERS) or min(ints(v)) < 0):
                 raise VerifyException(f"{name} needs one non-negative stride per operand ({len(self.BUFFERS)})")
         for role in self.BUFFERS:
-            off = static_index(self.offset_of(role))
-            if off is not None and (off * itemsize(self.buffer(role).type)) % target.vector.block_bytes:
+            off = static_index(getattr(self, f"{role}_offset"))
+            if off is not None and (off * itemsize(getattr(self, role).type)) % target.vector.block_bytes:
                 raise VerifyException(
                     f"{role} offset {off} is not {target.vector.block_bytes}-byte aligned (vector operands start on a block)"
                 )
@@ -1628,6 +1629,7 @@ for _cls in VECTOR_OPS:  # every vector operand is in UB
 # Operand accessors that decode the segment sizes once
 # --------------------------------------------------------------------------------------
 
+_item = tuple.__getitem__  # an operand by index (SSAValues' own __getitem__ is a Python-level method)
 _SEGMENTS: dict[bytes, tuple[tuple[int, int], ...]] = {}  # operandSegmentSizes bytes -> (start, size) each
 
 
@@ -1656,10 +1658,10 @@ class _SegmentAccessor:
             return self
         start, size = _segments(obj)[self.idx]
         if self.kind == "variadic":
-            return obj.operands[start:start + size]
+            return obj._operands[start:start + size]
         if self.kind == "optional" and not size:
             return None
-        return obj.operands[start]
+        return _item(obj._operands, start)
 
     def __set__(self, instance, value) -> None:
         raise NotImplementedError("Cannot write to named operands, regions, results, or successors.")

@@ -165,3 +165,61 @@ def test_a_compile_verifies_the_module_four_times(monkeypatch):
         ge.compile(data, ge.CompileOptions(verify_each=True))
     assert len(default) == 4 and len(counts) == 11, (default, counts)
     assert max(default) == default[-1] > 200  # the last: the isa kernels
+
+
+def test_isolated_kernels_checked_without_xdsls_walk(levels, monkeypatch):
+    """A kernel's IsolatedFromAbove check is fast_verify's one pass over its body: on the
+    valid isa kernels xDSL's own trait check never runs, and a kernel whose op uses a value
+    of another kernel is refused with xDSL's error (the fast pass says no, xDSL words it)."""
+    from xdsl.traits import IsolatedFromAbove
+
+    module = levels["isa"]
+    kernels = [op for op in module.ops if isinstance(op, isa.KernelOp)]
+    assert len(kernels) >= 2
+    real = IsolatedFromAbove.verify
+    calls = []
+
+    def counted(self, op):
+        calls.append(op.name)
+        return real(self, op)
+
+    monkeypatch.setattr(IsolatedFromAbove, "verify", counted)
+    for k in kernels:
+        k.verify_()
+    assert calls == []
+    user = next(op for op in kernels[0].walk() if isinstance(op, arith.AddiOp | arith.MuliOp | arith.SubiOp))
+    outside = next(op for op in kernels[1].walk() if isinstance(op, arith.ConstantOp)
+                   and op.result.type == user.operands[0].type).result
+    operands = tuple(user.operands)
+    user.operands = (outside, *operands[1:])
+    try:
+        fast, xdsl = _outcome(isa.KernelOp.verify_, kernels[0]), _outcome(isa.KernelOp.verify_.generated, kernels[0])
+    finally:
+        user.operands = operands
+    assert fast == xdsl and fast is not None and "IsolatedFromAbove" in fast[1], fast
+    assert calls  # xDSL's check worded it
+    assert _outcome(isa.KernelOp.verify_, kernels[0]) is None
+
+
+def _values(*types):
+    return xdsl_test.TestOp(result_types=list(types)).results
+
+
+@pytest.mark.parametrize("case", ["same", "lhs i32", "result i32", "cmpi f32", "cmpi same"])
+def test_variables_and_alternatives_like_xdsl(case):
+    """arith's `T` (lhs, rhs and result of one type) and `AnyOf` (an integer, an index or a
+    vector/tensor of them) are checked plainly, binding `T` as xDSL's context binds it: a
+    mismatched or wrong type is refused with xDSL's message, a valid op passes both."""
+    from xdsl.dialects.builtin import IndexType, f32
+
+    index = IndexType()
+    if case.startswith("cmpi"):
+        a, b = _values(f32, f32) if case == "cmpi f32" else _values(index, index)
+        op = arith.CmpiOp(a, b, "slt")
+    else:
+        a, b = _values(i32 if case == "lhs i32" else index, index)
+        op = arith.AddiOp(a, b, result_type=i32 if case == "result i32" else index)
+    cls = type(op)
+    fast, xdsl = _outcome(cls.verify_, op), _outcome(cls.verify_.generated, op)
+    assert fast == xdsl
+    assert (fast is None) == (case in ("same", "cmpi same")), fast
