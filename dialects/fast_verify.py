@@ -49,7 +49,7 @@ from xdsl.irdl import (
     irdl_op_verify_regions,
     verify_variadic_size,
 )
-from xdsl.traits import IsolatedFromAbove
+from xdsl.traits import IsolatedFromAbove, OpTrait
 from xdsl.utils.exceptions import VerifyException
 
 _Check = Callable[[Operation, Any], bool]
@@ -221,7 +221,10 @@ def _attr_test(constr) -> Callable[[Any, Any], bool] | None:
 
         def params(a, ctx) -> bool:
             if direct is not None and a.__class__ is base:  # its fields, without building `parameters`
-                return all(t(getattr(a, f), ctx) for t, f in direct)
+                for t, f in direct:
+                    if not t(getattr(a, f), ctx):
+                        return False
+                return True
             if not isinstance(a, base):
                 return False
             ps = a.parameters
@@ -232,11 +235,14 @@ def _attr_test(constr) -> Callable[[Any, Any], bool] | None:
 
 
 def _dict_check(defs: dict, optional_cls, container: Callable[[Operation], dict],
-                closed: bool) -> tuple[_Check, bool]:
-    """Properties (closed: no others allowed) or attributes, as `OpDef.verify` checks them;
-    and whether a constraint goes to xDSL (it needs the VerificationContext)."""
+                closed: bool) -> tuple[_Check | None, bool]:
+    """Properties (closed: no others allowed) or attributes, as `OpDef.verify` checks them
+    (None: nothing to check); and whether a constraint goes to xDSL (it needs the
+    VerificationContext)."""
     items = [(name, isinstance(d, optional_cls), _attr_test(d.constr), d.constr) for name, d in defs.items()]
     names = frozenset(defs)
+    if not items and not closed:
+        return None, False
 
     def check(op: Operation, ctx) -> bool:
         got = container(op)
@@ -279,7 +285,10 @@ def _isolated(op: Operation) -> bool:
     return all(defined.issuperset(values) for values in used)
 
 
-def _trait_check(trait) -> Callable[[Operation], bool]:
+def _trait_check(trait) -> Callable[[Operation], bool] | None:
+    """The trait's check (None: it checks nothing, OpTrait's own `verify`)."""
+    if type(trait).verify is OpTrait.verify:
+        return None
     if type(trait) is IsolatedFromAbove:
         return _isolated
 
@@ -305,7 +314,7 @@ def _op_check(op_def) -> tuple[_Check, bool] | None:
                                                    closed=True)
     attributes, delegates_attributes = _dict_check(op_def.attributes, OptAttributeDef, lambda op: op.attributes,
                                                    closed=False)
-    traits = [_trait_check(t) for t in op_def.traits]
+    traits = [check for check in map(_trait_check, op_def.traits) if check is not None]
     needs_context = (delegates_operands or delegates_results or delegates_properties or delegates_attributes
                      or not plain_regions)
 
@@ -322,7 +331,9 @@ def _op_check(op_def) -> tuple[_Check, bool] | None:
                 return False
         else:
             verify_variadic_size(op, op_def, VarIRConstruct.SUCCESSOR)
-        if not (properties(op, ctx) and attributes(op, ctx)):
+        if properties is not None and not properties(op, ctx):
+            return False
+        if attributes is not None and not attributes(op, ctx):
             return False
         for trait in traits:
             if not trait(op):

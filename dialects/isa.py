@@ -221,7 +221,9 @@ def named_target(op: Operation) -> targets.Target | None:
                 return targets.target_of(p)
             except targets.TargetError as e:
                 raise VerifyException(str(e)) from None
-        p = p.parent_op()
+        block = p.parent  # p.parent_op(), without its three calls (every instruction's verifier comes here)
+        region = None if block is None else block.parent
+        p = None if region is None else region.parent
     return None
 
 
@@ -278,12 +280,20 @@ class Rect:
 
     @property
     def lo(self) -> int:
-        return self.base + sum(min(0, (n - 1) * s) for n, s in zip(self.shape, self.strides))
+        lo = self.base  # base + the sum of min(0, (n - 1) * s), as a loop (verifiers and analyses ask often)
+        for n, s in zip(self.shape, self.strides):
+            if (step := (n - 1) * s) < 0:
+                lo += step
+        return lo
 
     @property
     def hi(self) -> int:
         """One past the last element touched."""
-        return self.base + sum(max(0, (n - 1) * s) for n, s in zip(self.shape, self.strides)) + 1
+        hi = self.base + 1  # base + the sum of max(0, (n - 1) * s) + 1
+        for n, s in zip(self.shape, self.strides):
+            if (step := (n - 1) * s) > 0:
+                hi += step
+        return hi
 
     @property
     def count(self) -> int:

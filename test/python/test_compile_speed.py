@@ -499,3 +499,43 @@ def test_build_model_symbol_lookup_is_xdsls():
         assert reader.lookup(user, ref) is SymbolTable.lookup_symbol(user, ref)
     assert reader.lookup(user, SymbolRefAttr("k1")) is kernels[1] and reader.table is not None
     assert reader.lookup(user, SymbolRefAttr("missing")) is None
+
+
+@pytest.mark.parametrize("breakage", ["another kernel's value", "mask 0"])
+def test_a_kernel_broken_at_the_isa_level_is_still_refused(breakage):
+    """fast_verify's shortcuts (IsolatedFromAbove in one pass, plain tests for arith's type
+    variable, a vector op's mask read once) keep xDSL's verdict on a whole compile: a pass
+    that breaks an isa kernel after insert-sync makes the compile fail, naming the check."""
+    from dataclasses import dataclass
+
+    from xdsl.dialects import arith
+    from xdsl.dialects.builtin import IntegerAttr, i64
+
+    from ge import plugins
+    from ge.dialects import isa
+
+    @dataclass(frozen=True)
+    class Break(ge.GraphPass):
+        name = "test-speed-break-kernel"
+        stage = "after-insert-sync"
+
+        def run(self, module):
+            kernels = [op for op in module.ops if isinstance(op, isa.KernelOp)]
+            if breakage == "mask 0":
+                vop = next(op for k in kernels for op in k.walk() if isinstance(op, isa.VReluOp | isa.VAddOp))
+                vop.properties["mask"] = IntegerAttr(0, i64)
+                return
+            user = next(op for op in kernels[0].walk() if isinstance(op, arith.AddiOp | arith.MuliOp))
+            outside = next(op for op in kernels[1].walk() if isinstance(op, arith.ConstantOp)
+                           and op.result.type == user.operands[0].type).result
+            user.operands = (outside, *tuple(user.operands)[1:])
+
+    ge.register_pass(Break, plugin="test")
+    model, _ = _repeated_blocks()
+    try:
+        with blob_scope(), pytest.raises(ge.PluginError, match="does not verify") as info:
+            ge.compile(model.SerializeToString(), ge.CompileOptions(passes=["test-speed-break-kernel"]))
+    finally:
+        plugins.unregister_pass("test-speed-break-kernel")
+    want = "IsolatedFromAbove" if breakage == "another kernel's value" else "mask 0 is out of range"
+    assert want in str(info.value), str(info.value)[:500]

@@ -223,3 +223,19 @@ def test_variables_and_alternatives_like_xdsl(case):
     fast, xdsl = _outcome(cls.verify_, op), _outcome(cls.verify_.generated, op)
     assert fast == xdsl
     assert (fast is None) == (case in ("same", "cmpi same")), fast
+
+
+def test_rect_bounds_are_the_formula():
+    """Rect.lo / hi (loops, for the verifiers' bounds checks) equal base + the sums of
+    min(0, (n-1)*s) and max(0, (n-1)*s) (+ 1), negative and zero strides and sizes included."""
+    import random
+
+    rng = random.Random(17)
+    for _ in range(3000):
+        rank = rng.randint(0, 4)
+        shape = tuple(rng.randint(0, 6) for _ in range(rank))
+        strides = tuple(rng.randint(-9, 9) for _ in range(rank))
+        base = rng.randint(-40, 40)
+        r = isa.Rect(base, shape, strides)
+        assert r.lo == base + sum(min(0, (n - 1) * s) for n, s in zip(shape, strides))
+        assert r.hi == base + sum(max(0, (n - 1) * s) for n, s in zip(shape, strides)) + 1
