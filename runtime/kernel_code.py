@@ -99,6 +99,8 @@ class Encoder:
         self.table_values: list[SSAValue] = []  # the value each "buffers" entry's label names
         self.instr_ops: list[Operation] = []  # the op of each instruction id
         self.shared_labels = False
+        self.kinds: dict[tuple[type, str], str] = {}  # (op class, name) -> `kind`
+        self.data_dependent = bool(getattr(type(kernel), "DATA_DEPENDENT", False))  # any op's class says so
         self.args = []
         for i, a in enumerate(kernel.body.block.args):
             t = a.type
@@ -147,24 +149,37 @@ class Encoder:
                 out.append(rec)
         return out
 
+    def kind(self, op: Operation) -> str:
+        """Which record `op` makes, found once per op class and name (the isinstance tests
+        against xDSL's abstract op classes were a quarter of encoding)."""
+        key = (type(op), op.name)
+        found = self.kinds.get(key)
+        if found is None:
+            found = self.kinds[key] = next((k for k, test in _KINDS if test(op)), "unknown")
+            self.data_dependent = self.data_dependent or bool(getattr(type(op), "DATA_DEPENDENT", False))
+        return found
+
     def op(self, op: Operation) -> dict | None:
-        if isinstance(op, scf.YieldOp):
+        kind = self.kind(op)
+        if kind == "instruction":
+            return self.instruction(op)
+        if kind == "yield":
             if op.operands:
                 raise self.fail(op, "loop-carried values are not supported")
             return None
-        if isinstance(op, arith.ConstantOp):
+        if kind == "constant":
             if not isinstance(op.value, IntegerAttr):
                 raise self.fail(op, "only integer / index constants run on the scalar unit")
             self.registers[self.reg(op.result)] = int(op.value.value.data)
             return None
-        if op.name in INT_BINARY_NAMES:
+        if kind == "binary":
             return {"op": op.name, "args": [self.reg(v) for v in op.operands], "result": self.reg(op.results[0])}
-        if isinstance(op, arith.CmpiOp):
+        if kind == "cmpi":
             return {"op": op.name, "predicate": op.predicate.value.data, "args": [self.reg(op.lhs), self.reg(op.rhs)],
                     "result": self.reg(op.result)}
-        if isinstance(op, arith.SelectOp | arith.IndexCastOp):
+        if kind == "select":
             return {"op": op.name, "args": [self.reg(v) for v in op.operands], "result": self.reg(op.results[0])}
-        if isinstance(op, scf.ForOp):
+        if kind == "for":
             if op.iter_args:
                 raise self.fail(op, "loop-carried values are not supported")
             hint = op.attributes.get(isa.MAX_TRIPS_ATTR)
@@ -174,18 +189,16 @@ class Encoder:
                    "id": self.instr(op) if bound is not None else -1}
             rec["body"] = self.block(op.body.block)
             return rec
-        if isinstance(op, isa.BlockIdxOp):
+        if kind == "block_idx":
             return {"op": op.name, "result": self.reg(op.result)}
-        if isinstance(op, isa.BufferOp):
+        if kind == "buffer":
             self._bind(op)
             return None
-        if isinstance(op, isa.PipeBarrierOp):
+        if kind == "barrier":
             return {"op": op.name, "id": self.instr(op), "pipe": op.pipe.value}
-        if isinstance(op, isa.SetFlagOp | isa.WaitFlagOp):
+        if kind == "flag":
             src, dst, event = op.key
             return {"op": op.name, "id": self.instr(op), "src": src.value, "dst": dst.value, "event": event}
-        if isinstance(op, isa.InstructionOp):
-            return self.instruction(op)
         raise self.fail(op, "the simulator has no semantics for this op")
 
     def instruction(self, op: isa.InstructionOp) -> dict:
@@ -227,6 +240,22 @@ class Encoder:
             self.buffers[v] = (region, base, size, f"%{v.name_hint or 'buf'}{slot} ({op.space.value} @ {base:#x})")
 
 
+# The record each op makes, tested in this order (`Encoder.kind`).
+_KINDS: tuple[tuple[str, Callable[[Operation], bool]], ...] = (
+    ("yield", lambda op: isinstance(op, scf.YieldOp)),
+    ("constant", lambda op: isinstance(op, arith.ConstantOp)),
+    ("binary", lambda op: op.name in INT_BINARY_NAMES),
+    ("cmpi", lambda op: isinstance(op, arith.CmpiOp)),
+    ("select", lambda op: isinstance(op, arith.SelectOp | arith.IndexCastOp)),
+    ("for", lambda op: isinstance(op, scf.ForOp)),
+    ("block_idx", lambda op: isinstance(op, isa.BlockIdxOp)),
+    ("buffer", lambda op: isinstance(op, isa.BufferOp)),
+    ("barrier", lambda op: isinstance(op, isa.PipeBarrierOp)),
+    ("flag", lambda op: isinstance(op, isa.SetFlagOp | isa.WaitFlagOp)),
+    ("instruction", lambda op: isinstance(op, isa.InstructionOp)),
+)
+
+
 # -- what an instruction needs beyond the generic record (computed with the target) -----------
 
 
@@ -265,7 +294,7 @@ def _encode(kernel: isa.KernelOp, target: targets.Target) -> tuple[dict[str, Any
     code = enc.block(kernel.body.block)
     return {"block_dim": kernel.block_dim.value.data, "num_ins": kernel.num_ins.value.data,
             "buffers": [list(key) for key in enc.table],
-            "data_dependent": any(getattr(type(op), "DATA_DEPENDENT", False) for op in kernel.walk()),
+            "data_dependent": enc.data_dependent,
             "args": enc.args, "registers": enc.registers, "instrs": enc.instrs, "code": code}, enc
 
 
