@@ -177,6 +177,9 @@ class Dim:
     strides: tuple[int, ...]
 
 
+MAX_STRIDE = 255  # block and repeat strides are 8-bit fields of the vector instructions (Ascend C: uint8_t)
+
+
 def _epb(target: targets.Target, elem: Attribute) -> int:
     return max(1, target.vector.block_bytes // isa.itemsize(elem))
 
@@ -346,6 +349,84 @@ def window_pass(k: Context, cls: type[isa._VectorOp], acc: View, src: View, pool
         pixel_pass(k, cls, [acc, acc, at], (planes, *pool.out_hw))
 
 
+def is_global(pool: Pool) -> bool:
+    """One output pixel whose window is the whole (compact) source rectangle, of more than
+    two pixels: its positions fold as a tree (`tree_pass`) instead of one dependent pass
+    each."""
+    return pool.out_hw == (1, 1) and pool.need == pool.kernel and pool.kernel[0] * pool.kernel[1] > 2
+
+
+def _one_count(target: targets.Target, pool: Pool, elem: Attribute) -> bool:
+    """A global window's run-time count: one value, the sum of an indicator of one
+    element per position, when they fit one repeat (a vreduce instead of a fold tree)."""
+    return is_global(pool) and pool.need[0] * pool.need[1] <= target.vector.bytes_per_repeat // isa.itemsize(elem)
+
+
+def tree_pass(k: Context, cls: type[isa._VectorOp], acc: View, src: View, pixels: int, planes: int) -> None:
+    """acc[p] = <cls> over the `pixels` contiguous pixels of each plane of src (written
+    over): the upper half of the pixels folded onto the lower half, halving the count per
+    step -- ceil(log2 pixels) dependent passes (a 7x7 window: 6, not 49) --, the last
+    pair into acc. A step's instructions touch disjoint blocks and are emitted unrolled,
+    so the pipe overlaps them (an scf.for would put a barrier between its iterations)."""
+    left = pixels
+    while left > 2:
+        half = left // 2
+        _fold_step(k, cls, src.at, src.at, src.at, (left - half) * src.blocks, half * src.blocks,
+                   src.plane * src.blocks, planes)
+        left -= half
+    _fold_step(k, cls, acc.at, src.at, src.at, src.blocks, src.blocks, (acc.plane * acc.blocks, src.plane * src.blocks),
+               planes)
+
+
+def _fold_step(k: Context, cls: type[isa._VectorOp], dst: Operand, lo: Operand, hi: Operand, up: int, run: int,
+               plane: int | tuple[int, int], planes: int) -> None:
+    """dst[p, :run] = lo[p, :run] <cls> hi[p, up:up + run] for p < planes, in blocks, each
+    plane `plane` blocks after the last (dst's and the sources' when a pair). Layouts: 8
+    planes on the blocks of a repeat with the repeats along the run, the planes on the
+    repeat axis with one instruction per 8-block column, or one instruction per plane
+    with the repeats along its run -- the fewest repeats (no half-empty ones), then the
+    fewest instructions; an scf.for over the planes when there are many of them."""
+    most, nb = k.target.vector.max_repeats, k.target.vector.bytes_per_repeat // k.target.vector.block_bytes
+    dp, sp = plane if isinstance(plane, tuple) else (plane, plane)
+    epb, ones = lo.epb, [1, 1, 1]
+    ops = [replace(o, offset=k.b.add_(o.offset, shift * epb)) for o, shift in ((dst, 0), (lo, 0), (hi, up))]
+    cols, groups = -(-run // nb), -(-planes // nb)
+    fits = max(dp, sp) <= MAX_STRIDE
+    layouts = {"per_plane": (planes * cols, planes * (run // nb > 0) + planes * (run % nb > 0))}
+    if fits and planes > 1:
+        layouts["by_planes"] = (planes * cols, cols * -(-planes // most))
+        layouts["on_blocks"] = (groups * run, groups * -(-run // most))
+    best = min(layouts, key=lambda name: layouts[name])
+    if best == "on_blocks":
+        for g in range(groups):
+            lanes = min(nb, planes - g * nb)
+            at = _shift(k, ops, g * nb, (dp, sp, sp))
+            emit_strided(k, cls, at, [Dim(run, (1, 1, 1))], [dp, sp, sp], lanes * epb)
+        return
+    if best == "by_planes":
+        for c in range(cols):
+            width = min(nb, run - c * nb)
+            at = _shift(k, ops, c * nb, ones)
+            for start in range(0, planes, most):
+                _instruction(k, cls, _shift(k, at, start, (dp, sp, sp)), min(most, planes - start), width * epb,
+                             ones, [dp, sp, sp], {})
+        return
+    full, rest = divmod(run, nb)
+    if planes > nb:  # many planes of long runs: a loop over the planes (IR that does not grow with them)
+        outer = [Dim(planes, (dp, sp, sp))]
+        if full:
+            emit_strided(k, cls, ops, [*outer, Dim(full, (nb, nb, nb))], ones, nb * epb)
+        if rest:
+            emit_strided(k, cls, _shift(k, ops, full * nb, ones), outer, ones, rest * epb)
+        return
+    for p in range(planes):
+        at = _shift(k, ops, p, (dp, sp, sp))
+        if full:
+            emit_strided(k, cls, at, [Dim(full, (nb, nb, nb))], ones, nb * epb)
+        if rest:
+            emit_strided(k, cls, _shift(k, at, full * nb, ones), [], ones, rest * epb)
+
+
 # --------------------------------------------------------------------------------------
 # Building blocks shared by both layouts
 # --------------------------------------------------------------------------------------
@@ -406,8 +487,15 @@ def divide_by_counts(k: Context, pool: Pool, acc: View, count: int, h: Index, w:
     nw = pool.need[1]
     epb = _epb(k.target, elem)
     width = epb if blocked else 1
-    ind = Operand(indicator(k, pool, h, w, elem, width), 0, epb)
+    one_count = blocked and _one_count(k.target, pool, elem)
+    ind = Operand(indicator(k, pool, h, w, elem, 1 if one_count else width), 0, epb)
     cnt = Operand(k.b.buffer(isa.MemSpace.UB, [oh * ow * width], elem, name="pool_count")[0], 0, epb)
+    if one_count:  # one window: its count is one vreduce of the indicator, spread over a block
+        positions = pool.need[0] * nw
+        _instruction(k, isa.VReduceSumOp, [cnt, ind], 1, positions, [1, 1], [1, 1], {})
+        k.b.add(move_op(isa.CopyUbToUbOp, cnt.buf, ind.buf, [width], src_strides=[0]))
+        pixel_pass(k, isa.VDivOp, [acc, acc, View(ind, 0, ow, 1)], (pool.planes, oh, ow))
+        return
     if blocked:
         cview = View(cnt, 0, ow, 1)
         emit_flat(k, isa.VDupOp, [cnt], oh * ow * width, _scalar(0.0))
@@ -438,7 +526,11 @@ def _lower_blocked(k: Context, op: t.VPoolOp, pool: Pool, src: Operand, dst: Ope
     out_count = pool.planes * oh * ow * pool.c0
     is_max = pool.mode == "max"
     wide = not is_max and isa.itemsize(elem) < 4
-    clean = clean_copy(k, pool, src, h, w, -math.inf if is_max else 0.0, elem, force=wide)
+    tree = is_global(pool)  # folded in place: on the compact copy, never on the source tile
+    # a source tile that is exactly the valid window needs no copy before its f32 conversion
+    compact = pool.src_hw == pool.need and pool.reads_only_valid(h, w)
+    clean = clean_copy(k, pool, src, h, w, -math.inf if is_max else 0.0, elem,
+                       force=(wide and not compact) or (tree and not wide))
     source = View(src, sh_ * sw_, sw_, 1) if clean is None else View(clean, nh * nw, nw, 1)
     acc = View(dst, oh * ow, ow, 1)
     if wide:  # f16 average: f32 pixels of two blocks
@@ -449,8 +541,11 @@ def _lower_blocked(k: Context, op: t.VPoolOp, pool: Pool, src: Operand, dst: Ope
         source = View(wsrc, nh * nw, nw, 1, blocks)
         acc = View(Operand(k.b.buffer(isa.MemSpace.UB, [out_count], f32, name="pool_acc")[0], 0, wsrc.epb),
                    oh * ow, ow, 1, blocks)
-    emit_flat(k, isa.VDupOp, [acc.at], out_count, _scalar(-math.inf if is_max else 0.0))
-    window_pass(k, isa.VMaxOp if is_max else isa.VAddOp, acc, source, pool, pool.planes)
+    if tree:
+        tree_pass(k, isa.VMaxOp if is_max else isa.VAddOp, acc, source, nh * nw, pool.planes)
+    else:
+        emit_flat(k, isa.VDupOp, [acc.at], out_count, _scalar(-math.inf if is_max else 0.0))
+        window_pass(k, isa.VMaxOp if is_max else isa.VAddOp, acc, source, pool, pool.planes)
     if is_max:
         return
     divide_by_counts(k, pool, acc, out_count, h, w, f32 if wide else elem, blocked=True)
@@ -540,7 +635,10 @@ def pool_scratch_bytes(mode: str, src: Sequence[int], dst: Sequence[int], kernel
         parts.append(n_out * ct)  # the gathered kernel position
     if mode == "avg":
         width = _epb(target, f32 if wide else elem) if c0 > 1 else 1
-        parts += [target.vector.block_bytes, nh * nw * width * ct, oh * ow * width * ct]
+        ind = width
+        if c0 > 1 and oh == ow == 1 and (nh, nw) == tuple(kernel) and 2 < nh * nw <= target.vector.bytes_per_repeat // ct:
+            ind = 1  # a global window's indicator: one element per position (_one_count)
+        parts += [target.vector.block_bytes, nh * nw * ind * ct, oh * ow * width * ct]
         if c0 == 1:  # the count map's gathered position, and the map for every plane
             parts += [oh * ow * ct, n_out * ct]
     return sum(isa.align_up(p, target.alignment.ub) for p in parts)

@@ -331,8 +331,19 @@ def pool_program(mach: Machine, pool, out_tile: Sequence[int], positions: int) -
     if not is_max and elem != "f32":
         total *= 2
     per = max(total // max(instrs, 1), 1)
-    out = [("default", elem, total), ("default", width, total)]  # the clean copy, the accumulator's vdup
-    out += [(op, width, per)] * (instrs * positions)
+    dilations = pool.properties.get("dilations")
+    if oh == ow == 1 and positions > 2 and (dilations is None or set(dilations.get_values()) == {1}):
+        # one output pixel: the window's pixels fold as a tree (isa_pool.tree_pass), a step's
+        # instructions overlapping: ceil(log2 positions) dependent steps of half the pixels
+        blocks = planes * (2 if width != elem else 1)
+        out, left = [("default", elem, total)], positions
+        while left > 1:
+            half = left // 2
+            out.append((op, width, math.ceil(blocks * half / 8)))
+            left -= half
+    else:
+        out = [("default", elem, total), ("default", width, total)]  # the clean copy, the accumulator's vdup
+        out += [(op, width, per)] * (instrs * positions)
     if not is_max:
         out += [("vmuls", "f32", total)] + ([("vconv", "f16", total)] if elem != "f32" else [])
     return out
