@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -183,12 +183,24 @@ def position(op: Operation) -> int:
     return block_of(op).get_operation_index(op)
 
 
-def kernel_ops(block: Block) -> Iterator[Operation]:
-    for op in block.ops:
-        yield op
-        for r in op.regions:
-            for b in r.blocks:
-                yield from kernel_ops(b)
+def kernel_ops(block: Block) -> list[Operation]:
+    """The ops inside `block`, nested ones included, in pre-order (each op before the
+    ops of its regions). Walked through the block links directly: xDSL's `Block.ops`
+    iterator and a generator per nesting level cost more than the walk itself."""
+    out: list[Operation] = []
+    stack: list[Operation | None] = [block._first_op]
+    while stack:
+        op = stack.pop()
+        while op is not None:
+            out.append(op)
+            if op.regions:
+                stack.append(op._next_op)
+                for r in reversed(op.regions):
+                    for b in reversed(r.blocks):
+                        stack.append(b._first_op)
+                break
+            op = op._next_op
+    return out
 
 
 def buffer_location(v: SSAValue, target: targets.Target) -> tuple[tuple, int, int] | None:
@@ -228,15 +240,20 @@ def instructions(kernel: isa.KernelOp, target: targets.Target, memo: Patterns | 
             ranges[terms] = _range(Affine(terms))
         return ranges[terms]
 
-    for op in kernel_ops(kernel.body.block):
+    top = kernel.body.block
+    above: dict[Block, list[Operation]] = {top: []}  # a block's ancestor ops inside the kernel, outermost first
+
+    def ancestors(block: Block) -> list[Operation]:
+        got = above.get(block)
+        if got is None:
+            owner = block.parent.parent  # (block -> region -> op)
+            got = above[block] = [*ancestors(owner.parent), owner]
+        return got
+
+    for op in kernel_ops(top):
         if not isinstance(op, isa.InstructionOp):
             continue
-        path = [op]
-        p = op.parent_op()
-        while p is not None and p is not kernel:
-            path.append(p)
-            p = p.parent_op()
-        path.reverse()
+        path = [*ancestors(op.parent), op]
         accesses = []
         for a in op.accesses(target):
             if a.buffer not in locations:
