@@ -1248,11 +1248,26 @@ class VectorLowering:
         f16) -- a tensor of the row count rounded up to a repeat of blocks; the padding is
         zero. Rows wider than a repeat are folded to one repeat by
         halving (fold_rows: log2 dependent steps, not one per repeat of the row); `consume`:
-        the rows may be overwritten (they die here); `scratch`: a free buffer of the rows'
-        size for the first halving when they may not."""
+        the rows may be overwritten (they die here); `scratch`: a free buffer for the first
+        halving when they may not (the rows' size, or the rows' first halving compact)."""
         red_cls, fold_cls = REDUCE[kind]
         if red_cls is None:
             return self.row_tree(fold_cls, rows)
+        return drive(self.row_reduce_steps(kind, rows, scratch, consume))
+
+    def row_reduces(self, kind: str, items: Sequence[tuple[Rows, Tensor | None, bool]]) -> list[Tensor]:
+        """Independent row reductions (rows, scratch, consume) with their dependent steps
+        emitted in lockstep: step k of each side by side, so that the pipe overlaps them and
+        the reductions pay one start-up per step between them (a LayerNorm's sums of x and
+        of x^2: one chain, not two)."""
+        if REDUCE[kind][0] is None:
+            return [self.row_reduce(kind, *it) for it in items]
+        return lockstep([self.row_reduce_steps(kind, *it) for it in items])
+
+    def row_reduce_steps(self, kind: str, rows: Rows, scratch: Tensor | None, consume: bool):
+        """row_reduce as a generator that yields after each dependent step and returns the
+        per-row values."""
+        red_cls, fold_cls = REDUCE[kind]
         elem = rows.buf.elem
         epb, per = self.epb(elem), self.bpr // isa.itemsize(elem)
         r8 = isa.align_up(rows.r, self.per_blocks)
@@ -1265,12 +1280,13 @@ class VectorLowering:
         if rows.n <= per:
             src = rows
         elif consume:
-            src = self.fold_rows(fold_cls, rows, rows)
+            src = yield from self.fold_rows_steps(fold_cls, rows, rows)
         elif scratch is not None:
-            src = self.fold_rows(fold_cls, rows, Rows(scratch, rows.r, rows.n, rows.ld))
+            ld = rows.ld if scratch.size >= rows.r * rows.ld else keep * per  # (a compact first halving)
+            src = yield from self.fold_rows_steps(fold_cls, rows, Rows(scratch, rows.r, rows.n, ld))
         elif keep == 1 or rows.r * keep * self.bpr <= SMALL_SCRATCH:
             acc = Rows(self.temp([rows.r * keep * per], elem), rows.r, keep * per, keep * per)
-            src = self.fold_rows(fold_cls, rows, acc)
+            src = yield from self.fold_rows_steps(fold_cls, rows, acc)
         else:  # no room for a tree: one repeat-wide accumulator, folded chunk by chunk
             acc = Rows(self.temp([rows.r * per], elem), rows.r, per, per)
             self.copy(rows.buf, acc.buf, [rows.r, per], [rows.ld, 1])
@@ -1289,17 +1305,19 @@ class VectorLowering:
         if (columns and src is rows and not consume) or row_stride > MAX_REP_STRIDE:
             compact = Rows(self.temp([rows.r * mask], elem), rows.r, mask, mask)  # (the rows stay intact)
             self.copy(src.buf, compact.buf, [rows.r, mask], [src.ld, 1])
+            yield
             if acc is not None:
                 self.release(acc.buf)
             acc = src = compact
         if columns:
-            self.block_columns(fold_cls, src, out)
+            yield from self.block_columns_steps(fold_cls, src, out)
         else:
             group = self.max_rep // self.per_blocks * self.per_blocks  # dst offsets stay on blocks
             for r0 in range(0, rows.r, group):
                 reps = min(group, rows.r - r0)
                 self.vec(red_cls, [(out, r0), (src.buf, r0 * src.ld)], reps, mask=mask, blk=[1, 1],
                          rep=[1, src.ld // epb])
+            yield
         if acc is not None:
             self.release(acc.buf)
         return out
@@ -1308,6 +1326,10 @@ class VectorLowering:
         """rows folded to one repeat (`per` elements) each by halving the chunk count: chunks
         [keep, c) onto chunks [0, c - keep), the first halving from `rows` into `dst` (which
         may be `rows`), the later ones in place. Returns the folded rows (in dst)."""
+        return drive(self.fold_rows_steps(fold_cls, rows, dst))
+
+    def fold_rows_steps(self, fold_cls, rows: Rows, dst: Rows):
+        """fold_rows, yielding after each halving."""
         per = self.bpr // isa.itemsize(rows.buf.elem)
         r, n = rows.r, rows.n
         c = -(-n // per)
@@ -1324,6 +1346,7 @@ class VectorLowering:
                           [dst.ld, 1])
             self.grid(fold_cls, [(dst.buf, dst.ld, 1), (src.buf, src.ld, 1),
                                  (self.shifted(src.buf, keep * per), src.ld, 1)], r, up)
+            yield
             src, c, width = dst, keep, keep * per
         return Rows(dst.buf, r, min(n, per), dst.ld)
 
@@ -1344,7 +1367,7 @@ class VectorLowering:
                 + 2 * groups * cyc("default", name) + (epb - 1) * -(-groups // self.per_blocks) * cyc(fold, name))
         return mine < self.startup + r * cyc(f"vreduce_{kind}", name)
 
-    def block_columns(self, fold_cls, src: Rows, out: Tensor) -> None:
+    def block_columns_steps(self, fold_cls, src: Rows, out: Tensor):
         """out[i] = the fold of row i of src (rows of whole blocks, at most one repeat wide),
         without a per-row reduction: the blocks of each row folded onto its first block in
         place (a repeat takes one block of each of 8 rows: full-width instructions), that
@@ -1358,18 +1381,22 @@ class VectorLowering:
             h = nb // 2
             rows = (src.buf, src.ld, 1)
             self.grid(fold_cls, [rows, rows, (self.shifted(src.buf, (nb - h) * epb), src.ld, 1)], r, h * epb)
+            yield
             nb -= h
         cols = self.temp([epb * r8], src.buf.elem)
         if r8 != r:
             self.dup(cols, 0.0)
         self.copy(src.buf, cols, [epb, r], [1, src.ld], [r8, 1])
+        yield
         left = epb
         while left > 2:
             h = left // 2
             top = self.shifted(cols, (left - h) * r8)
             self.flat(fold_cls, cols, [cols, top], h * r8)
+            yield
             left -= h
         self.flat(fold_cls, out, [cols, self.shifted(cols, r8)], r8)
+        yield
         self.release(cols)
 
     def row_tree(self, fold_cls, rows: Rows) -> Tensor:
@@ -1492,20 +1519,8 @@ class VectorLowering:
         norm = shape[axis:]
         rows = self.load_rows(x, list(shape) or [1], list(row_major(shape)) or [1], len(norm))
         n = rows.n
-        sq = Rows(self.temp([rows.r * rows.ld], f32), rows.r, n, rows.ld)
-        mean = self.row_reduce("sum", rows, scratch=sq.buf)  # sq is free until the squares
-        self.flat(isa.VMulsOp, mean, [mean], scalar=1.0 / n)
-        mb = self.brcb(mean)
-        self.row_op(isa.VSubOp, rows, [rows, ("bcast", mb)])
-        self.row_op(isa.VMulOp, sq, [rows, rows])
-        var = self.row_reduce("sum", sq, consume=True)
-        self.release(sq.buf)
-        self.flat(isa.VMulsOp, var, [var], scalar=1.0 / n)
-        self.flat(isa.VAddsOp, var, [var], scalar=get_float(o.properties, "epsilon", 1e-5))
-        self.flat(isa.VSqrtOp, var, [var])
-        self.flat(isa.VRecOp, var, [var])
-        vb = self.brcb(var)
-        self.row_op(isa.VMulOp, rows, [rows, ("bcast", vb)])
+        eps = get_float(o.properties, "epsilon", 1e-5)
+        stats = self.normalize_one_pass(rows, eps) if x.itemsize == 2 else self.normalize(rows, eps)
         params = [self.tensor(v) for v in o.operands[1:]]
         if (x.elem == o.results[0].type.element_type and x.itemsize == 2 and rows.ld == n and n % self.epb(x.elem) == 0
                 and all(p.elem == x.elem and p.size == n for p in params)):
@@ -1516,7 +1531,7 @@ class VectorLowering:
             out = Rows(replace(dst, shape=(dst.size,)), rows.r, n, n)
             for p, cls in zip(params, (isa.VMulOp, isa.VAddOp)):
                 self.row_op(cls, out, [out, ("vec", p)])
-            for tmp in (mean, mb, var, vb, rows.buf):
+            for tmp in (*stats, rows.buf):
                 self.release(tmp)
             self.env[o.results[0]] = dst
             return
@@ -1524,12 +1539,62 @@ class VectorLowering:
             p = self.norm_param(v, norm)
             self.row_op(cls, rows, [rows, ("vec", p)])
             self.release(p)
-        for tmp in (mean, mb, var, vb):
+        for tmp in stats:
             self.release(tmp)
         dst = self.dest(o.results[0])
         self.store_rows(rows, dst, list(shape) or [1], list(row_major(shape)) or [1], len(norm))
         self.release(rows.buf)
         self.env[o.results[0]] = dst
+
+    def normalize(self, rows: Rows, eps: float) -> list[Tensor]:
+        """rows = (rows - mean) / sqrt(var + eps) per row, in two passes: the mean, then the
+        mean squared deviation of the centered rows (f32 data in full f32 precision: no
+        cancellation). Returns the per-row temporaries to release."""
+        n = rows.n
+        sq = Rows(self.temp([rows.r * rows.ld], f32), rows.r, n, rows.ld)
+        mean = self.row_reduce("sum", rows, scratch=sq.buf)  # sq is free until the squares
+        self.flat(isa.VMulsOp, mean, [mean], scalar=1.0 / n)
+        mb = self.brcb(mean)
+        self.row_op(isa.VSubOp, rows, [rows, ("bcast", mb)])
+        self.row_op(isa.VMulOp, sq, [rows, rows])
+        var = self.row_reduce("sum", sq, consume=True)
+        self.release(sq.buf)
+        self.flat(isa.VMulsOp, var, [var], scalar=1.0 / n)
+        self.flat(isa.VAddsOp, var, [var], scalar=eps)
+        self.flat(isa.VSqrtOp, var, [var])
+        self.flat(isa.VRecOp, var, [var])
+        vb = self.brcb(var)
+        self.row_op(isa.VMulOp, rows, [rows, ("bcast", vb)])
+        return [mean, mb, var, vb]
+
+    def normalize_one_pass(self, rows: Rows, eps: float) -> list[Tensor]:
+        """`normalize` in one pass, as onnxruntime's LayerNorm computes it: the sums of x and
+        of x^2 reduced side by side (`row_reduces`: one chain of dependent steps, not two),
+        var = E[x^2] - mean^2 (kept >= 0), one vrsqrt, then the rows centered and scaled.
+        For rows of f16 data: the cancellation's error, ~2^-24 (mean / std)^2, stays below
+        the f16 input's own rounding, 2^-11 mean / std, until mean / std is in the hundreds."""
+        n = rows.n
+        sq = Rows(self.temp([rows.r * rows.ld], f32), rows.r, n, rows.ld)
+        self.row_op(isa.VMulOp, sq, [rows, rows])
+        per = self.bpr // isa.itemsize(f32)
+        half = -(-n // per) - -(-n // per) // 2  # repeats per row after the first halving
+        scratch = self.temp([rows.r * half * per], f32) if n > per else None  # x's first halving
+        mean, var = self.row_reduces("sum", [(rows, scratch, False), (sq, None, True)])
+        for tmp in (sq.buf, *([scratch] if scratch is not None else [])):
+            self.release(tmp)
+        self.flat(isa.VMulsOp, mean, [mean], scalar=1.0 / n)
+        self.flat(isa.VMulsOp, var, [var], scalar=1.0 / n)
+        m2 = self.temp(mean.shape, f32)
+        self.flat(isa.VMulOp, m2, [mean, mean])
+        self.flat(isa.VAddsOp, var, [var], scalar=eps)
+        self.flat(isa.VSubOp, var, [var, m2])
+        self.flat(isa.VMaxsOp, var, [var], scalar=eps)  # E[x^2] - mean^2 may round below zero
+        self.release(m2)
+        self.flat(isa.VRsqrtOp, var, [var])
+        mb, vb = self.brcb(mean), self.brcb(var)
+        self.row_op(isa.VSubOp, rows, [rows, ("bcast", mb)])
+        self.row_op(isa.VMulOp, rows, [rows, ("bcast", vb)])
+        return [mean, mb, var, vb]
 
     def norm_param(self, v: SSAValue, norm: Sequence[int]) -> Tensor:
         """A LayerNorm scale / bias as one f32 row of the normalized dims."""
@@ -1768,6 +1833,30 @@ class VectorLowering:
             f = [fst[0], fst[1], fst[2], fst[3]]
             out.append((sizes, p, f, first * n0, first * fst[1]))
         return out
+
+
+def drive(steps):
+    """Run a step generator (VectorLowering.row_reduce_steps, ...) to its end; its result."""
+    while True:
+        try:
+            next(steps)
+        except StopIteration as stop:
+            return stop.value
+
+
+def lockstep(gens: Sequence) -> list:
+    """Run step generators round-robin, one step of each in turn: the instructions of
+    independent chains interleave step by step. Their results, in order."""
+    out: list = [None] * len(gens)
+    live = list(range(len(gens)))
+    while live:
+        for i in list(live):
+            try:
+                next(gens[i])
+            except StopIteration as stop:
+                out[i] = stop.value
+                live.remove(i)
+    return out
 
 
 @dataclass

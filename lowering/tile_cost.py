@@ -275,18 +275,19 @@ def op_program(mach: Machine, op, tile_shape: Sequence[int]) -> list[tuple[str, 
     one = ("f32", math.ceil(rows * 4 / bpr))  # an op on one value per row
     conv = [("vconv", "f16", whole[1])] if elem != "f32" else []
 
-    def reduce(kind: str) -> list[tuple[str, str, int]]:
+    def reduce(kind: str, sides: int = 1) -> list[tuple[str, str, int]]:
         # rows wider than a repeat fold by halving their slice count: per halving, h folds
         # issued back to back (one dependent step), then a vreduce per row -- or, when
         # cheaper (isa_vector.transposed_pays), the blocks of 8 rows at a time halved, one
-        # transposing copy and three halvings of the block column -- and a vbrcb
+        # transposing copy and three halvings of the block column -- and a vbrcb; `sides`
+        # reductions in lockstep (isa_vector.row_reduces): one step with all their repeats
         steps, slices = [], math.ceil(row / per)
         while slices > 1:
             h = slices // 2
-            steps.append((kind, "f32", rows * h))
+            steps.append((kind, "f32", sides * rows * h))
             slices -= h
-        red = (f"vreduce_{'max' if kind == 'vmax' else 'sum'}", "f32", rows)
-        blocks, groups = math.ceil(min(row, per) / 8), math.ceil(rows / 8)
+        red = (f"vreduce_{'max' if kind == 'vmax' else 'sum'}", "f32", sides * rows)
+        blocks, groups = math.ceil(min(row, per) / 8), sides * math.ceil(rows / 8)
         cols = []
         while blocks > 1:
             h = blocks // 2
@@ -294,12 +295,17 @@ def op_program(mach: Machine, op, tile_shape: Sequence[int]) -> list[tuple[str, 
             blocks -= h
         cols += [("default", "f32", 2 * groups)] + [(kind, "f32", math.ceil(groups / 2))] * 3
         cheaper = row % 8 == 0 and mach.program(cols) < mach.program([red])
-        return steps + (cols if cheaper else [red]) + [("default", "f32", rows)]
+        return steps + (cols if cheaper else [red]) + [("default", "f32", sides * rows)]
 
-    if name == "layer_norm":
+    if name == "layer_norm" and elem == "f16":  # one pass: the sums of x and x^2 side by side (isa_vector)
+        steps = [("vmul", *whole), *reduce("vadd", 2), ("vmuls", "f32", 2 * one[1]), ("vmul", *one),
+                 ("vsub", *one), ("vmaxs", *one), ("vrsqrt", *one), ("vsub", *whole), ("vmul", *whole),
+                 ("vmul", *whole), ("vadd", *whole)]
+    elif name == "layer_norm":
         steps = [*reduce("vadd"), ("vmuls", *one), ("vsub", *whole), ("vmul", *whole), *reduce("vadd"),
                  ("vmuls", *one), ("vadds", *one), ("vsqrt", *one), ("vrec", *one), ("default", *one),
                  ("vmul", *whole), ("vmul", *whole), ("vadd", *whole)]
+    if name == "layer_norm":
         if elem == "f16":  # normalized rows rounded into the f16 result, scale and bias on f16 (isa_vector)
             return conv + steps[:-2] + [("vconv", "f16", whole[1])] + [(op, "f16", math.ceil(whole[1] / 2))
                                                                       for op in ("vmul", "vadd")]

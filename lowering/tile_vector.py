@@ -480,6 +480,8 @@ class VectorKernel:
             wide = numpy_dtype(x.type.element_type).itemsize == 4
             copies = 1 + (not isinstance(op, g.SoftmaxOp)) if norm else (not wide) + 1
             need = max(need, 4 * elems * copies)
+            if isinstance(op, g.LayerNormOp) and not wide:  # f16 rows, one pass: + the first halving
+                need = max(need, 4 * elems * copies + 2 * elems)  # of the rows' sum beside the squares
         return need
 
     def stored(self) -> list[SSAValue]:

@@ -517,6 +517,49 @@ def test_f16_layer_norm_scales_in_f16():
     assert len(res.vector_ops("isa.vconv")) == 2
 
 
+def _layer_norm_f16(rows: int = 16) -> t.VectorOp:
+    x, p = f"tensor<{rows}x768xf16>", "tensor<768xf16>"
+    return region(f"""
+    func.func @f(%x: {x}, %g: {p}, %b: {p}) -> {x} {{
+      %y = graph.layer_norm %x, %g, %b {{axis = 1 : i64, epsilon = 1.000000e-05 : f32}} : ({x}, {p}, {p}) -> {x}
+      func.return %y : {x}
+    }}""")
+
+
+def test_f16_layer_norm_sums_x_and_squares_in_lockstep():
+    # f16 rows (BERT's LayerNorms): one pass as onnxruntime's -- the squares first, then the
+    # sums of x and x^2 folded side by side (each halving step: x's instructions, then the
+    # squares'; both vreduces in one step), var = E[x^2] - mean^2 >= 0, one vrsqrt
+    res = run_region(_layer_norm_f16(), seed=7)
+    assert res.errors()[0] < 1e-3
+    ops = res.vector_ops()
+    names = [op.name for op in ops]
+    assert names.index("isa.vmul") < names.index("isa.vadd")  # x^2 before any fold
+    red = [i for i, n in enumerate(names) if n == "isa.vreduce_sum"]
+    assert len(red) == 2 and red[1] == red[0] + 1
+    folds = [op for op in ops[:red[0]] if op.name == "isa.vadd"]
+    assert len(folds) == 2 * 6  # 2 + 2 + 1 + 1 per side
+    x_rows, squares = folds[0].buffer("src0"), folds[2].buffer("src0")
+    assert x_rows is not squares
+    # step by step: x's fold(s), then the squares' (12 -> 6 -> 3 chunks: two instructions each)
+    sides = [op.buffer("dst") is squares for op in folds]
+    assert sides == [False, False, True, True, False, False, True, True, False, True, False, True]
+    assert names.count("isa.vrsqrt") == 1 and "isa.vsqrt" not in names and "isa.vrec" not in names
+    assert names.count("isa.vmaxs") == 1  # the variance kept >= 0 (>= eps after adding eps)
+
+
+def test_f16_layer_norm_one_pass_keeps_a_large_mean():
+    # rows whose mean is 30x their spread: E[x^2] - mean^2 cancels ~10 bits of f32, still
+    # below the f16 inputs' own rounding (the result within the f16 tolerance)
+    vop = _layer_norm_f16(8)
+    rng = np.random.default_rng(8)
+    args = random_args(vop, rng)
+    args[0] = (rng.standard_normal(args[0].shape) + 30).astype(np.float16)
+    res = Result(vop, args)
+    res.check()
+    assert res.errors()[0] < 2e-3
+
+
 def test_f16_softmax_max_and_scale_in_f16():
     # the attention softmax (a mask added to f16 scores): the row max is taken on the f16
     # sums in place (exact), the exponentials are rounded into the f16 result before their
