@@ -51,6 +51,12 @@ GEMV = True  # are GEMV-shaped MatMuls (M one fractal) planned as a weight strea
 C04 = True  # may a conv with at most 4 input channels take K in 4-channel blocks (`_c04`)?
 C04_C0 = 4  # channels per K block of a C04 conv (GE's C04 format)
 SUBSAMPLE = True  # does a strided 1 x 1 conv copy in only the pixels it reads (`_fm_geometry`)?
+# The costs of a matmul whose cores share their reads (`_shares_reads`: not batched, not a
+# GEMV, a chip with an L2), calibrated on BERT-base's projections (bench/kernels.py):
+SHARED_READS = True  # the cores' reads of the same A / B bytes hit the L2 after the first (`_shared_miss`)
+PIPELINED_K = True  # a K step's start-ups overlap the other pipe's work (`_k_loop`)
+CROWDED = 4.0  # p of the p-norm of a tile's stages taken as its slowest: pipes near their limit stall each other
+SLICED_DRAIN = True  # the row slices of a sliced epilogue pipeline (the last tile's drain)
 
 
 def _ceil(a: int, b: int) -> int:
@@ -602,7 +608,10 @@ def cube_cost(p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl1: int
     with the next tile's K loop when L0C and UB are double-buffered) and the copy-out --
     with the tile's GM bytes at the core's HBM share as a throughput limit. A weight read
     after the first one hits the L2 (the weights fit it): it costs the L2 path's rate and
-    none of the HBM share."""
+    none of the HBM share. A matmul whose cores share their reads (`_shares_reads`): the
+    reads after the first reader's hit the L2 at the core's share of its bandwidth, the
+    loads' start-ups overlap, stages near the slowest one add to it (`CROWDED`) and the
+    slices of a sliced epilogue pipeline."""
     s = s or sizes(p, tm, tn, tk, kl1)
     n_tiles = _ceil(p.n, tn)
     per_core, inner = _core_tiles(p, tm, tn, order, blocks, split, batch_inner)
@@ -618,7 +627,11 @@ def cube_cost(p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl1: int
     # path's rate or the core's share of the L2 bandwidth, outside the HBM budget
     a_miss, a_rate = 1.0, l2_rate
     is_gemv = gemv(p, mach)
-    if is_gemv and mach.target.memory.l2 and mach.target.dma.l2_total:  # the 310B has no L2
+    shared = _shares_reads(p, mach)
+    if shared:
+        a_miss, miss = _shared_miss(p, order, blocks, split, per_core)
+        a_rate = l2_rate = min(l2_rate, mach.target.bytes_per_cycle(mach.target.dma.l2_total) / blocks)
+    elif is_gemv and mach.target.memory.l2 and mach.target.dma.l2_total:  # the 310B has no L2
         a_reads = blocks * (per_core if chunks == 1 and order == "mn" else per_core * inner * chunks)
         a_miss = min(1.0, chunks * p.batch / a_reads) if a_reads else 1.0
         a_rate = min(l2_rate, mach.target.bytes_per_cycle(mach.target.dma.l2_total) / blocks)
@@ -631,7 +644,8 @@ def cube_cost(p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl1: int
     def load(a: float, b_: float) -> float:
         """MTE2 cycles of a tile's A and B bytes (B partly from the L2; a GEMV's A too)."""
         # a GEMV's stream of loads keeps MTE2 busy: their start-ups overlap (paid once, below)
-        count = 0 if is_gemv else (a > 0) + (b_ > 0)
+        # (a matmul's stream of loads too, when they share the L2: pipelined, its K chunks' loads follow each other)
+        count = 0 if is_gemv or shared else (a > 0) + (b_ > 0)
         return (mach.dma("gm_to_l1", a * a_miss + b_ * miss, blocks, count=count)
                 + b_ * (1 - miss) / l2_rate + a * (1 - a_miss) / a_rate)
 
@@ -664,12 +678,49 @@ def cube_cost(p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl1: int
         front = [load]
     else:
         body += load
-    if not epid or s.epi_serial:
-        body, epilogue = body + sum(epilogue), []
-    stages = [*front, body, *epilogue]
-    if is_gemv:
+    if is_gemv or shared:
         serial += mach.target.startup.mte2
-    return serial + pipelined(per_core * inner, stages, len(stages) > 1, port=gm)
+    tiles = per_core * inner
+    # a tile's epilogue in row slices (unrolled): with double-buffered UB the slices
+    # pipeline through the epilogue's pipes, so the last tile's epilogue drains in that time
+    drain = sum(epilogue)
+    if SLICED_DRAIN and s.epi_split > 1 and shared:
+        drain = pipelined(s.epi_split, [e / s.epi_split for e in epilogue], epid)
+    if not epid or s.epi_serial:
+        stages = [*front, body + drain]
+        return serial + pipelined(tiles, stages, len(stages) > 1, port=gm)
+    stages = [*front, body, *epilogue]
+    cost = pipelined(tiles, stages, True, port=gm)
+    if CROWDED and shared:
+        # pipes near their limit together (the L2 reads and the Vector epilogue) stall each
+        # other: the slowest stage as a p-norm of the stages
+        slowest = max(stages)
+        crowd = sum((x / slowest) ** CROWDED for x in stages) ** (1 / CROWDED) * slowest
+        cost += tiles * (crowd - slowest)
+    return serial + max(cost - (sum(epilogue) - drain), tiles * max(stages), tiles * gm)
+
+
+def _shares_reads(p: CubeProblem, mach: Machine) -> bool:
+    """Are a matmul's reads costed as shared by its cores (`_shared_miss`)? Not a GEMV's
+    (its own A model), nor on a chip without an L2."""
+    return (SHARED_READS and p.kind == "matmul" and p.batch == 1 and not gemv(p, mach)
+            and bool(mach.target.memory.l2) and bool(mach.target.dma.l2_total))
+
+
+def _shared_miss(p: CubeProblem, order: str, blocks: int, split: int, per_core: int) -> tuple[float, float]:
+    """(A, B): the share of the slowest core's reads of each operand that miss the L2 when
+    the cores read the same A rows and B columns. The blocks of one outer tile are
+    consecutive: block 1 is the first reader of its inner tiles (it fetches them from HBM,
+    at its share) and follows block 0 on the outer tile (L2 hits, at the L2's share: the
+    simulator's L2 serves the later readers the lines as they arrive); without a split it
+    is the first reader of its outer tiles and the inner ones are block 0's. A core's
+    second outer tile reads the same inner tiles again (hits)."""
+    if blocks == 1:
+        return 1.0, 1.0
+    inner_batched = (p.b_batched if order == "mn" else p.a_batched) and p.batch > 1
+    # (without a split, block 1's inner tiles are block 0's unless they are another batch entry's)
+    inner_miss, outer_miss = (1.0 / per_core, 0.0) if split > 1 else (float(inner_batched), 1.0)
+    return (outer_miss, inner_miss) if order == "mn" else (inner_miss, outer_miss)
 
 
 def _fmap_miss(p: CubeProblem, tm: int, loads: int, s: _Sizes, chunks: int, weights: int, l2: int) -> float:
@@ -699,9 +750,18 @@ def _core_tiles(p: CubeProblem, tm: int, tn: int, order: str, blocks: int, split
 def _k_loop(p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl1: int, s: _Sizes, l0d: bool) -> float:
     """Cycles of one L1 chunk's K loop: its L1 -> L0 moves and mmads (overlapped with two
     L0 buffers)."""
+    steps = _ceil(kl1, tk)
     mte1 = mach.dma("l1_to_l0a", s.l0a) + mach.dma("l1_to_l0b", s.l0b)
     cube = mach.cube(tm, tk, tn, elem_name(p.elem))
-    return pipelined(_ceil(kl1, tk), [mte1, cube], l0d)
+    if not (PIPELINED_K and l0d and _shares_reads(p, mach)):
+        return pipelined(steps, [mte1, cube], l0d)
+    # the pipes are pipelined (an instruction's start-up overlaps the previous one's data)
+    # and the L0 buffers alternate: step i's moves wait for step i - 2's mmad, its mmad
+    # for its moves, so two steps take both pipes' start-ups and busy cycles once each
+    start = mach.target.startup
+    mte1_busy, cube_busy = mte1 - 2 * start.mte1, cube - start.cube
+    step = max(mte1_busy, cube_busy, (mte1 - start.mte1 + cube) / 2)
+    return steps * step + min(mte1, cube)
 
 
 def _epilogue_stages(mach: Machine, s: _Sizes, tm: int, tn: int, blocks: int) -> tuple[float, float, float, float]:
@@ -737,7 +797,9 @@ def cube_cost_bound(p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl
     chunks, stage = floor or _tile_floor(p, mach, tm, tn, tk, kl1, l0d, s)
     per_core, inner = _core_tiles(p, tm, tn, order, blocks, split, batch_inner)
     # (a C04 conv's feature-map rows partly hit the L2: no A term)
-    a_in = 0 if a_whole or (chunks == 1 and order == "mn") or gemv(p, mach) or (p.conv or {}).get("c04") else s.a_l1
+    # (nor when the cores share their reads: A's mostly hit the L2)
+    a_in = 0 if a_whole or (chunks == 1 and order == "mn") or gemv(p, mach) or (p.conv or {}).get("c04") \
+        or _shares_reads(p, mach) else s.a_l1
     return per_core * inner * max(stage, chunks * mach.dma("gm_to_l1", a_in, blocks),
                                   mach.hbm(chunks * a_in + s.epi_in + s.out, blocks))
 
@@ -751,8 +813,11 @@ def _tiling_bound(p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl1:
     HBM rate (less a rounding margin: a schedule's bound multiplies in another order)."""
     tiles = p.batch * p.groups * _ceil(p.m, tm) * _ceil(p.n, tn)
     chunks = _ceil(p.k, kl1)
-    a_in = s.a_l1 if chunks > 1 and not a_whole and not gemv(p, mach) and not (p.conv or {}).get("c04") else 0
+    a_in = s.a_l1 if chunks > 1 and not a_whole and not gemv(p, mach) and not (p.conv or {}).get("c04") \
+        and not _shares_reads(p, mach) else 0
     mmads = _ceil(kl1, tk) * mach.cube(tm, tk, tn, elem_name(p.elem))
+    if PIPELINED_K and _shares_reads(p, mach):  # (`_k_loop`: the steps' mmads without their start-ups)
+        mmads -= _ceil(kl1, tk) * mach.target.startup.cube
     return max(_ceil(tiles, blocks) * max(chunks * mmads, chunks * mach.dma("gm_to_l1", a_in)),
                tiles * (chunks * a_in + s.epi_in + s.out) / mach.hbm_bytes_per_cycle() * (1 - 1e-9))
 
@@ -862,7 +927,8 @@ def plan_cube(p: CubeProblem, mach: Machine) -> CubePlan:
     geometry = None if p.conv is None else tuple(
         (k, tuple(v) if isinstance(v, tuple | list) else v) for k, v in sorted(p.conv.items()))
     key = (mach.target.name, p.kind, elem_name(p.elem), p.batch, p.groups, p.m, p.n, p.k, p.a_fmt, p.b_fmt,
-           p.out_fmt, p.c0, geometry, _fixed(p), GEMV)  # GEMV: the switch changes the plan
+           p.out_fmt, p.c0, geometry, _fixed(p), GEMV, SHARED_READS, PIPELINED_K, CROWDED, SLICED_DRAIN)  # the switches
+    # change the plan
     if key not in _PLANS:
         if len(_PLANS) > 4096:
             _PLANS.clear()

@@ -5,12 +5,15 @@
 // 910B (24 cube cores, L0C 128 KB, UB 192 KB) and the 310B (one core).
 
 // MatMul + bias + ReLU, weights in FRACTAL_NZ: GM -> L1 (A rows, B fractals) -> L0A / L0B
-// (B re-laid from NZ by a permuting copy) -> mmad over 2 K steps -> L0C -> UB epilogue ->
-// GM. K fits one L1 chunk, so A's L1 load is hoisted out of the N loop. On the 910B: 4 M
-// tiles x 12 N tiles, the N loop split in 4 so that 16 cores share the work; the 910 (its
-// slower per-cycle L1 -> L0B path, no FixPipe) takes larger 128 x 64 tiles on 12 cores. The
-// 310B's one core takes 256 x 64 tiles whose epilogue runs in two row slices (epi_split=2:
-// UB holds half the f32 tile); simulated 24,648 cycles against 29,555 for its 128 x 64 plan.
+// (B re-laid from NZ by a permuting copy) -> mmad over the K steps of each L1 chunk -> L0C ->
+// UB epilogue -> GM. The cores' reads of the same A rows / B columns hit the L2 after the
+// first reader (tile_cube.SHARED_READS), so the plans use many cores with small K chunks:
+// on the 910 32 x 96 tiles on all 32 cores (an ONNX twin simulated 3,561 cycles against
+// 4,395 for the 16-core 64 x 96 plan of the model without shared reads); on the 910B 2 M
+// tiles x 8 N tiles of 128 x 48 on 16 cores, K in 8 L1 chunks of 2 steps (6,188 against
+// 6,954). The 310B's one core takes 256 x 64 tiles whose epilogue runs in two row slices
+// (epi_split=2: UB holds half the f32 tile); simulated 24,648 cycles against 29,555 for
+// its 128 x 64 plan.
 func.func @matmul(%x: tensor<256x512xf16>) -> tensor<256x384xf16> {
   %w = graph.constant dense<0.5> : tensor<24x32x16x16xf16, #layout.fmt<FRACTAL_NZ, origin ND [512, 384]>>
   %b = graph.constant dense<1.0> : tensor<384xf16>
@@ -19,32 +22,35 @@ func.func @matmul(%x: tensor<256x512xf16>) -> tensor<256x384xf16> {
   %r = graph.relu %a : tensor<256x384xf16>
   func.return %r : tensor<256x384xf16>
 }
-// CHECK:       tile.kernel @k0_y {{.*}} block_dim 12 kind "cube_epilogue" attributes {{{.*}}tile.plan = "m=128 n=64 k=64 k_l1=128 order=nm split=2 blocks=12 buffers l1=2 l0=2 l0c=2 ub=2; L1 98304, L0A 32768, L0B 16384, L0C 65536"
-// B910:        tile.kernel @k0_y {{.*}} block_dim 16 kind "cube_epilogue" attributes {{{.*}}tile.plan = "m=64 n=32 k=256 k_l1=512 order=mn split=4 blocks=16 buffers l1=2 l0=2 l0c=2 ub=2; L1 196608, L0A 65536, L0B 32768, L0C 16384"
-// B910:          %[[A1:.*]] = tile.alloc buffers 2 : memref<1x64x512xf16, #tile.space<l1>>
-// B910-NEXT:     %[[B1:.*]] = tile.alloc buffers 2 : memref<1x2x32x16x16xf16, #tile.space<l1>>
-// B910-NEXT:     %[[A0:.*]] = tile.alloc buffers 2 : memref<64x256xf16, #tile.space<l0a>>
-// B910-NEXT:     %[[B0:.*]] = tile.alloc buffers 2 : memref<256x32xf16, #tile.space<l0b>>
-// B910-NEXT:     %[[C0:.*]] = tile.alloc buffers 2 : memref<64x32xf32, #tile.space<l0c>>
+// CHECK:       tile.kernel @k0_y {{.*}} block_dim 32 kind "cube_epilogue" attributes {{{.*}}tile.plan = "m=32 n=96 k=32 k_l1=32 order=nm split=8 blocks=32 buffers l1=2 l0=2 l0c=2 ub=2; L1 16384, L0A 4096, L0B 12288, L0C 24576"
+// B910:        tile.kernel @k0_y {{.*}} block_dim 16 kind "cube_epilogue" attributes {{{.*}}tile.plan = "m=128 n=48 k=32 k_l1=64 order=mn split=8 blocks=16 buffers l1=2 l0=2 l0c=2 ub=2; L1 45056, L0A 16384, L0B 6144, L0C 49152"
+// B910:          %[[A1:.*]] = tile.alloc buffers 2 : memref<1x128x64xf16, #tile.space<l1>>
+// B910-NEXT:     %[[B1:.*]] = tile.alloc buffers 2 : memref<1x3x4x16x16xf16, #tile.space<l1>>
+// B910-NEXT:     %[[A0:.*]] = tile.alloc buffers 2 : memref<128x32xf16, #tile.space<l0a>>
+// B910-NEXT:     %[[B0:.*]] = tile.alloc buffers 2 : memref<32x48xf16, #tile.space<l0b>>
+// B910-NEXT:     %[[C0:.*]] = tile.alloc buffers 2 : memref<128x48xf32, #tile.space<l0c>>
 // B910:          scf.for %[[T:.*]] = %{{.*}} to %{{.*}} step %c1 {
-// B910-NEXT:       %[[OUTER:.*]] = arith.divui %[[T]], %c4 : index
-// B910-NEXT:       %[[PART:.*]] = arith.remui %[[T]], %c4 : index
-// B910-NEXT:       %[[M:.*]] = arith.muli %[[OUTER]], %c64 : index
-// B910-NEXT:       tile.copy %{{.*}}[%c0, %[[M]], %c0] to %[[A1]][%c0, %c0, %c0] sizes [1, 64, 512]
-// B910:            scf.for %[[I:.*]] = %{{.*}} to %{{.*}} step %c1 {
-// B910:              %[[NB:.*]] = arith.muli %[[I]], %c2 : index
-// B910-NEXT:         tile.copy %{{.*}}[%c0, %[[NB]], %c0, %c0, %c0] to %[[B1]][{{.*}}] sizes [1, 2, 32, 16, 16]
-// B910-NEXT:         scf.for %[[ST:.*]] = %c0 to %c2 step %c1 {
-// B910-NEXT:           %[[K:.*]] = arith.muli %[[ST]], %c256 : index
-// B910:                tile.copy %{{.*}}[%c0, %[[K]]] to %[[A0]][%c0, %c0] sizes [64, 256]
-// B910:                %[[KB:.*]] = arith.muli %[[ST]], %c16 : index
-// B910-NEXT:           tile.copy %{{.*}}[%c0, %[[KB]], %c0, %c0] to %{{.*}} sizes [2, 16, 16, 16] perm [1, 2, 0, 3]
-// B910-NEXT:           %[[FIRST:.*]] = arith.cmpi eq, %[[K]], %c0 : index
-// B910-NEXT:           tile.mmad %[[A0]], %[[B0]], %[[C0]] init %[[FIRST]]
-// B910:              tile.copy %[[C0]][%c0, %c0] to %{{.*}} sizes [64, 32]
+// B910-NEXT:       %[[OUTER:.*]] = arith.divui %[[T]], %c8 : index
+// B910-NEXT:       %[[PART:.*]] = arith.remui %[[T]], %c8 : index
+// B910:            scf.for %[[I:.*]] = %[[PART]] to %{{.*}} step %c1 {
+// B910-NEXT:         %[[M:.*]] = arith.muli %[[OUTER]], %c128 : index
+// B910:              scf.for %[[CH:.*]] = %c0 to %c8 step %c1 {
+// B910-NEXT:           %[[KC:.*]] = arith.muli %[[CH]], %c64 : index
+// B910-NEXT:           tile.copy %{{.*}}[%c0, %[[M]], %[[KC]]] to %[[A1]][%c0, %c0, %c0] sizes [1, 128, 64]
+// B910-NEXT:           %[[NB:.*]] = arith.muli %[[I]], %c3 : index
+// B910-NEXT:           %[[KB:.*]] = arith.muli %[[CH]], %c4 : index
+// B910-NEXT:           tile.copy %{{.*}}[%c0, %[[NB]], %[[KB]], %c0, %c0] to %[[B1]][{{.*}}] sizes [1, 3, 4, 16, 16]
+// B910-NEXT:           scf.for %[[ST:.*]] = %c0 to %c2 step %c1 {
+// B910-NEXT:             %[[K:.*]] = arith.muli %[[ST]], %c32 : index
+// B910:                  tile.copy %{{.*}}[%c0, %[[K]]] to %[[A0]][%c0, %c0] sizes [128, 32]
+// B910:                  %[[KS:.*]] = arith.muli %[[ST]], %c2 : index
+// B910-NEXT:             tile.copy %{{.*}}[%c0, %[[KS]], %c0, %c0] to %{{.*}} sizes [3, 2, 16, 16] perm [1, 2, 0, 3]
+// B910:                  %[[FIRST:.*]] = arith.cmpi eq, %{{.*}}, %c0 : index
+// B910-NEXT:             tile.mmad %[[A0]], %[[B0]], %[[C0]] init %[[FIRST]]
+// B910:              tile.copy %[[C0]][%c0, %c0] to %{{.*}} sizes [128, 48]
 // B910:              tile.vector ins({{.*}}) outs({{.*}}) {
-// B910-NEXT:         ^{{.*}}(%[[ACC:.*]]: tensor<64x32xf32>, %[[BIAS:.*]]: tensor<32xf16>):
-// B910-NEXT:           %[[H:.*]] = graph.cast %[[ACC]] : tensor<64x32xf32> to tensor<64x32xf16>
+// B910-NEXT:         ^{{.*}}(%[[ACC:.*]]: tensor<128x48xf32>, %[[BIAS:.*]]: tensor<48xf16>):
+// B910-NEXT:           %[[H:.*]] = graph.cast %[[ACC]] : tensor<128x48xf32> to tensor<128x48xf16>
 // B910-NEXT:           %[[S:.*]] = graph.add %[[H]], %[[BIAS]]
 // B910-NEXT:           %[[R:.*]] = graph.relu %[[S]]
 // B910-NEXT:           tile.yield %[[R]]
