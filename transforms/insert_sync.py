@@ -435,6 +435,7 @@ class Searches:
         self.level = level
         self.empty = not (level.forward or level.carried or level.nested)
         self.ends: dict[tuple, tuple[dict, dict]] = {}
+        self.entered: dict[tuple, bool] = {}  # (search, second pipe, second side) -> `_enters` from its states
         # The steps out of the block's points, by the pipe that sets: (False for a forward
         # pair, True for a carried one, None for a nested loop's carried pair (left through
         # the wait after the loop); the point the set must follow; the waiting pipe; its point)
@@ -463,8 +464,12 @@ class Searches:
             return True
         if len(dep.ys) < 2:
             return False
-        return any(wrapped == carried and _enters(level, pipe, pos, dep.dst, dep.ys, waited)
-                   for (pipe, waited, wrapped), pos in left.items())
+        entered = (key, dep.dst, dep.ys)  # the answer depends on the search and the second side only
+        hit = self.entered.get(entered)
+        if hit is None:
+            hit = self.entered[entered] = any(wrapped == carried and _enters(level, pipe, pos, dep.dst, dep.ys, waited)
+                                              for (pipe, waited, wrapped), pos in left.items())
+        return hit
 
 
 def _search(level: Level, steps: dict[isa.Pipe, list[tuple]], src: isa.Pipe, x0: int, x1: int | None,
@@ -677,6 +682,7 @@ class Barriers:
         self._loops: dict[Block, list[tuple[int, scf.ForOp]]] = {}
         self._bodies: dict[tuple[Block, int], Block | None] = {}
         self.anywhere: dict[tuple[Block, isa.Pipe], bool] = {}  # `_has_barrier` without bounds
+        self.loops_with: dict[tuple[Block, isa.Pipe], list[int]] = {}  # `_barrier_loops`
 
     def ops(self, block: Block) -> list[Operation]:
         if block not in self._ops:
@@ -699,10 +705,25 @@ def _has_barrier(block: Block, pipe: isa.Pipe, bars: Barriers, lo: int | None = 
         k = 0 if lo is None else bisect.bisect_right(gaps, lo)  # the first gap after lo
         if k < len(gaps) and (hi is None or gaps[k] <= hi):
             return True
-    for i, _ in bars.running_loops(block):
-        if (lo is None or i > lo) and (hi is None or i < hi) and _anywhere(_nested_body(block, i, bars), pipe, bars):
+    loops = _barrier_loops(block, pipe, bars)
+    if loops:
+        k = 0 if lo is None else bisect.bisect_right(loops, lo)  # the first such loop after lo
+        if k < len(loops) and (hi is None or loops[k] < hi):
             return True
     return False
+
+
+def _barrier_loops(block: Block, pipe: isa.Pipe, bars: Barriers) -> list[int]:
+    """The indices (ascending) of `block`'s always-running loops with a barrier on `pipe`
+    somewhere in their bodies: asked only of the block being done and blocks inside it,
+    whose loops' bodies are final (innermost blocks are done first), so the answer is
+    kept (one bisect per question instead of a test per loop)."""
+    key = (block, pipe)
+    got = bars.loops_with.get(key)
+    if got is None:
+        got = bars.loops_with[key] = [i for i, _ in bars.running_loops(block)
+                                      if _anywhere(_nested_body(block, i, bars), pipe, bars)]
+    return got
 
 
 def _anywhere(body: Block, pipe: isa.Pipe, bars: Barriers) -> bool:
@@ -747,14 +768,25 @@ def _barriers(deps: list[Dep], level: Level, bars: Barriers) -> list[tuple[Block
     mine = bars.at.setdefault(block, defaultdict(list))
     placed: list[tuple[Block, int, isa.Pipe]] = []
     searches = Searches(level)
+    # Inside the loops holding a side the barriers are final (inner blocks are done first):
+    # the answers there are kept by side and pipe (an instruction has deps with many others).
+    after: dict[tuple, bool] = {}
+    before: dict[tuple, bool] = {}
     # A dep flags order, or one a barrier already covers, places nothing: the cheap barrier
     # test first, the chain search only for the deps it leaves.
     for d in sorted(deps, key=lambda d: (d.carried, d.y, d.x, d.xs, d.ys)):
         p = d.src
-        inner_x = _nested_body(block, d.x, bars) if len(d.xs) > 1 else None
-        inner_y = _nested_body(block, d.y, bars) if len(d.ys) > 1 else None
-        covered = (inner_x is not None and _barrier_after(inner_x, d.xs[1:], p, bars)) or (
-            inner_y is not None and _barrier_before(inner_y, d.ys[1:], p, bars))
+        covered = False
+        if len(d.xs) > 1:
+            covered = after.get((d.xs, p))
+            if covered is None:
+                inner_x = _nested_body(block, d.x, bars)
+                covered = after[(d.xs, p)] = inner_x is not None and _barrier_after(inner_x, d.xs[1:], p, bars)
+        if not covered and len(d.ys) > 1:
+            covered = before.get((d.ys, p))
+            if covered is None:
+                inner_y = _nested_body(block, d.y, bars)
+                covered = before[(d.ys, p)] = inner_y is not None and _barrier_before(inner_y, d.ys[1:], p, bars)
         if d.carried:
             covered = covered or _has_barrier(block, p, bars, lo=d.x) or _has_barrier(block, p, bars, hi=d.y)
         else:
