@@ -31,7 +31,7 @@ from ge.dialects import isa
 # --------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass(unsafe_hash=True)  # (not frozen: that sets each field through object.__setattr__; never mutated)
 class Affine:
     """sum(coeff * leaf) + const over index values (leaves)."""
 
@@ -99,7 +99,7 @@ def _affine(v: SSAValue | None, depth: int, memo: dict | None) -> Affine:
 # --------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass(unsafe_hash=True)  # (not frozen, as Affine; never mutated)
 class MemAccess:
     """One access in bytes: `key` names the memory (a local space, or a GM argument),
     bytes [base + (offset + lo) * size, base + (offset + hi) * size)."""
