@@ -7,7 +7,10 @@ comparing with onnxruntime.
     python examples/run_model.py squeezenet --precision-mode must_keep_origin_dtype
 
 The light models ship with every weight equal to 0.02; the script writes a copy with seeded
-random weights to build/examples/<name>.onnx first. Then it runs, and prints, the two
+random weights calibrated on a seeded input to build/examples/<name>.onnx first (real
+BatchNorm statistics, unit-RMS layers: plain random weights make a deep net's activations
+grow past f16's range, and ATC's default force_fp16 then computes inf / NaN where
+onnxruntime's f32 does not). Then it runs, and prints, the two
 commands a user runs on their own model:
 
     ge-compile MODEL.onnx -o MODEL.om --soc-version ascend910 --report MODEL.report.json
@@ -24,7 +27,7 @@ from pathlib import Path
 
 import onnx
 
-from ge.testing import LIGHT_MODELS, light_model_path, with_random_weights
+from ge.testing import LIGHT_MODELS, calibrated_model
 
 OUT = Path("build") / "examples"
 
@@ -48,7 +51,7 @@ def main() -> int:
     OUT.mkdir(parents=True, exist_ok=True)
     if args.model in LIGHT_MODELS:
         path = OUT / f"{args.model}.onnx"
-        onnx.save(with_random_weights(light_model_path(args.model), seed=0), str(path))
+        onnx.save(calibrated_model(args.model, seed=0), str(path))
     else:
         path = Path(args.model)
     om = OUT / f"{path.stem}.om"
