@@ -156,17 +156,18 @@ def dependencies(kernel: isa.KernelOp, instrs: list[Instr]) -> list[Dep]:
     them -- a forward dep in C' when their ancestors there differ, a carried one when the
     two share an ancestor. An instruction may depend on itself across iterations."""
     deps: list[Dep] = []  # each instruction pair gives distinct deps (their paths differ)
-    index: dict[Operation, int] = {}
-    for op in kernel_ops(kernel.body.block):
-        for r in op.regions:
-            for b in r.blocks:
-                index.update((o, i) for i, o in enumerate(b.ops))
-    index.update((o, i) for i, o in enumerate(kernel.body.block.ops))
+    index: dict[int, int] = {}  # id(op) -> its index in its block (an op's own hash is a Python call)
+    top = kernel.body.block
+    for b in [top, *(b for op in kernel_ops(top) for r in op.regions for b in r.blocks)]:
+        i, o = 0, b._first_op
+        while o is not None:
+            index[id(o)] = i
+            i, o = i + 1, o._next_op
 
     # tails[i][k]: instruction i's path below the block at depth k (the kernel body is 0).
-    tails = [[tuple(index[o] for o in ins.path[k:]) for k in range(len(ins.path))] for ins in instrs]
+    tails = [[tuple(index[id(o)] for o in ins.path[k:]) for k in range(len(ins.path))] for ins in instrs]
     loop_of: dict[int, tuple] = {}  # id(block) -> (block's repeating loop, its body, the body's depth)
-    blocks = [[o.parent_block() for o in ins.path] for ins in instrs]  # [i][k]: the block of i's ancestor at depth k
+    blocks = [[o.parent for o in ins.path] for ins in instrs]  # [i][k]: the block of i's ancestor at depth k
 
     def overlap(cands: list[tuple], block: Block, loop: scf.ForOp | None, later: bool, back: bool = False) -> bool:
         if cands is _MEET_LIST:
