@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from xdsl.dialects.builtin import TensorType
-from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Block, Operation, OpResult, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 from ge.dialects import graph as g
@@ -489,9 +489,11 @@ class VectorKernel:
         return list(dict.fromkeys(self.outputs))
 
     def temp_bytes(self, tiles: Sequence[int]) -> int:
-        """The peak of the region's live intermediate values; a yielded value is computed in
-        its out buffer (isa_vector), already counted among the stored buffers."""
-        stored = set(self.outputs)
+        """The peak of the region's live intermediate values; a yielded Softmax / LayerNorm
+        result is computed in its out buffer (isa_vector's row programs), already counted
+        among the stored buffers. (Other yielded values keep their temporary: densenet121's
+        BatchNorm + ReLU groups overflowed UB when counted without it.)"""
+        stored = {v for v in self.outputs if isinstance(v, OpResult) and g.has_trait(v.op, g.Normalization)}
         last: dict[SSAValue, int] = {}
         for i, op in enumerate(self.region_ops):
             for v in op.operands:

@@ -11,7 +11,7 @@ func.func @eltwise(%x: tensor<64x1000xf16>, %b: tensor<1000xf16>) -> tensor<64x1
   func.return %r : tensor<64x1000xf16>
 }
 // CHECK:       tile.kernel @k0_a ins(%x: memref<64x1000xf16, #tile.space<gm>>, %b: memref<1000xf16, #tile.space<gm>>) outs(%r: memref<64x1000xf16, #tile.space<gm>>) block_dim 32 kind "elementwise"
-// CHECK-SAME:    tile.plan = "tile [1, 1000] x64 on 32 cores, UB 14096 B (buffers 2)"
+// CHECK-SAME:    tile.plan = "tile [1, 1000] x64 on 32 cores, UB 16096 B (buffers 2)"
 // CHECK:         %[[X:.*]] = tile.alloc buffers 2 : memref<1x1000xf16, #tile.space<ub>>
 // CHECK-NEXT:    %[[B:.*]] = tile.alloc buffers 2 : memref<1000xf16, #tile.space<ub>>
 // CHECK-NEXT:    %[[R:.*]] = tile.alloc buffers 2 : memref<1x1000xf16, #tile.space<ub>>
@@ -31,9 +31,9 @@ func.func @eltwise(%x: tensor<64x1000xf16>, %b: tensor<1000xf16>) -> tensor<64x1
 // CHECK-NEXT:      tile.copy %[[R]][%c0, %c0] to %r[%[[T]], %c0] sizes [1, 1000]
 // CHECK-NEXT:    }
 // CHECK:       tile.launch @k0_a ins(%x, %b : {{.*}}) outs(%{{.*}} : memref<64x1000xf16, #tile.space<gm>>)
-// B910:        tile.kernel @k0_a {{.*}} block_dim 32 kind "elementwise" attributes {{{.*}}tile.plan = "tile [2, 1000] x32 on 32 cores, UB 24032 B (buffers 2)"
+// B910:        tile.kernel @k0_a {{.*}} block_dim 32 kind "elementwise" attributes {{{.*}}tile.plan = "tile [2, 1000] x32 on 32 cores, UB 28032 B (buffers 2)"
 // B910:          tile.alloc buffers 2 : memref<2x1000xf16, #tile.space<ub>>
-// B310:        tile.kernel @k0_a {{.*}} block_dim 1 kind "elementwise" attributes {{{.*}}tile.plan = "tile [16, 1000] x4 on 1 cores, UB 164032 B (buffers 2)"
+// B310:        tile.kernel @k0_a {{.*}} block_dim 1 kind "elementwise" attributes {{{.*}}tile.plan = "tile [16, 1000] x4 on 1 cores, UB 196032 B (buffers 2)"
 
 // -----
 
