@@ -271,6 +271,24 @@ def two_branch_model(batch: int | str = 32, k: int = 64, seed: int = 0) -> onnx.
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
 
+def layout_level(model: onnx.ModelProto, precision_mode: str = "must_keep_origin_dtype"):
+    """`model` imported and run through ge.compile's stages up to `fuse` (what fusion sees:
+    storage formats assigned, conversions eliminated); returns the verified module."""
+    from ge.compiler import CompileOptions, pass_stages, resolve_target
+    from ge.frontend.onnx import import_model
+    from ge.ir import make_context
+
+    module = import_model(model)
+    opts = CompileOptions(precision_mode=precision_mode)
+    ctx = make_context()
+    for name, p in pass_stages(opts, resolve_target(opts.soc_version)):
+        if name == "fuse":
+            break
+        p.apply(ctx, module)
+    module.verify()
+    return module
+
+
 def calibrated_model(name: str, seed: int = 1, input_seed: int = 2) -> onnx.ModelProto:
     """A light model (or "encoder_layer") with seeded weights calibrated on its seeded
     inputs: f16 stays finite and well-conditioned through deep nets (benchmarks use it)."""

@@ -23,13 +23,12 @@ from xdsl.dialects import func
 from xdsl.parser import Parser
 from xdsl.utils.exceptions import VerifyException
 
-from ge.compiler import CompileOptions, pass_stages, resolve_target
 from ge.dialects import graph as g
 from ge.dialects import layout as lt
 from ge.dialects.layout import Format
-from ge.frontend.onnx import import_model
 from ge.fuzz import check
 from ge.ir import make_context
+from ge.testing import layout_level
 
 
 def _model(first: str, op: str, other_shape: list[int], other_is_input: bool, channels: int = 1) -> onnx.ModelProto:
@@ -71,15 +70,7 @@ def _inputs(model: onnx.ModelProto) -> dict[str, np.ndarray]:
 
 def _layout_function(model: onnx.ModelProto) -> func.FuncOp:
     """The model's function as `fuse` sees it (after eliminate-trans-data)."""
-    module = import_model(model)
-    opts = CompileOptions(precision_mode="must_keep_origin_dtype")
-    ctx = make_context()
-    for name, p in pass_stages(opts, resolve_target(opts.soc_version)):
-        if name == "fuse":
-            break
-        p.apply(ctx, module)
-    module.verify()
-    return next(op for op in module.walk() if isinstance(op, func.FuncOp))
+    return next(op for op in layout_level(model).walk() if isinstance(op, func.FuncOp))
 
 
 # --------------------------------------------------------------------------------------

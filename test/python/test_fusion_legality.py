@@ -19,15 +19,12 @@ from xdsl.dialects import func
 
 import ge
 from ge.backend import is_compatible, npu_refusal
-from ge.compiler import CompileOptions, pass_stages, resolve_target
 from ge.dialects import graph
 from ge.dialects import layout as lt
-from ge.frontend.onnx import import_model
 from ge.fuzz import check
-from ge.ir import make_context
 from ge.lowering import fuse
 from ge.lowering.fusion_legality import group_tiles
-from ge.testing import random_inputs
+from ge.testing import layout_level, random_inputs
 
 REGRESSIONS = Path(__file__).parent / "fuzz_regressions"
 BUGS = {
@@ -79,15 +76,8 @@ def test_fuzzer_regression(seed):
 
 def layout_function(model: onnx.ModelProto):
     """The model's function at the layout level (what `fuse` sees)."""
-    module = import_model(model)
-    opts = CompileOptions(precision_mode="must_keep_origin_dtype")
-    ctx = make_context()
-    for name, p in pass_stages(opts, resolve_target(opts.soc_version)):
-        if name == "fuse":
-            break
-        p.apply(ctx, module)
-    fn = next(op for op in module.walk() if isinstance(op, func.FuncOp))
-    return module, fn
+    module = layout_level(model)
+    return module, next(op for op in module.walk() if isinstance(op, func.FuncOp))
 
 
 def conv_relu_model(c: int = 4) -> onnx.ModelProto:

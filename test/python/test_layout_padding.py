@@ -21,14 +21,12 @@ import pytest
 from onnx import TensorProto, helper
 from xdsl.dialects import func
 
-from ge.compiler import CompileOptions, pass_stages, resolve_target
 from ge.dialects import graph as g
 from ge.dialects import layout as lt
 from ge.dialects.blobs import attr_array
-from ge.frontend.onnx import import_model
 from ge.fuzz import check
-from ge.ir import make_context
 from ge.runtime import layouts
+from ge.testing import layout_level
 from ge.transforms.layout_utils import CONSTANT, padding_fill, padding_of
 
 
@@ -72,15 +70,7 @@ def _inputs(model: onnx.ModelProto) -> dict[str, np.ndarray]:
 
 
 def _layout_function(model: onnx.ModelProto) -> func.FuncOp:
-    module = import_model(model)
-    opts = CompileOptions(precision_mode="must_keep_origin_dtype")
-    ctx = make_context()
-    for name, p in pass_stages(opts, resolve_target(opts.soc_version)):
-        if name == "fuse":
-            break
-        p.apply(ctx, module)
-    module.verify()
-    return next(op for op in module.walk() if isinstance(op, func.FuncOp))
+    return next(op for op in layout_level(model).walk() if isinstance(op, func.FuncOp))
 
 
 def test_a_constant_divisor_is_padded_with_one():
