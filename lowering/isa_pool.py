@@ -465,12 +465,13 @@ def clean_copy(k: Context, pool: Pool, src: Operand, h: Index, w: Index, pad: fl
     return Operand(buf, 0, src.epb)
 
 
-def indicator(k: Context, pool: Pool, h: Index, w: Index, elem: Attribute, width: int) -> SSAValue:
-    """[rows, cols, width] of 1 where the average counts the input position, else 0."""
+def indicator(k: Context, pool: Pool, h: Index, w: Index, elem: Attribute, width: int, at_least: int = 0) -> SSAValue:
+    """[rows, cols, width] of 1 where the average counts the input position, else 0 (in a
+    buffer of at least `at_least` elements)."""
     (nh, nw), epb = pool.need, _epb(k.target, elem)
     one = k.b.buffer(isa.MemSpace.UB, [epb], elem, name="pool_one")[0]
     emit_strided(k, isa.VDupOp, [Operand(one, 0, epb)], [], [1], epb, _scalar(1.0))
-    ind = k.b.buffer(isa.MemSpace.UB, [nh * nw * width], elem, name="pool_ind")[0]
+    ind = k.b.buffer(isa.MemSpace.UB, [max(nh * nw * width, at_least)], elem, name="pool_ind")[0]
     window = _window(k, pool.counted(), [h, w], [None, None, width])
     k.b.add(move_op(isa.CopyUbToUbOp, one, ind, [nh, nw, width], src_strides=[0, 0, 1], window=window, pad=0.0))
     return ind
@@ -488,7 +489,8 @@ def divide_by_counts(k: Context, pool: Pool, acc: View, count: int, h: Index, w:
     epb = _epb(k.target, elem)
     width = epb if blocked else 1
     one_count = blocked and _one_count(k.target, pool, elem)
-    ind = Operand(indicator(k, pool, h, w, elem, 1 if one_count else width), 0, epb)
+    # (one window's indicator is then overwritten by its count spread over a block)
+    ind = Operand(indicator(k, pool, h, w, elem, 1 if one_count else width, width if one_count else 0), 0, epb)
     cnt = Operand(k.b.buffer(isa.MemSpace.UB, [oh * ow * width], elem, name="pool_count")[0], 0, epb)
     if one_count:  # one window: its count is one vreduce of the indicator, spread over a block
         positions = pool.need[0] * nw
