@@ -23,11 +23,12 @@ from xdsl.ir import Attribute
 class InternTables:
     """One scope's tables: (value, type) -> IntegerAttr; (values, element type) -> array."""
 
-    __slots__ = ("arrays", "ints")
+    __slots__ = ("arrays", "ints", "memos")
 
     def __init__(self) -> None:
         self.ints: dict[tuple[int, Attribute], IntegerAttr] = {}
         self.arrays: dict[tuple[tuple[int, ...], Attribute], DenseArrayBase] = {}
+        self.memos: dict[str, dict] = {}  # other per-compile memos, by name (`scope_memo`)
 
     def __len__(self) -> int:
         return len(self.ints) + len(self.arrays)
@@ -50,6 +51,13 @@ def intern_scope() -> Iterator[InternTables]:
         yield tables
     finally:
         _TABLES.reset(token)
+
+
+def scope_memo(name: str) -> dict | None:
+    """The current scope's memo `name` (a dict, made on first use; e.g. lowering/tile_cube.py's
+    Cube plans by problem), None outside any scope."""
+    tables = _TABLES.get()
+    return None if tables is None else tables.memos.setdefault(name, {})
 
 
 def int_attr(value: int, ty: Attribute = i64) -> IntegerAttr:
@@ -88,4 +96,4 @@ def segment_sizes(sizes: tuple[int, ...]) -> DenseArrayBase:
     return arr
 
 
-__all__ = ["InternTables", "int_array", "int_attr", "intern_scope", "segment_sizes"]
+__all__ = ["InternTables", "int_array", "int_attr", "intern_scope", "scope_memo", "segment_sizes"]

@@ -22,7 +22,8 @@ order, chunking and buffer counts come from the cost model (lowering/tile_cost.p
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -36,6 +37,7 @@ from ge.dialects import layout as lt
 from ge.dialects import tile as t
 from ge.dialects.blobs import dense_attr
 from ge.dialects.dtypes import numpy_dtype
+from ge.dialects.interning import intern_scope, scope_memo
 from ge.dialects.layout import Format
 from ge.lowering import fusion_rules as fr
 from ge.lowering.isa_vector import MAX_REP_STRIDE
@@ -918,22 +920,34 @@ def _k_options(p: CubeProblem, k0: int) -> list[tuple[int, list[int]]]:
     return out
 
 
-_PLANS: dict[tuple, CubePlan] = {}
+_PLAN_MEMO = "tile_cube.plans"  # the compile scope's memo (dialects/interning.py): problem key -> CubePlan
 
 
 def plan_cube(p: CubeProblem, mach: Machine) -> CubePlan:
     """The cheapest tiling of `p` whose buffers fit every local memory (the same problem
-    on the same target is planned once per process: ResNet repeats its layers)."""
+    on the same target is planned once per compile -- ResNet repeats its layers -- in the
+    compile's `intern_scope`; outside one, planned each time)."""
+    memo = scope_memo(_PLAN_MEMO)
+    if memo is None:
+        return _plan_cube(p, mach)
     geometry = None if p.conv is None else tuple(
         (k, tuple(v) if isinstance(v, tuple | list) else v) for k, v in sorted(p.conv.items()))
     key = (mach.target.name, p.kind, elem_name(p.elem), p.batch, p.groups, p.m, p.n, p.k, p.a_fmt, p.b_fmt,
            p.out_fmt, p.c0, geometry, _fixed(p), GEMV, SHARED_READS, PIPELINED_K, CROWDED, SLICED_DRAIN)  # the switches
     # change the plan
-    if key not in _PLANS:
-        if len(_PLANS) > 4096:
-            _PLANS.clear()
-        _PLANS[key] = _plan_cube(p, mach)
-    return _PLANS[key]
+    plan = memo.get(key)
+    if plan is None:
+        plan = memo[key] = _plan_cube(p, mach)
+    return plan
+
+
+@contextmanager
+def plans_planned() -> Iterator[dict[tuple, CubePlan]]:
+    """A compile scope (the one open, else a new one) and its Cube plans by problem key:
+    `with plans_planned() as plans: ge.compile(...)`, then `plans.values()` are the plans of
+    the compile's distinct problems (tests; `ge.compile` shares an enclosing scope)."""
+    with intern_scope():
+        yield scope_memo(_PLAN_MEMO)
 
 
 def _plan_cube(p: CubeProblem, mach: Machine) -> CubePlan:

@@ -55,8 +55,7 @@ def feeds(model) -> dict[str, np.ndarray]:
 def run(model, inputs, monkeypatch, force=None):
     """Output, the problems planned, the plans, and the Cube kernel's simulated run."""
     problems = []
-    with monkeypatch.context() as mp:
-        mp.setattr(tile_cube, "_PLANS", {})
+    with monkeypatch.context() as mp, tile_cube.plans_planned() as memo:
         plan = tile_cube._plan_cube
 
         def planned(p, mach):
@@ -67,7 +66,7 @@ def run(model, inputs, monkeypatch, force=None):
         mp.setattr(tile_cube, "_plan_cube", planned)
         compiled = ge.compile(model, ge.CompileOptions(keep_ir_text=False))
         out = compiled.run(inputs)["y"]
-        plans = list(tile_cube._PLANS.values())
+        plans = list(memo.values())
     cube = [k for k in compiled.last_run.kernels if k.instructions.get("M")]
     assert len(cube) == 1 and len(plans) == 1 and len(problems) == 1
     return out, problems[0], plans[0], cube[0]
@@ -131,12 +130,11 @@ def test_planner_slices_a_large_tile(monkeypatch):
     target = targets.load_target("ascend910")
     model = matmul_model(8, 128, 3072, 768, False)
     inputs = feeds(model)
-    with monkeypatch.context() as mp:
-        mp.setattr(tile_cube, "_PLANS", {})
+    with tile_cube.plans_planned() as memo:
         compiled = ge.compile(model, ge.CompileOptions(keep_ir_text=False, soc_version="ascend910",
                                                        precision_mode="force_fp16"))
         compiled.run(inputs, timing_only=True)
-        (plan,) = tile_cube._PLANS.values()
+        (plan,) = memo.values()
     (kernel,) = [k for k in compiled.last_run.kernels if k.instructions.get("M")]
     assert plan.epi_split > 1 and plan.tm * plan.tn * 4 >= target.memory.ub // 2  # the f32 accumulator tile
     assert plan.blocks >= 24 and kernel.cores == plan.blocks
@@ -175,7 +173,6 @@ def conv_run(model, inputs, monkeypatch):
     first), and the Cube kernel's simulated run."""
     problems = []
     with monkeypatch.context() as mp:
-        mp.setattr(tile_cube, "_PLANS", {})
         plan = tile_cube._plan_cube
         mp.setattr(tile_cube, "_plan_cube", lambda p, mach: (problems.append(p), plan(p, mach))[1])
         compiled = ge.compile(model, ge.CompileOptions(keep_ir_text=False))

@@ -47,8 +47,7 @@ def run(model, x, monkeypatch, force=None, **patches):
     """Output, the Cube kernel's simulated run and modeled cycles, and its plan, with
     `patches` set on lowering/tile_cube.py (`force`: a function of the chosen plan giving
     the plan to emit)."""
-    with monkeypatch.context() as mp:
-        mp.setattr(tile_cube, "_PLANS", {})
+    with monkeypatch.context() as mp, tile_cube.plans_planned() as memo:
         for name, value in patches.items():
             mp.setattr(tile_cube, name, value)
         if force is not None:
@@ -56,7 +55,7 @@ def run(model, x, monkeypatch, force=None, **patches):
             mp.setattr(tile_cube, "_plan_cube", lambda p, mach: force(plan(p, mach)))
         compiled = ge.compile(model, ge.CompileOptions(keep_ir_text=False))
         out = compiled.run({"x": x})["y"]
-        plans = list(tile_cube._PLANS.values())
+        plans = list(memo.values())
     cube = [k for k in compiled.last_run.kernels if k.instructions.get("M")]
     assert len(cube) == 1 and len(plans) == 1
     kernel = next(k for k in compiled.executor.kernels if k.name == cube[0].kernel)

@@ -79,7 +79,6 @@ def searches():
         return i, cyc
 
     mp = pytest.MonkeyPatch()
-    mp.setattr(tile_cube, "_PLANS", {})
     mp.setattr(tile_cube, "_cheapest", spy)
     real_plan = tile_cube._plan_cube
 

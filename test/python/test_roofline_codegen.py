@@ -46,15 +46,13 @@ def conv_model(batch: int, c: int, hw: int, k: int, residual: bool = False):
 
 def run(model, x, monkeypatch, **patches):
     """Outputs, the Cube kernel's simulated cycles (alone) and modeled cycles, and the
-    Cube plans chosen, with `patches` set on lowering/tile_cube.py. Plans are cached per
-    problem: start empty."""
-    with monkeypatch.context() as m:
-        m.setattr(tile_cube, "_PLANS", {})
+    Cube plans chosen, with `patches` set on lowering/tile_cube.py."""
+    with monkeypatch.context() as m, tile_cube.plans_planned() as memo:
         for name, value in patches.items():
             m.setattr(tile_cube, name, value)
         compiled = ge.compile(model, ge.CompileOptions(keep_ir_text=False))
         out = compiled.run({"x": x})["y"]
-        plans = list(tile_cube._PLANS.values())
+        plans = list(memo.values())
     cube = [k for k in compiled.last_run.kernels if k.instructions.get("M")]
     assert len(cube) == 1
     kernel = next(k for k in compiled.executor.kernels if k.name == cube[0].kernel)
@@ -73,7 +71,6 @@ def l1_spans(model, tmp_path, monkeypatch, **patches) -> list:
     """The byte spans of every L1 access of the Cube kernel after plan-local-memory (None:
     the analysis cannot bound it)."""
     with monkeypatch.context() as m:
-        m.setattr(tile_cube, "_PLANS", {})
         for name, value in patches.items():
             m.setattr(tile_cube, name, value)
         ge.compile(model, ge.CompileOptions(keep_ir_text=False, dump_ir=str(tmp_path)))
