@@ -443,8 +443,49 @@ class VectorLowering:
         bdims.append((-(-n_k // epb), tuple(1 if s == 1 else 0 for s in s_k)))
         bdims = collapse([n for n, _ in bdims], [[st[j] for _, st in bdims] for j in range(len(tensors))])
         inner_elems = n_k if len(dims) == 1 else bdims[-1][0] * epb
+        widened = self.widen_rows(tensors, bdims, inner_elems, epb)
+        if widened is not None:
+            tensors, bdims, inner_elems, temps = widened
         for ins in block_layout(bdims, inner_elems, epb, self.per_blocks, self.startup, self.max_rep):
             self._emit(cls, tensors, ins, epb, props)
+        for x in temps if widened is not None else ():
+            self.release(x)
+
+    def widen_rows(self, tensors: list[Tensor], bdims: list[tuple[int, tuple[int, ...]]], inner_elems: int,
+                   epb: int):
+        """Dense rows of a whole-block fraction of a repeat (a [128, 64] f16 tile: 4 of 8
+        blocks) against a row read by every row (a bias) take half-empty repeats; with that
+        row repeated k = 8 / blocks times in a temporary (one copy), k rows make one full
+        repeat: half the repeats. Returns (tensors, block dims, inner elements, temporaries)
+        or None unless that saves more than the copy's start-up."""
+        if len(bdims) < 2:
+            return None
+        (n2, s2), (n1, s1) = bdims[-2], bdims[-1]
+        nb8 = self.per_blocks
+        if not (1 < n1 < nb8 and nb8 % n1 == 0 and inner_elems == n1 * epb and all(s == 1 for s in s1)):
+            return None
+        k = nb8 // n1
+        if n2 % k or s2[0] != n1 or not all(s in (0, n1) for s in s2) or 0 not in s2:
+            return None
+        if any(s for _, st in bdims[:-2] for s, r in zip(st, s2) if not r):
+            return None  # (a broadcast row that changes along an outer dim: one temporary row is not enough)
+        new = [*bdims[:-2], (n2 // k, tuple(nb8 if s else 0 for s in s2)), (nb8, s1)]
+        old_cost = sum(i.cost(self.startup, self.max_rep)
+                       for i in block_layout(bdims, inner_elems, epb, nb8, self.startup, self.max_rep))
+        new_cost = sum(i.cost(self.startup, self.max_rep)
+                       for i in block_layout(new, nb8 * epb, epb, nb8, self.startup, self.max_rep))
+        if new_cost + self.startup >= old_cost:  # (the copy may be a dependent step of its own)
+            return None
+        out, temps = [], []
+        for x, s in zip(tensors, s2):
+            if s:
+                out.append(x)
+                continue
+            y = self.temp([k * n1 * epb], x.elem)
+            self.copy(x, y, [k, n1 * epb], [0, 1])
+            temps.append(y)
+            out.append(y)
+        return out, new, nb8 * epb, temps
 
     def _emit(self, cls, tensors: list[Tensor], ins: _Instr, epb: int, props: dict) -> None:
         def run(depth: int, offs: list[Index]) -> None:
