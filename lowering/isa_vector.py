@@ -332,6 +332,7 @@ class VectorLowering:
         self.owned: dict[SSAValue, Tensor] = {}  # values in temporaries of the pool
         self.pool = _Pool()
         self.current: Operation | None = None
+        self.recips: dict[SSAValue, Tensor] = {}  # reciprocal blocks of one-element divisors (hoist_one_values)
 
     # -- errors --------------------------------------------------------------------------
 
@@ -593,6 +594,7 @@ class VectorLowering:
             self.env[q.value] = Tensor(buf, off, tensor_shape(q.value), q.elem)
             done = set(q.ops)
         ops = [o for o in block.ops if o is not yield_op and o not in done]
+        divisors = self.hoist_one_values(ops, yield_op)
         last: dict[SSAValue, int] = {}
         for i, o in enumerate(ops):
             for v in o.operands:
@@ -600,6 +602,11 @@ class VectorLowering:
         for i, o in enumerate(ops):
             self.current = o
             self.lower_op(o)
+            if i == 0:  # after the first step: (a vrec at the start would be a step of its own)
+                for arg in divisors:  # in place: a buffer that died here would be reused, and its reuse wait
+                    blk = self.env[arg]
+                    self.flat(isa.VRecOp, blk, [blk], self.epb(blk.elem))
+                    self.recips[arg] = blk
             for v in set(o.operands):
                 if last.get(v) == i and v in self.owned and v not in yield_op.values:
                     self.release(self.owned.pop(v))
@@ -608,6 +615,30 @@ class VectorLowering:
             buf, off = self.k.buffer(v)
             out = Tensor(buf, off, tensor_shape(val), val.type.element_type)
             self.store_value(self.env[val], out)
+
+    def hoist_one_values(self, ops: Sequence[Operation], yield_op: Operation) -> list[SSAValue]:
+        """One-element float inputs that only binary ops read (a Cube epilogue's constants:
+        BERT's GELU divides by sqrt(2), adds 1, multiplies by 0.5) spread over a block each,
+        and the reciprocal of a divisor's block, at the start of the region: their copies and
+        vrec run beside the region's first steps instead of as steps of their own where they
+        are used (each divisor: a copy, then a vrec, then the vmul). Returns the divisors,
+        whose reciprocal blocks `run` makes after the region's first op."""
+        arith = (g.AddOp, g.SubOp, g.MulOp, g.DivOp, g.MaxOp, g.MinOp)
+        one: list[SSAValue] = []
+        for arg in self.op.body.block.args:
+            x = self.env.get(arg)
+            if (not isinstance(x, Tensor) or x.size != 1 or x.block_splat or numpy_dtype(x.elem).kind != "f"
+                    or not arg.uses or any(u.operation is yield_op for u in arg.uses)):
+                continue
+            users = [u.operation for u in arg.uses]
+            if all(isinstance(u, arith) and u in ops for u in users):
+                one.append(arg)
+        for arg in one:
+            self.env[arg] = self.block_of(self.env[arg])
+        return [arg for arg in one if all(  # divisors only (their block becomes the reciprocal)
+            isinstance(u.operation, g.DivOp) and u.index == 1 and math.prod(tensor_shape(u.operation.operands[0])) > 1
+            and u.operation.operands[0].type.element_type == self.env[arg].elem and u.operation is not ops[0]
+            for u in arg.uses)]
 
     def store_value(self, x: Value, out: Tensor) -> None:
         if isinstance(x, Splat):
@@ -791,7 +822,9 @@ class VectorLowering:
         if name is g.SubOp and isinstance(vals[1], Splat):
             vals, name = [vals[0], replace(vals[1], value=-vals[1].value)], g.AddOp
         made: list[Tensor] = []
-        if name is g.DivOp and self.by_reciprocal(vals):  # x / c as x * (1 / c): a vmuls, not a vdiv
+        if name is g.DivOp and o.operands[1] in self.recips:  # (its block holds 1 / c: hoist_one_values)
+            vals, name = [vals[0], self.recips[o.operands[1]]], g.MulOp
+        elif name is g.DivOp and self.by_reciprocal(vals):  # x / c as x * (1 / c): a vmuls, not a vdiv
             vals, name = [vals[0], replace(vals[1], value=1.0 / vals[1].value)], g.MulOp
         elif name is g.DivOp and self.by_one_value(vals):  # a one-value tensor (a Cube epilogue's constant)
             made.append(self.reciprocal_block(vals[1]))
