@@ -1376,7 +1376,11 @@ class VectorLowering:
         mask = src.n
         columns = self.transposed_pays(kind, rows.r, mask, elem)
         row_stride = src.ld // epb * (self.per_blocks if columns else 1)  # blocks between repeats
-        if (columns and src is rows and not consume) or row_stride > MAX_REP_STRIDE:
+        first = None  # the block halvings' first destination: a free buffer instead of a copy of the rows
+        if (columns and src is rows and not consume and scratch is not None and scratch.elem == elem
+                and (mask // epb) % 2 == 0 and scratch.size >= rows.r * mask // 2 and row_stride <= MAX_REP_STRIDE):
+            first = scratch
+        elif (columns and src is rows and not consume) or row_stride > MAX_REP_STRIDE:
             compact = Rows(self.temp([rows.r * mask], elem), rows.r, mask, mask)  # (the rows stay intact)
             self.copy(src.buf, compact.buf, [rows.r, mask], [src.ld, 1])
             yield
@@ -1384,7 +1388,7 @@ class VectorLowering:
                 self.release(acc.buf)
             acc = src = compact
         if columns:
-            yield from self.block_columns_steps(fold_cls, src, out)
+            yield from self.block_columns_steps(fold_cls, src, out, first)
         else:
             group = self.max_rep // self.per_blocks * self.per_blocks  # dst offsets stay on blocks
             for r0 in range(0, rows.r, group):
@@ -1441,20 +1445,27 @@ class VectorLowering:
                 + 2 * groups * cyc("default", name) + (epb - 1) * -(-groups // self.per_blocks) * cyc(fold, name))
         return mine < self.startup + r * cyc(f"vreduce_{kind}", name)
 
-    def block_columns_steps(self, fold_cls, src: Rows, out: Tensor):
+    def block_columns_steps(self, fold_cls, src: Rows, out: Tensor, first: Tensor | None = None):
         """out[i] = the fold of row i of src (rows of whole blocks, at most one repeat wide),
         without a per-row reduction: the blocks of each row folded onto its first block in
         place (a repeat takes one block of each of 8 rows: full-width instructions), that
         block column moved to 8 rows of r elements (one strided copy), and those 8 rows
         folded elementwise (three halvings for f32). `out` holds the row count rounded up to a
-        repeat of blocks; its padding is zero."""
+        repeat of blocks; its padding is zero. `first` (an even block count): the first
+        halving goes into this buffer (rows of half the width) and src stays intact."""
         epb, nb8 = self.epb(src.buf.elem), self.per_blocks
         r, r8 = src.r, isa.align_up(src.r, nb8)
         nb = src.n // epb
         while nb > 1:  # blocks [nb - h, nb) of every row onto blocks [0, h)
             h = nb // 2
             rows = (src.buf, src.ld, 1)
-            self.grid(fold_cls, [rows, rows, (self.shifted(src.buf, (nb - h) * epb), src.ld, 1)], r, h * epb)
+            if first is not None:
+                into = Rows(first, r, h * epb, h * epb)
+                self.grid(fold_cls, [(first, into.ld, 1), rows, (self.shifted(src.buf, (nb - h) * epb), src.ld, 1)],
+                          r, h * epb)
+                src, first = into, None
+            else:
+                self.grid(fold_cls, [rows, rows, (self.shifted(src.buf, (nb - h) * epb), src.ld, 1)], r, h * epb)
             yield
             nb -= h
         cols = self.temp([epb * r8], src.buf.elem)
@@ -1523,6 +1534,11 @@ class VectorLowering:
         self.plain_only(o.operands[0])
         axis = o.properties["axis"].value.data
         sizes, strides = self.axis_rows(o.operands[0], [axis])
+        n, r, v = sizes[-1], math.prod(sizes[:-1]), o.operands[0]
+        if (not log and numpy_dtype(x.elem).kind == "f" and x.itemsize == 2 and r > 1 and n * x.itemsize <= self.bpr
+                and n % (2 * self.epb(x.elem)) == 0 and list(strides) == list(row_major(sizes))
+                and o.results[0].type.element_type == x.elem and self.owned.get(v) is x and self._dies_here(v)):
+            return self.softmax_centred_f16(o, x, sizes, strides)
         rows = self.load_rows(x, sizes, strides, 1)
         # f16 rows stored densely (the attention scores): the max of the f16 values (exact)
         # folded in place when they die here, and the exponentials rounded to f16 in the
@@ -1573,6 +1589,36 @@ class VectorLowering:
         dst = self.dest(o.results[0])
         self.store_rows(rows, dst, sizes, strides, 1)
         self.release(rows.buf)
+        self.env[o.results[0]] = dst
+
+    def softmax_centred_f16(self, o: Operation, x: Tensor, sizes: Sequence[int], strides: Sequence[int]) -> None:
+        """Softmax of dense f16 rows of at most one repeat that die here (the attention
+        scores plus their mask): the row max of the f16 values, its first block halving into
+        the result's buffer (free until the exponentials; the rows stay intact), the max
+        subtracted in f16 in place (x - max of two f16 values: exact, or rounded below the
+        f16 result's own rounding after exp), then converted to f32 rows: half the
+        subtraction's repeats of an f32 one. The exponentials in f32, rounded into the f16
+        result before their f32 sum folds in place, one reciprocal per row, the multiply on
+        f16."""
+        n, r = sizes[-1], math.prod(sizes[:-1])
+        dst = self.dest(o.results[0])
+        xr = Rows(replace(x, shape=(x.size,)), r, n, n)
+        mx = self.row_reduce("max", xr, scratch=dst)
+        mb = self.brcb(mx)
+        self.release(mx)
+        self.row_op(isa.VSubOp, xr, [xr, ("bcast", mb)])
+        self.release(mb)
+        rows = self.load_rows(x, sizes, strides, 1)
+        self.row_op(isa.VExpOp, rows, [rows])
+        self.convert(replace(rows.buf, shape=(r * n,)), dst)
+        s = self.row_reduce("sum", rows, consume=True)
+        self.flat(isa.VRecOp, s, [s], r)
+        s16 = self.narrow(s, x.elem)
+        sb = self.brcb(s16)
+        out = Rows(replace(dst, shape=(dst.size,)), r, n, n)
+        self.row_op(isa.VMulOp, out, [out, ("bcast", sb)])
+        for tmp in (s16, sb, rows.buf):
+            self.release(tmp)
         self.env[o.results[0]] = dst
 
     def op_log_softmax(self, o: Operation) -> None:

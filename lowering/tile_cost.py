@@ -313,7 +313,9 @@ def op_program(mach: Machine, op, tile_shape: Sequence[int]) -> list[tuple[str, 
         return conv + params + steps + conv
     # the sum's reciprocal once per row, then one multiply (isa_vector: no vdiv per repeat)
     if name == "softmax" and elem == "f16":  # exponentials rounded into the f16 result, the multiply on f16
-        return conv + [*reduce("vmax"), ("vsub", *whole), ("vexp", *whole), ("vconv", "f16", whole[1]),
+        # (rows of at most one repeat: the max subtracted on the f16 rows before their conversion)
+        sub = ("vsub", "f16", math.ceil(whole[1] / 2)) if row * 2 <= bpr and row % 32 == 0 else ("vsub", *whole)
+        return conv + [*reduce("vmax"), sub, ("vexp", *whole), ("vconv", "f16", whole[1]),
                        *reduce("vadd"), ("vrec", *one), ("vmul", "f16", math.ceil(whole[1] / 2))]
     steps = [*reduce("vmax"), ("vsub", *whole), ("vexp", *whole), *reduce("vadd"), ("vrec", *one), ("vmul", *whole)]
     if name == "log_softmax":
