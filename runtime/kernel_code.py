@@ -100,6 +100,8 @@ class Encoder:
         self.instr_ops: list[Operation] = []  # the op of each instruction id
         self.shared_labels = False
         self.kinds: dict[tuple[type, str], str] = {}  # (op class, name) -> `kind`
+        self.layouts: dict[type, tuple] = {}  # instruction class -> `_layout`
+        self.dtype_names: dict[Attribute, str] = {}  # element type -> its numpy name (`dtype.name` is slow)
         self.data_dependent = bool(getattr(type(kernel), "DATA_DEPENDENT", False))  # any op's class says so
         self.args = []
         for i, a in enumerate(kernel.body.block.args):
@@ -107,7 +109,13 @@ class Encoder:
             assert isinstance(t, MemRefType)
             self.labelled[a] = (f"arg{i}", f" (gm argument #{i})")
             self.buffers[a] = (GM_BASE + i, 0, isa.nbytes(t), f"%{a.name_hint or f'arg{i}'} (gm argument #{i})")
-            self.args.append([numpy_dtype(t.element_type).name, isa.num_elements(t), a.name_hint or f"arg{i}"])
+            self.args.append([self.dtype_name(t.element_type), isa.num_elements(t), a.name_hint or f"arg{i}"])
+
+    def dtype_name(self, elem: Attribute) -> str:
+        name = self.dtype_names.get(elem)
+        if name is None:
+            name = self.dtype_names[elem] = numpy_dtype(elem).name
+        return name
 
     def fail(self, op: Operation, message: str) -> SimulatorError:
         return SimulatorError(f"kernel @{self.name}: {op.name}: {message}")
@@ -133,7 +141,7 @@ class Encoder:
         off = op.offset_of(role)
         t = v.type
         assert isinstance(t, MemRefType)
-        key = (region, base, size, numpy_dtype(t.element_type).name, label)
+        key = (region, base, size, self.dtype_name(t.element_type), label)
         index = self.table.setdefault(key, len(self.table))
         if index == len(self.table_values):
             self.table_values.append(v)
@@ -205,20 +213,19 @@ class Encoder:
         """The generic record of an instruction, then its ENCODERS entry's additions."""
         rec: dict[str, Any] = {"op": op.name, "id": self.instr(op), "pipe": op.PIPE.value,
                                "opnds": {r: self.operand(op, r) for r in op.BUFFERS}}
-        definition = type(op).get_irdl_definition()
-        offsets = {f"{r}_offset" for r in op.BUFFERS}
+        layout = self.layouts.get(type(op))
+        if layout is None:
+            layout = self.layouts[type(op)] = _layout(type(op))
+        operands, result_names, extra = layout
         regs: dict[str, Any] = {}
-        for name, _ in definition.operands:
-            if name in op.BUFFERS or name in offsets:
-                continue
+        for name in operands:
             v = getattr(op, name)
             if isinstance(v, SSAValue):
                 regs[name] = None if isinstance(v.type, MemRefType) else self.reg(v)
             elif v is not None:
                 regs[name] = [self.reg(x) for x in v]
-        results = {name: self.reg(getattr(op, name)) for name, _ in definition.results}
+        results = {name: self.reg(getattr(op, name)) for name in result_names}
         props = {k: _json(v) for k, v in op.properties.items() if k != "operandSegmentSizes"}
-        extra = ENCODERS.get(type(op)) or next((f for c, f in ENCODERS.items() if isinstance(op, c)), None)
         if extra is not None:
             added = extra(self, op)
             props = {k: v for k, v in props.items() if k not in added.pop("replaces", ())}
@@ -238,6 +245,17 @@ class Encoder:
             slot = f" slot {k}" if len(op.slots) > 1 else ""
             self.labelled[v] = ("buf", f"{slot} ({op.space.value} @ {base:#x})")
             self.buffers[v] = (region, base, size, f"%{v.name_hint or 'buf'}{slot} ({op.space.value} @ {base:#x})")
+
+
+def _layout(cls: type[isa.InstructionOp]) -> tuple[list[str], list[str], Callable | None]:
+    """What `Encoder.instruction` reads of an instruction class, found once per class and
+    kernel: its operands other than the buffers and their offsets (registers), its results,
+    and its ENCODERS entry."""
+    definition = cls.get_irdl_definition()
+    offsets = {f"{r}_offset" for r in cls.BUFFERS}
+    operands = [name for name, _ in definition.operands if name not in cls.BUFFERS and name not in offsets]
+    extra = ENCODERS.get(cls) or next((f for c, f in ENCODERS.items() if issubclass(cls, c)), None)
+    return operands, [name for name, _ in definition.results], extra
 
 
 # The record each op makes, tested in this order (`Encoder.kind`).
