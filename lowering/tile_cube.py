@@ -55,9 +55,12 @@ C04_C0 = 4  # channels per K block of a C04 conv (GE's C04 format)
 SUBSAMPLE = True  # does a strided 1 x 1 conv copy in only the pixels it reads (`_fm_geometry`)?
 # The costs of a matmul whose cores share their reads (`_shares_reads`: not batched, not a
 # GEMV, a chip with an L2), calibrated on BERT-base's projections (bench/kernels.py):
-SHARED_READS = True  # the cores' reads of the same A / B bytes hit the L2 after the first (`_shared_miss`)
+SHARED_READS = True  # the cores' reads of the same A / B bytes hit the L2 after the first (`_block_misses`)
 PIPELINED_K = True  # a K step's start-ups overlap the other pipe's work (`_k_loop`)
 CROWDED = 4.0  # p of the p-norm of a tile's stages taken as its slowest: pipes near their limit stall each other
+SHARED_CONV = True  # are a conv's reads costed as shared by its cores (`_shares_reads`) too?
+ODD_K_STEPS = True  # does an odd number of K steps per chunk cost two steps end to end (`_k_loop`)?
+BLOCK_MISSES = True  # are the shared reads' misses those of block 1's items (`_block_misses`)?
 SLICED_DRAIN = True  # the row slices of a sliced epilogue pipeline (the last tile's drain)
 
 
@@ -610,10 +613,10 @@ def cube_cost(p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl1: int
     with the next tile's K loop when L0C and UB are double-buffered) and the copy-out --
     with the tile's GM bytes at the core's HBM share as a throughput limit. A weight read
     after the first one hits the L2 (the weights fit it): it costs the L2 path's rate and
-    none of the HBM share. A matmul whose cores share their reads (`_shares_reads`): the
-    reads after the first reader's hit the L2 at the core's share of its bandwidth, the
-    loads' start-ups overlap, stages near the slowest one add to it (`CROWDED`) and the
-    slices of a sliced epilogue pipeline."""
+    none of the HBM share. A matmul or conv whose cores share their reads (`_shares_reads`):
+    the reads after the first reader's hit the L2 at the core's share of its bandwidth
+    (`_block_misses`), the loads' start-ups overlap, stages near the slowest one add to it
+    (`CROWDED`) and the slices of a sliced epilogue pipeline."""
     s = s or sizes(p, tm, tn, tk, kl1)
     n_tiles = _ceil(p.n, tn)
     per_core, inner = _core_tiles(p, tm, tn, order, blocks, split, batch_inner)
@@ -631,7 +634,12 @@ def cube_cost(p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl1: int
     is_gemv = gemv(p, mach)
     shared = _shares_reads(p, mach)
     if shared:
-        a_miss, miss = _shared_miss(p, order, blocks, split, per_core)
+        if BLOCK_MISSES:
+            outer_n, inner_n = (_ceil(p.m, tm), n_tiles)[:: 1 if order == "mn" else -1]
+            a_miss, miss = _block_misses(mach, p.kind == "conv", p.batch, p.groups, outer_n, inner_n, order, blocks,
+                                         split, batch_inner, chunks == 1)
+        else:
+            a_miss, miss = _shared_miss(p, order, blocks, split, per_core)
         a_rate = l2_rate = min(l2_rate, mach.target.bytes_per_cycle(mach.target.dma.l2_total) / blocks)
     elif is_gemv and mach.target.memory.l2 and mach.target.dma.l2_total:  # the 310B has no L2
         a_reads = blocks * (per_core if chunks == 1 and order == "mn" else per_core * inner * chunks)
@@ -703,10 +711,15 @@ def cube_cost(p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl1: int
 
 
 def _shares_reads(p: CubeProblem, mach: Machine) -> bool:
-    """Are a matmul's reads costed as shared by its cores (`_shared_miss`)? Not a GEMV's
-    (its own A model), nor on a chip without an L2."""
-    return (SHARED_READS and p.kind == "matmul" and p.batch == 1 and not gemv(p, mach)
-            and bool(mach.target.memory.l2) and bool(mach.target.dma.l2_total))
+    """Are a matmul's (not batched) or a conv's reads costed as shared by its cores
+    (`_block_misses`)? Not a GEMV's nor a C04 conv's (their own A models), nor on a chip
+    without an L2. (Convs: without it the model charged every core's reads to the HBM and
+    over-predicted them by ~15% against the simulator's shared L2.)"""
+    if not SHARED_READS or not mach.target.memory.l2 or not mach.target.dma.l2_total:
+        return False
+    if p.kind == "conv":
+        return SHARED_CONV and not p.conv.get("c04")
+    return p.batch == 1 and not gemv(p, mach)
 
 
 def _shared_miss(p: CubeProblem, order: str, blocks: int, split: int, per_core: int) -> tuple[float, float]:
@@ -722,6 +735,56 @@ def _shared_miss(p: CubeProblem, order: str, blocks: int, split: int, per_core: 
     inner_batched = (p.b_batched if order == "mn" else p.a_batched) and p.batch > 1
     # (without a split, block 1's inner tiles are block 0's unless they are another batch entry's)
     inner_miss, outer_miss = (1.0 / per_core, 0.0) if split > 1 else (float(inner_batched), 1.0)
+    return (outer_miss, inner_miss) if order == "mn" else (inner_miss, outer_miss)
+
+
+@machine_memo
+def _block_misses(mach: Machine, conv: bool, batch: int, groups: int, outer_n: int, inner_n: int, order: str,
+                  blocks: int, split: int, batch_inner: bool, hoisted: bool) -> tuple[float, float]:
+    """(A, B): the share of block 1's loads of each operand that miss the L2, from the
+    items (image, group, outer tile, part of the inner tiles) the kernel's loop gives each
+    block (`block_range`: consecutive runs): a tile block 0 loads, or block 1 loaded
+    before, hits (block 0's reads take the free HBM bandwidth: it fetches what the later
+    blocks share). The outer operand is loaded per inner tile, or once per item when
+    `hoisted`; a conv's weights are the same for every image. (Block 1 stands for the
+    slowest core, as in `_shared_miss`, which this equals when each block takes one item
+    or there is no split; with several items a block's are parts of the same outer tile.)"""
+    if blocks == 1:
+        return 1.0, 1.0
+    images = 1 if batch_inner else batch
+    total = images * groups * outer_n * split
+    per = _ceil(total, blocks)
+    inner_total = inner_n * (batch if batch_inner else 1)
+    per_part = _ceil(inner_total, split)
+
+    def keys(item: int) -> tuple[tuple, tuple, int]:
+        """The item's outer tile, its inner tiles (a part: the same tiles for the same
+        part), and how many inner tiles."""
+        rest, part = divmod(item, split)
+        rest, outer = divmod(rest, outer_n)
+        image, group = divmod(rest, groups)
+        n_in = max(0, min(per_part, inner_total - part * per_part))
+        if order == "mn":  # outer: this image's A rows; inner: B columns (a conv's for every image)
+            return ("a", image, group, outer), ("b", 0 if conv else image, group, part), n_in
+        # outer: B columns; inner: A rows (every image's with batch_inner)
+        return ("b", 0 if conv else image, group, outer), ("a", image, group, part), n_in
+
+    seen = set()
+    for item in range(min(per, total)):
+        seen.update(keys(item)[:2])
+    o_loads = o_miss = i_loads = i_miss = 0
+    for item in range(per, min(2 * per, total)):
+        o, i, n_in = keys(item)
+        o_loads += 1 if hoisted else max(n_in, 1)
+        i_loads += n_in
+        if o not in seen:
+            o_miss += 1
+            seen.add(o)
+        if i not in seen:
+            i_miss += n_in
+            seen.add(i)
+    outer_miss = o_miss / o_loads if o_loads else 1.0
+    inner_miss = i_miss / i_loads if i_loads else 1.0
     return (outer_miss, inner_miss) if order == "mn" else (inner_miss, outer_miss)
 
 
@@ -763,6 +826,12 @@ def _k_loop(p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl1: int, 
     start = mach.target.startup
     mte1_busy, cube_busy = mte1 - 2 * start.mte1, cube - start.cube
     step = max(mte1_busy, cube_busy, (mte1 - start.mte1 + cube) / 2)
+    if ODD_K_STEPS and steps > 1 and steps % 2:
+        # an odd number of steps per chunk: the L0 buffers do not alternate across the
+        # chunk's end -- the first step waits for the previous chunk's last mmad, the last
+        # for the one before it (simulated: a 3 x 3 conv's chunk of 3 steps ran its moves
+        # and mmad end to end twice, 400 cycles where 3 overlapped steps take 240)
+        return 2 * (mte1 - start.mte1 + cube) + (steps - 2) * step
     return steps * step + min(mte1, cube)
 
 
@@ -800,10 +869,24 @@ def cube_cost_bound(p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl
     per_core, inner = _core_tiles(p, tm, tn, order, blocks, split, batch_inner)
     # (a C04 conv's feature-map rows partly hit the L2: no A term)
     # (nor when the cores share their reads: A's mostly hit the L2)
+    shared = _shares_reads(p, mach)
     a_in = 0 if a_whole or (chunks == 1 and order == "mn") or gemv(p, mach) or (p.conv or {}).get("c04") \
-        or _shares_reads(p, mach) else s.a_l1
-    return per_core * inner * max(stage, chunks * mach.dma("gm_to_l1", a_in, blocks),
+        or shared else s.a_l1
+    reads = 0.0
+    if shared:  # the loads not hoisted, each byte from the HBM or the L2, at the faster share (`load`)
+        reads = chunks * (s.a_l1 + s.b_l1 if chunks > 1 else s.b_l1 if order == "mn" else s.a_l1) \
+            / _fastest_read(mach, blocks)
+    return per_core * inner * max(stage, chunks * mach.dma("gm_to_l1", a_in, blocks), reads,
                                   mach.hbm(chunks * a_in + s.epi_in + s.out, blocks))
+
+
+@machine_memo
+def _fastest_read(mach: Machine, blocks: int) -> float:
+    """Bytes per cycle of one of `blocks` cores' GM reads, from the HBM or from the L2 at
+    its share, whichever is faster (a lower bound of shared reads' cost: `cube_cost`)."""
+    tg = mach.target
+    return max(mach.bytes_per_cycle("gm_to_l1", blocks),
+               min(tg.bytes_per_cycle(tg.dma.l2_to_l1), tg.bytes_per_cycle(tg.dma.l2_total) / blocks))
 
 
 def _tiling_bound(p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl1: int, blocks: int, s: _Sizes,
@@ -818,9 +901,13 @@ def _tiling_bound(p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl1:
     a_in = s.a_l1 if chunks > 1 and not a_whole and not gemv(p, mach) and not (p.conv or {}).get("c04") \
         and not _shares_reads(p, mach) else 0
     mmads = _ceil(kl1, tk) * mach.cube(tm, tk, tn, elem_name(p.elem))
-    if PIPELINED_K and _shares_reads(p, mach):  # (`_k_loop`: the steps' mmads without their start-ups)
-        mmads -= _ceil(kl1, tk) * mach.target.startup.cube
-    return max(_ceil(tiles, blocks) * max(chunks * mmads, chunks * mach.dma("gm_to_l1", a_in)),
+    reads = 0.0
+    if _shares_reads(p, mach):
+        if PIPELINED_K:  # (`_k_loop`: the steps' mmads without their start-ups)
+            mmads -= _ceil(kl1, tk) * mach.target.startup.cube
+        # (`cube_cost_bound`: the loads not hoisted -- either operand -- at one core's rates)
+        reads = chunks * (s.a_l1 + s.b_l1 if chunks > 1 else min(s.a_l1, s.b_l1)) / _fastest_read(mach, 1)
+    return max(_ceil(tiles, blocks) * max(chunks * mmads, chunks * mach.dma("gm_to_l1", a_in), reads),
                tiles * (chunks * a_in + s.epi_in + s.out) / mach.hbm_bytes_per_cycle() * (1 - 1e-9))
 
 

@@ -59,11 +59,12 @@ func.func @matmul(%x: tensor<256x512xf16>) -> tensor<256x384xf16> {
 // -----
 
 // A 3x3 conv on NC1HWC0 with FRACTAL_Z weights, bias, ReLU and a residual add: implicit
-// GEMM with M = 56x56 output pixels, N = 64 channels, K = C1 x 3 x 3 x C0 = 576. The L1
-// feature map holds the 6 input rows (from row 4 * t - 1) that a tile of 224 pixels (4
-// output rows) needs, one C1 block per K chunk; img2col builds each 224 x 48 A tile (one
-// of 3 K steps, double-buffered in L0A) from it; the residual comes in through the
-// epilogue in NC1HWC0 tiles.
+// GEMM with M = 56x56 output pixels, N = 64 channels, K = C1 x 3 x 3 x C0 = 576, whole in
+// one L1 chunk. The L1 feature map holds the 4 input rows (from row 2 * t - 1) of every C1
+// block that a tile of 112 pixels (2 output rows) needs, loaded once per M tile (outside
+// the loop over the 2 N tiles); img2col builds each 112 x 96 A tile (one of 6 K steps,
+// double-buffered in L0A) from it; the residual comes in through the epilogue in NC1HWC0
+// tiles.
 func.func @conv(%x: tensor<1x4x56x56x16xf16, #layout.fmt<NC1HWC0, origin NCHW [1, 64, 56, 56]>>) -> tensor<1x4x56x56x16xf16, #layout.fmt<NC1HWC0, origin NCHW [1, 64, 56, 56]>> {
   %w = graph.constant dense<0.01> : tensor<36x4x16x16xf16, #layout.fmt<FRACTAL_Z, origin NCHW [64, 64, 3, 3]>>
   %b = graph.constant dense<0.5> : tensor<64xf16>
@@ -72,27 +73,23 @@ func.func @conv(%x: tensor<1x4x56x56x16xf16, #layout.fmt<NC1HWC0, origin NCHW [1
   %s = graph.add %r, %x : (tensor<1x4x56x56x16xf16, #layout.fmt<NC1HWC0, origin NCHW [1, 64, 56, 56]>>, tensor<1x4x56x56x16xf16, #layout.fmt<NC1HWC0, origin NCHW [1, 64, 56, 56]>>) -> tensor<1x4x56x56x16xf16, #layout.fmt<NC1HWC0, origin NCHW [1, 64, 56, 56]>>
   func.return %s : tensor<1x4x56x56x16xf16, #layout.fmt<NC1HWC0, origin NCHW [1, 64, 56, 56]>>
 }
-// CHECK:       tile.kernel @k0_c {{.*}} block_dim 28 kind "cube_epilogue" attributes {{{.*}}tile.plan = "m=224 n=32 k=48 k_l1=144 order=mn split=2 blocks=28 buffers l1=2 l0=2 l0c=2 ub=2; L1 39936, L0A 43008, L0B 6144, L0C 57344"
-// CHECK:         %[[FM:.*]] = tile.alloc buffers 2 : memref<1x1x6x56x16xf16, #tile.space<l1>>
-// CHECK:         %[[A0:.*]] = tile.alloc buffers 2 : memref<224x48xf16, #tile.space<l0a>>
+// CHECK:       tile.kernel @k0_c {{.*}} block_dim 28 kind "cube_epilogue" attributes {{{.*}}tile.plan = "m=112 n=32 k=96 k_l1=576 order=mn blocks=28 buffers l1=2 l0=2 l0c=2 ub=2; L1 131072, L0A 43008, L0B 12288, L0C 28672"
+// CHECK:         %[[FM:.*]] = tile.alloc buffers 2 : memref<1x4x4x56x16xf16, #tile.space<l1>>
+// CHECK:         %[[A0:.*]] = tile.alloc buffers 2 : memref<112x96xf16, #tile.space<l0a>>
 // CHECK:         scf.for %[[T:.*]] = %{{.*}} to %{{.*}} step %c1 {
-// CHECK:           scf.for %[[I:.*]] = %{{.*}} to %{{.*}} step %c1 {
-// CHECK-NEXT:        %[[M:.*]] = arith.muli %{{.*}}, %c224 : index
-// CHECK:             scf.for %[[CH:.*]] = %c0 to %c4 step %c1 {
-// CHECK-NEXT:          %[[OH:.*]] = arith.divui %[[M]], %c56 : index
-// CHECK-NEXT:          %[[IH:.*]] = arith.subi %[[OH]], %c1 : index
-// CHECK-NEXT:          %[[C:.*]] = arith.muli %[[CH]], %c16 : index
-// CHECK-NEXT:          tile.copy %x[%c0, %[[CH]], %[[IH]], %c0, %c0] to %[[FM]][%c0, %c0, %c0, %c0, %c0] sizes [1, 1, 6, 56, 16] {pad = 0.000000e+00 : f32}
-// CHECK:               scf.for %[[ST:.*]] = %c0 to %c3 step %c1 {
-// CHECK-NEXT:            %[[KS:.*]] = arith.muli %[[ST]], %c48 : index
-// CHECK-NEXT:            %[[KC:.*]] = arith.muli %[[CH]], %c144 : index
-// CHECK-NEXT:            %[[K:.*]] = arith.addi %[[KC]], %[[KS]] : index
-// CHECK-NEXT:            %[[C2:.*]] = arith.muli %[[CH]], %c16 : index
-// CHECK-NEXT:            tile.img2col %[[FM]][%[[M]], %[[K]], %[[C2]], %[[IH]]] to %[[A0]] {kernel = array<i64: 3, 3>, strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, pads = array<i64: 1, 1>, out_size = array<i64: 56, 56>, channels = 64 : i64, c0 = 16 : i64}
+// CHECK-NEXT:      %[[M0:.*]] = arith.muli %[[T]], %c112 : index
+// CHECK-NEXT:      %[[OH:.*]] = arith.divui %[[M0]], %c56 : index
+// CHECK-NEXT:      %[[IH:.*]] = arith.subi %[[OH]], %c1 : index
+// CHECK-NEXT:      tile.copy %x[%c0, %c0, %[[IH]], %c0, %c0] to %[[FM]][%c0, %c0, %c0, %c0, %c0] sizes [1, 4, 4, 56, 16] {pad = 0.000000e+00 : f32}
+// CHECK:           scf.for %[[I:.*]] = %c0 to %c2 step %c1 {
+// CHECK-NEXT:        %[[M:.*]] = arith.muli %[[T]], %c112 : index
+// CHECK:             scf.for %[[ST:.*]] = %c0 to %c6 step %c1 {
+// CHECK-NEXT:          %[[K:.*]] = arith.muli %[[ST]], %c96 : index
+// CHECK-NEXT:          tile.img2col %[[FM]][%[[M]], %[[K]], %c0, %[[IH]]] to %[[A0]] {kernel = array<i64: 3, 3>, strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, pads = array<i64: 1, 1>, out_size = array<i64: 56, 56>, channels = 64 : i64, c0 = 16 : i64}
 // CHECK:               tile.mmad
-// CHECK:           tile.copy %{{.*}} sizes [224, 2, 16] perm [1, 0, 2] : memref<224x2x16xf32, #tile.space<l0c>> to memref<2x224x16xf32, #tile.space<ub>>
-// CHECK:           tile.copy %{{.*}} sizes [1, 2, 224, 16] {pad = 0.000000e+00 : f32} : memref<1x4x3136x16xf16, #tile.space<gm>> to memref<1x2x224x16xf16, #tile.space<ub>>
-// CHECK:           ^{{.*}}(%{{.*}}: tensor<1x2x224x1x16xf32>, %{{.*}}: tensor<1x2x1x1x16xf16>, %{{.*}}: tensor<1x2x224x1x16xf16>):
+// CHECK:           tile.copy %{{.*}} sizes [112, 2, 16] perm [1, 0, 2] : memref<112x2x16xf32, #tile.space<l0c>> to memref<2x112x16xf32, #tile.space<ub>>
+// CHECK:           tile.copy %{{.*}} sizes [1, 2, 112, 16] {pad = 0.000000e+00 : f32} : memref<1x4x3136x16xf16, #tile.space<gm>> to memref<1x2x112x16xf16, #tile.space<ub>>
+// CHECK:           ^{{.*}}(%{{.*}}: tensor<1x2x112x1x16xf32>, %{{.*}}: tensor<1x2x1x1x16xf16>, %{{.*}}: tensor<1x2x112x1x16xf16>):
 // B910:        tile.kernel @k0_c {{.*}} block_dim 20 kind "cube_epilogue" attributes {{{.*}}tile.plan = "m=160 n=32 k=96 k_l1=576 order=mn blocks=20 buffers l1=2 l0=2 l0c=2 ub=2; L1 159744, L0A 61440, L0B 12288, L0C 40960"
 // B310:        tile.kernel @k0_c {{.*}} block_dim 1 kind "cube_epilogue" attributes {{{.*}}tile.plan = "m=112 n=64 k=144 k_l1=576 order=nm blocks=1 buffers l1=2 l0=2 l0c=2 ub=2; L1 204800, L0A 64512, L0B 36864, L0C 57344"
 
