@@ -26,8 +26,9 @@ import sys
 from collections.abc import Sequence
 
 from ge.errors import GeError
-from ge.tools.ge_opt import LOG_LEVELS, run_reporting_errors, setup_logging
-from ge.tools.ge_quantize import add_compile_options, calibrated
+
+# (ge.tools.ge_opt and ge_quantize, which load the dialects and onnx, are imported where
+# used: by `main` after it turns the garbage collector off, see there)
 
 MODES = (0, 1, 3)  # ATC's --mode: 0 build, 1 model file -> JSON, 3 pre-check only
 FRAMEWORKS = {3: "TensorFlow", 5: "ONNX"}  # ATC's --framework numbers (0 Caffe, 1 MindSpore: not read)
@@ -35,6 +36,8 @@ FRAMEWORKS = {3: "TensorFlow", 5: "ONNX"}  # ATC's --framework numbers (0 Caffe,
 
 def parser() -> argparse.ArgumentParser:
     from ge.compiler import KERNEL_LEVELS, PRECISION_MODES
+    from ge.tools.ge_opt import LOG_LEVELS
+    from ge.tools.ge_quantize import add_compile_options
 
     p = argparse.ArgumentParser(prog="ge-compile",
                                 description="Compile an ONNX or TensorFlow model into a ge model file (.om).")
@@ -230,6 +233,8 @@ def _onnx_model(data: bytes):
 
 def run(args: argparse.Namespace) -> int:
     import ge
+    from ge.tools.ge_opt import setup_logging
+    from ge.tools.ge_quantize import calibrated
 
     setup_logging("ge-compile", args.log)
     if args.mode == 1:
@@ -252,18 +257,21 @@ def run(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """The command. Run as the process itself (`argv` None), the cyclic garbage collector
-    is off and the heap is frozen at the end. Why: every young collection walks all the
-    objects made since the previous one that are still alive -- at `ge.compile`'s thresholds
-    that was 0.31 s CPU of a resnet50 run and 1.3 s of densenet121's, for cyclic garbage
-    (probe modules, replaced kernels) that only the process's exit frees anyway; the
-    interpreter's final collection would walk every object (0.6 s of squeezenet's run).
-    Peak RSS grows by that garbage: resnet50 475 -> 483 MB, densenet121 362 -> 398 MB."""
+    is off from before the dialects are imported, and the heap is frozen at the end. Why:
+    every young collection walks all the objects made since the previous one that are
+    still alive -- at `ge.compile`'s thresholds that was 0.31 s CPU of a resnet50 run and
+    1.3 s of densenet121's (and 0.06 s of importing the dialects), for cyclic garbage (probe
+    modules, replaced kernels) that only the process's exit frees anyway; the interpreter's
+    final collection would walk every object (0.6 s of squeezenet's run). Peak RSS grows by
+    that garbage: resnet50 475 -> 483 MB, densenet121 362 -> 398 MB."""
     import gc
 
     command = argv is None
     if command:
         gc.disable()
     try:
+        from ge.tools.ge_opt import run_reporting_errors
+
         args = parser().parse_args(argv)
         where = args.om if args.mode == 1 and args.om else args.model
         return run_reporting_errors("ge-compile", lambda: run(args), where or "<no model>", args.output)
