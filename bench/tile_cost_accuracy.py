@@ -4,7 +4,8 @@
                                        [--baseline bench/results/tile_cost_accuracy_before.json]
 
 Each model (seeded, calibrated weights, `force_fp16`, ascend910; `bert_base`: bench/kernels.py's
-BERT-base-sized layer at batch 8) is compiled once with
+BERT-base-sized layer at batch 8; `resnet50_b16`: bench/kernels.py's resnet50 at batch 16) is
+compiled once with
 `ge.compile`; the `tile` pass's choice per kernel (`KernelReport`: what, plan, modeled
 cycles) is recorded while it compiles, then the model runs once on the simulator in
 timing-only mode (cycles do not depend on the data). Per kernel: the cost model's cycles
@@ -31,7 +32,7 @@ from ge.dialects.blobs import blob_scope
 from ge.lowering import tile as tile_pass
 from ge.testing import calibrated_model, random_inputs
 
-MODELS = ("squeezenet", "resnet50", "encoder_layer", "bert_base")
+MODELS = ("squeezenet", "resnet50", "resnet50_b16", "encoder_layer", "bert_base")
 QUICK = ("squeezenet", "encoder_layer")
 
 
@@ -52,7 +53,8 @@ def measure(name: str) -> dict:
     tile_pass.tile_module = recording
     try:
         with blob_scope():
-            if name == "bert_base":  # bench/kernels.py's BERT-base layer at batch 8 (force_fp16, the 910)
+            if name in ("bert_base", "resnet50_b16"):  # bench/kernels.py's BERT-base layer at batch 8, resnet50
+                # at batch 16 (force_fp16, the 910)
                 from kernels import TARGET, build
 
                 model, inputs = build(name)
