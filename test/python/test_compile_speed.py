@@ -397,6 +397,27 @@ def test_ge_compile_does_not_import_what_it_does_not_run(tmp_path):
     assert "ge.lowering.to_isa" in result["modules"]  # it did compile down to isa in that process
 
 
+def test_ge_compile_command_runs_without_collections(tmp_path):
+    """`ge-compile` as the process itself (main() reading sys.argv): the garbage collector
+    is off before the dialects and onnx are imported, no collection runs during the
+    command, and the heap is frozen at its end (tools/ge_compile.py `main`)."""
+    _relu_conv(tmp_path / "m.onnx")
+    script = (
+        "import gc, json, sys\n"
+        "from ge.tools.ge_compile import main\n"
+        "early = sorted(m for m in ('ge.dialects.isa', 'ge.tools.ge_opt', 'onnx') if m in sys.modules)\n"
+        "runs = []\n"
+        "gc.callbacks.append(lambda phase, info: runs.append(info['generation']) if phase == 'start' else None)\n"
+        f"sys.argv = ['ge-compile', {str(tmp_path / 'm.onnx')!r}, '-o', {str(tmp_path / 'm.om')!r}]\n"
+        "status = main()\n"
+        "print(json.dumps({'status': status, 'early': early, 'runs': runs, 'enabled': gc.isenabled(),\n"
+        "                  'frozen': gc.get_freeze_count() > 0, 'isa': 'ge.dialects.isa' in sys.modules}))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    assert result == {"status": 0, "early": [], "runs": [], "enabled": False, "frozen": True, "isa": True}
+
+
 @pytest.mark.parametrize(("values", "splat"), [
     ([2.0] * 40, True),
     ([1.0, 2.0] + [1.0] * 38, False),  # differs at once
