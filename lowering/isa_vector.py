@@ -1336,9 +1336,9 @@ class VectorLowering:
         of x^2: one chain, not two)."""
         if REDUCE[kind][0] is None:
             return [self.row_reduce(kind, *it) for it in items]
-        return lockstep([self.row_reduce_steps(kind, *it) for it in items])
+        return lockstep([self.row_reduce_steps(kind, *it, sides=len(items)) for it in items])
 
-    def row_reduce_steps(self, kind: str, rows: Rows, scratch: Tensor | None, consume: bool):
+    def row_reduce_steps(self, kind: str, rows: Rows, scratch: Tensor | None, consume: bool, sides: int = 1):
         """row_reduce as a generator that yields after each dependent step and returns the
         per-row values."""
         red_cls, fold_cls = REDUCE[kind]
@@ -1374,7 +1374,7 @@ class VectorLowering:
                 self.row_op(fold_cls, acc, [acc, part], n=part.n)
             src = acc
         mask = src.n
-        columns = self.transposed_pays(kind, rows.r, mask, elem)
+        columns = self.transposed_pays(kind, rows.r, mask, elem, sides)
         row_stride = src.ld // epb * (self.per_blocks if columns else 1)  # blocks between repeats
         first = None  # the block halvings' first destination: a free buffer instead of a copy of the rows
         if (columns and src is rows and not consume and scratch is not None and scratch.elem == elem
@@ -1428,9 +1428,10 @@ class VectorLowering:
             src, c, width = dst, keep, keep * per
         return Rows(dst.buf, r, min(n, per), dst.ld)
 
-    def transposed_pays(self, kind: str, r: int, width: int, elem: Attribute = f32) -> bool:
+    def transposed_pays(self, kind: str, r: int, width: int, elem: Attribute = f32, sides: int = 1) -> bool:
         """Whether block_columns (its ~7 dependent steps) beats one whole-repeat `vreduce` per
-        row for r rows of `width` (<= one repeat) elements, on the target's costs."""
+        row for r rows of `width` (<= one repeat) elements, on the target's costs; `sides`
+        reductions in lockstep (`row_reduces`) share each step's start-up."""
         epb = self.epb(elem)
         if width % epb or kind not in ("sum", "max"):
             return False
@@ -1441,9 +1442,9 @@ class VectorLowering:
         groups = -(-r // self.per_blocks)
         halvings = (epb - 1).bit_length()
         steps = nb.bit_length() + halvings  # block halvings, the transposing copy, the row halvings
-        mine = (steps * self.startup + (nb - 1) * groups * cyc(fold, name)
+        mine = (steps * self.startup / sides + (nb - 1) * groups * cyc(fold, name)
                 + 2 * groups * cyc("default", name) + (epb - 1) * -(-groups // self.per_blocks) * cyc(fold, name))
-        return mine < self.startup + r * cyc(f"vreduce_{kind}", name)
+        return mine < self.startup / sides + r * cyc(f"vreduce_{kind}", name)
 
     def block_columns_steps(self, fold_cls, src: Rows, out: Tensor, first: Tensor | None = None):
         """out[i] = the fold of row i of src (rows of whole blocks, at most one repeat wide),
