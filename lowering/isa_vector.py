@@ -1641,26 +1641,21 @@ class VectorLowering:
         rows = self.load_rows(x, list(shape) or [1], list(row_major(shape)) or [1], len(norm))
         n = rows.n
         eps = get_float(o.properties, "epsilon", 1e-5)
+        stats = self.normalize_one_pass(rows, eps) if x.itemsize == 2 else self.normalize(rows, eps)
         params = [self.tensor(v) for v in o.operands[1:]]
         if (x.elem == o.results[0].type.element_type and x.itemsize == 2 and rows.ld == n and n % self.epb(x.elem) == 0
                 and all(p.elem == x.elem and p.size == n for p in params)):
-            # f16 in, out and parameters: mean and 1 / std in f32, rounded to f16 per row; the
-            # rows centred, scaled, scaled and shifted on the f16 input straight into the f16
-            # result (four f16 row ops: no f32 centring, scaling or conversion back)
-            hb, lb, vb = self.layer_norm_stats(rows, eps, x.elem)
-            self.release(rows.buf)
+            # f16 in, out and parameters: the normalized rows rounded into the f16 result, the
+            # scale and bias applied there on half the repeats (no f32 copies of them)
             dst = self.dest(o.results[0])
+            self.convert(replace(rows.buf, shape=(rows.r * n,)), dst)
             out = Rows(replace(dst, shape=(dst.size,)), rows.r, n, n)
-            self.row_op(isa.VSubOp, out, [Rows(replace(x, shape=(x.size,)), rows.r, n, n), ("bcast", hb)])
-            self.row_op(isa.VSubOp, out, [out, ("bcast", lb)])
-            self.row_op(isa.VMulOp, out, [out, ("bcast", vb)])
             for p, cls in zip(params, (isa.VMulOp, isa.VAddOp)):
                 self.row_op(cls, out, [out, ("vec", p)])
-            for tmp in (hb, lb, vb):
+            for tmp in (*stats, rows.buf):
                 self.release(tmp)
             self.env[o.results[0]] = dst
             return
-        stats = self.normalize_one_pass(rows, eps) if x.itemsize == 2 else self.normalize(rows, eps)
         for v, cls in zip(o.operands[1:], (isa.VMulOp, isa.VAddOp)):
             p = self.norm_param(v, norm)
             self.row_op(cls, rows, [rows, ("vec", p)])
@@ -1693,16 +1688,12 @@ class VectorLowering:
         self.row_op(isa.VMulOp, rows, [rows, ("bcast", vb)])
         return [mean, mb, var, vb]
 
-    def layer_norm_stats(self, rows: Rows, eps: float, narrow: Attribute | None = None) -> tuple[Tensor, ...]:
-        """The per-row mean and 1 / sqrt(var + eps) in f32, in one pass as onnxruntime's
-        LayerNorm computes them: the sums of x and of x^2 reduced side by side
-        (`row_reduces`: one chain of dependent steps, not two), var = E[x^2] - mean^2 (kept
-        >= 0), one vrsqrt. For rows of f16 data: the cancellation's error, ~2^-24
-        (mean / std)^2, stays below the f16 input's own rounding, 2^-11 mean / std, until
-        mean / std is in the hundreds. `narrow` (f16): instead, each spread over one block
-        per row (`brcb`) in that type: the mean as hi + lo (hi = the mean rounded, lo = the
-        rest rounded: x - hi is exact near the mean, so a mean far from zero loses nothing)
-        and 1 / std; their instructions interleaved with the variance's (one chain)."""
+    def normalize_one_pass(self, rows: Rows, eps: float) -> list[Tensor]:
+        """`normalize` in one pass, as onnxruntime's LayerNorm computes it: the sums of x and
+        of x^2 reduced side by side (`row_reduces`: one chain of dependent steps, not two),
+        var = E[x^2] - mean^2 (kept >= 0), one vrsqrt, then the rows centered and scaled.
+        For rows of f16 data: the cancellation's error, ~2^-24 (mean / std)^2, stays below
+        the f16 input's own rounding, 2^-11 mean / std, until mean / std is in the hundreds."""
         n = rows.n
         sq = Rows(self.temp([rows.r * rows.ld], f32), rows.r, n, rows.ld)
         self.row_op(isa.VMulOp, sq, [rows, rows])
@@ -1716,35 +1707,11 @@ class VectorLowering:
         self.flat(isa.VMulsOp, var, [var], scalar=1.0 / n)
         m2 = self.temp(mean.shape, f32)
         self.flat(isa.VMulOp, m2, [mean, mean])
-        if narrow is not None:  # (each line below: one dependent step of the variance, one of the mean)
-            hi = self.temp(mean.shape, narrow)
-            self.convert(mean, hi)
         self.flat(isa.VAddsOp, var, [var], scalar=eps)
-        if narrow is not None:
-            lo = self.temp(mean.shape, f32)
-            self.convert(hi, lo)
         self.flat(isa.VSubOp, var, [var, m2])
-        if narrow is not None:
-            self.flat(isa.VSubOp, lo, [mean, lo])
         self.flat(isa.VMaxsOp, var, [var], scalar=eps)  # E[x^2] - mean^2 may round below zero
         self.release(m2)
-        if narrow is not None:
-            self.release(mean)
-            lo = self.narrow(lo, narrow)
         self.flat(isa.VRsqrtOp, var, [var])
-        if narrow is None:
-            return mean, var
-        hb, lb = self.brcb(hi), self.brcb(lo)
-        var = self.narrow(var, narrow)
-        vb = self.brcb(var)
-        for tmp in (hi, lo, var):
-            self.release(tmp)
-        return hb, lb, vb
-
-    def normalize_one_pass(self, rows: Rows, eps: float) -> list[Tensor]:
-        """`normalize` in one pass (`layer_norm_stats`), then the rows centred and scaled in
-        f32."""
-        mean, var = self.layer_norm_stats(rows, eps)
         mb, vb = self.brcb(mean), self.brcb(var)
         self.row_op(isa.VSubOp, rows, [rows, ("bcast", mb)])
         self.row_op(isa.VMulOp, rows, [rows, ("bcast", vb)])

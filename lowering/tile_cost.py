@@ -306,9 +306,9 @@ def op_program(mach: Machine, op, tile_shape: Sequence[int]) -> list[tuple[str, 
                  ("vmuls", *one), ("vadds", *one), ("vsqrt", *one), ("vrec", *one), ("default", *one),
                  ("vmul", *whole), ("vmul", *whole), ("vadd", *whole)]
     if name == "layer_norm":
-        if elem == "f16":  # statistics in f32; centred (mean as hi + lo), scaled, scale and bias on f16 (isa_vector)
-            return conv + steps[:-4] + [("vconv", "f16", one[1])] * 3 + [
-                (op, "f16", math.ceil(whole[1] / 2)) for op in ("vsub", "vsub", "vmul", "vmul", "vadd")]
+        if elem == "f16":  # normalized rows rounded into the f16 result, scale and bias on f16 (isa_vector)
+            return conv + steps[:-2] + [("vconv", "f16", whole[1])] + [(op, "f16", math.ceil(whole[1] / 2))
+                                                                      for op in ("vmul", "vadd")]
         params = [("vconv", "f16", math.ceil(row * 2 / bpr))] * 2 if elem != "f32" else []
         return conv + params + steps + conv
     # the sum's reciprocal once per row, then one multiply (isa_vector: no vdiv per repeat)
