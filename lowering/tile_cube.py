@@ -21,6 +21,7 @@ order, chunking and buffer counts come from the cost model (lowering/tile_cost.p
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -62,6 +63,7 @@ SHARED_CONV = True  # are a conv's reads costed as shared by its cores (`_shares
 ODD_K_STEPS = True  # does an odd number of K steps per chunk cost two steps end to end (`_k_loop`)?
 BLOCK_MISSES = True  # are the shared reads' misses those of block 1's items (`_block_misses`)?
 SLICED_DRAIN = True  # the row slices of a sliced epilogue pipeline (the last tile's drain)
+SHARED_FILL = True  # do a conv's or matmul's shared first loads take at least their distinct tiles at the HBM rate (`cube_cost`)?
 
 
 def _ceil(a: int, b: int) -> int:
@@ -678,7 +680,17 @@ def cube_cost(p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl1: int
     # the outer operand's load overlaps the previous outer tile's work only with two L1
     # buffers and more than one outer tile; the first one is a fill either way
     spread = l1d and per_core > 1 and not a_whole
-    serial = hoisted if spread else per_core * hoisted
+    fill = hoisted
+    if SHARED_FILL and shared and hoisted and blocks > 1:
+        # the cores load their first outer tiles at the same time: the hits of a tile
+        # another core reads too arrive as that core's fetch brings them in, so the fill
+        # takes at least the distinct tiles' bytes at the HBM rate (simulated: resnet50's
+        # 1 x 1 conv 1024 -> 256 at 14 x 14, batch 16, one image per 2 cores: the copies of
+        # the 16 images took 5.2k-10.9k cycles, modeled at the L2 rate 4.0k)
+        outer_n = _ceil(p.m, tm) if order == "mn" else n_tiles
+        firsts = _first_tiles(p.kind == "conv", p.batch, p.groups, outer_n, order, blocks, split, batch_inner)
+        fill = max(hoisted, firsts * (s.a_l1 if order == "mn" or a_whole else s.b_l1) / mach.hbm_bytes_per_cycle())
+    serial = fill if spread else per_core * fill
     if chunks == 1:
         load, body = mte2 + (hoisted / inner if spread else 0.0), chunk
     else:
@@ -786,6 +798,22 @@ def _block_misses(mach: Machine, conv: bool, batch: int, groups: int, outer_n: i
     outer_miss = o_miss / o_loads if o_loads else 1.0
     inner_miss = i_miss / i_loads if i_loads else 1.0
     return (outer_miss, inner_miss) if order == "mn" else (inner_miss, outer_miss)
+
+
+@functools.cache
+def _first_tiles(conv: bool, batch: int, groups: int, outer_n: int, order: str, blocks: int, split: int,
+                 batch_inner: bool) -> int:
+    """The distinct outer tiles the cores' first items load (`_block_misses`' items: a conv's
+    weights are the same for every image)."""
+    images = 1 if batch_inner else batch
+    total = images * groups * outer_n * split
+    per = _ceil(total, blocks)
+    firsts = set()
+    for item in range(0, total, per):
+        rest, outer = divmod(item // split, outer_n)
+        image, group = divmod(rest, groups)
+        firsts.add((0 if conv and order == "nm" else image, group, outer))
+    return len(firsts)
 
 
 def _fmap_miss(p: CubeProblem, tm: int, loads: int, s: _Sizes, chunks: int, weights: int, l2: int) -> float:
