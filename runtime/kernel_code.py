@@ -100,7 +100,7 @@ class Encoder:
         self.instr_ops: list[Operation] = []  # the op of each instruction id
         self.shared_labels = False
         self.kinds: dict[tuple[type, str], str] = {}  # (op class, name) -> `kind`
-        self.layouts: dict[type, tuple] = {}  # instruction class -> `_layout`
+        self.layouts: dict[tuple[type, tuple[str, ...]], tuple] = {}  # (instruction class, buffers) -> `_layout`
         self.dtype_names: dict[Attribute, str] = {}  # element type -> its numpy name (`dtype.name` is slow)
         self.data_dependent = bool(getattr(type(kernel), "DATA_DEPENDENT", False))  # any op's class says so
         self.args = []
@@ -213,9 +213,10 @@ class Encoder:
         """The generic record of an instruction, then its ENCODERS entry's additions."""
         rec: dict[str, Any] = {"op": op.name, "id": self.instr(op), "pipe": op.PIPE.value,
                                "opnds": {r: self.operand(op, r) for r in op.BUFFERS}}
-        layout = self.layouts.get(type(op))
+        buffers = op.BUFFERS  # per instance on FixpipeOp (its scale / bias are optional)
+        layout = self.layouts.get((type(op), buffers))
         if layout is None:
-            layout = self.layouts[type(op)] = _layout(type(op))
+            layout = self.layouts[type(op), buffers] = _layout(type(op), buffers)
         operands, result_names, extra = layout
         regs: dict[str, Any] = {}
         for name in operands:
@@ -247,13 +248,13 @@ class Encoder:
             self.buffers[v] = (region, base, size, f"%{v.name_hint or 'buf'}{slot} ({op.space.value} @ {base:#x})")
 
 
-def _layout(cls: type[isa.InstructionOp]) -> tuple[list[str], list[str], Callable | None]:
-    """What `Encoder.instruction` reads of an instruction class, found once per class and
-    kernel: its operands other than the buffers and their offsets (registers), its results,
-    and its ENCODERS entry."""
+def _layout(cls: type[isa.InstructionOp], buffers: tuple[str, ...]) -> tuple[list[str], list[str], Callable | None]:
+    """What `Encoder.instruction` reads of an instruction class with these buffer operands,
+    found once per (class, buffers) and kernel: its operands other than the buffers and their
+    offsets (registers), its results, and its ENCODERS entry."""
     definition = cls.get_irdl_definition()
-    offsets = {f"{r}_offset" for r in cls.BUFFERS}
-    operands = [name for name, _ in definition.operands if name not in cls.BUFFERS and name not in offsets]
+    offsets = {f"{r}_offset" for r in buffers}
+    operands = [name for name, _ in definition.operands if name not in buffers and name not in offsets]
     extra = ENCODERS.get(cls) or next((f for c, f in ENCODERS.items() if issubclass(cls, c)), None)
     return operands, [name for name, _ in definition.results], extra
 
