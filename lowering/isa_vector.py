@@ -1557,19 +1557,9 @@ class VectorLowering:
         mb = self.brcb(mx)
         self.row_op(isa.VSubOp, rows, [rows, ("bcast", mb)])
         if half:
-            self.row_op(isa.VExpOp, rows, [rows])
-            dst = self.dest(o.results[0])
-            self.convert(replace(rows.buf, shape=(rows.r * rows.n,)), dst)
-            s = self.row_reduce("sum", rows, consume=True)
-            self.flat(isa.VRecOp, s, [s], rows.r)
-            s16 = self.narrow(s, x.elem)
-            sb = self.brcb(s16)
-            out = Rows(replace(dst, shape=(dst.size,)), rows.r, rows.n, rows.n)
-            self.row_op(isa.VMulOp, out, [out, ("bcast", sb)])
-            for tmp in (mx, mb, s16, sb):
+            for tmp in (mx, mb, *self.softmax_f16_normalize(o, rows, x.elem)):
                 self.release(tmp)
             self.release(rows.buf)
-            self.env[o.results[0]] = dst
             return
         if log:
             e = Rows(self.temp([rows.r * rows.ld], f32), rows.r, rows.n, rows.ld)
@@ -1598,9 +1588,7 @@ class VectorLowering:
         the result's buffer (free until the exponentials; the rows stay intact), the max
         subtracted in f16 in place (x - max of two f16 values: exact, or rounded below the
         f16 result's own rounding after exp), then converted to f32 rows: half the
-        subtraction's repeats of an f32 one. The exponentials in f32, rounded into the f16
-        result before their f32 sum folds in place, one reciprocal per row, the multiply on
-        f16."""
+        subtraction's repeats of an f32 one; then `softmax_f16_normalize`."""
         n, r = sizes[-1], math.prod(sizes[:-1])
         dst = self.dest(o.results[0])
         xr = Rows(replace(x, shape=(x.size,)), r, n, n)
@@ -1610,17 +1598,26 @@ class VectorLowering:
         self.row_op(isa.VSubOp, xr, [xr, ("bcast", mb)])
         self.release(mb)
         rows = self.load_rows(x, sizes, strides, 1)
-        self.row_op(isa.VExpOp, rows, [rows])
-        self.convert(replace(rows.buf, shape=(r * n,)), dst)
-        s = self.row_reduce("sum", rows, consume=True)
-        self.flat(isa.VRecOp, s, [s], r)
-        s16 = self.narrow(s, x.elem)
-        sb = self.brcb(s16)
-        out = Rows(replace(dst, shape=(dst.size,)), r, n, n)
-        self.row_op(isa.VMulOp, out, [out, ("bcast", sb)])
-        for tmp in (s16, sb, rows.buf):
+        for tmp in (*self.softmax_f16_normalize(o, rows, x.elem, dst), rows.buf):
             self.release(tmp)
+
+    def softmax_f16_normalize(self, o: Operation, rows: Rows, elem: Attribute, dst: Tensor | None = None):
+        """An f16 Softmax's tail on its centred f32 rows: the exponentials in f32, rounded into
+        the f16 result (`dst`, else the op's destination) before their f32 sum folds in place,
+        one reciprocal per row, the multiply on f16. Returns the temporaries to release (the
+        callers release them in their order: the pool's reuse follows it)."""
+        self.row_op(isa.VExpOp, rows, [rows])
+        if dst is None:
+            dst = self.dest(o.results[0])
+        self.convert(replace(rows.buf, shape=(rows.r * rows.n,)), dst)
+        s = self.row_reduce("sum", rows, consume=True)
+        self.flat(isa.VRecOp, s, [s], rows.r)
+        s16 = self.narrow(s, elem)
+        sb = self.brcb(s16)
+        out = Rows(replace(dst, shape=(dst.size,)), rows.r, rows.n, rows.n)
+        self.row_op(isa.VMulOp, out, [out, ("bcast", sb)])
         self.env[o.results[0]] = dst
+        return s16, sb
 
     def op_log_softmax(self, o: Operation) -> None:
         self.op_softmax(o, log=True)

@@ -21,7 +21,6 @@ order, chunking and buffer counts come from the cost model (lowering/tile_cost.p
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -688,7 +687,7 @@ def cube_cost(p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl1: int
         # 1 x 1 conv 1024 -> 256 at 14 x 14, batch 16, one image per 2 cores: the copies of
         # the 16 images took 5.2k-10.9k cycles, modeled at the L2 rate 4.0k)
         outer_n = _ceil(p.m, tm) if order == "mn" else n_tiles
-        firsts = _first_tiles(p.kind == "conv", p.batch, p.groups, outer_n, order, blocks, split, batch_inner)
+        firsts = _first_tiles(mach, p.kind == "conv", p.batch, p.groups, outer_n, order, blocks, split, batch_inner)
         fill = max(hoisted, firsts * (s.a_l1 if order == "mn" or a_whole else s.b_l1) / mach.hbm_bytes_per_cycle())
     serial = fill if spread else per_core * fill
     if chunks == 1:
@@ -763,18 +762,14 @@ def _block_misses(mach: Machine, conv: bool, batch: int, groups: int, outer_n: i
     or there is no split; with several items a block's are parts of the same outer tile.)"""
     if blocks == 1:
         return 1.0, 1.0
-    images = 1 if batch_inner else batch
-    total = images * groups * outer_n * split
-    per = _ceil(total, blocks)
+    total, per = _items(batch, groups, outer_n, blocks, split, batch_inner)
     inner_total = inner_n * (batch if batch_inner else 1)
     per_part = _ceil(inner_total, split)
 
     def keys(item: int) -> tuple[tuple, tuple, int]:
         """The item's outer tile, its inner tiles (a part: the same tiles for the same
         part), and how many inner tiles."""
-        rest, part = divmod(item, split)
-        rest, outer = divmod(rest, outer_n)
-        image, group = divmod(rest, groups)
+        image, group, outer, part = _item(item, groups, outer_n, split)
         n_in = max(0, min(per_part, inner_total - part * per_part))
         if order == "mn":  # outer: this image's A rows; inner: B columns (a conv's for every image)
             return ("a", image, group, outer), ("b", 0 if conv else image, group, part), n_in
@@ -800,20 +795,32 @@ def _block_misses(mach: Machine, conv: bool, batch: int, groups: int, outer_n: i
     return (outer_miss, inner_miss) if order == "mn" else (inner_miss, outer_miss)
 
 
-@functools.cache
-def _first_tiles(conv: bool, batch: int, groups: int, outer_n: int, order: str, blocks: int, split: int,
-                 batch_inner: bool) -> int:
+@machine_memo
+def _first_tiles(mach: Machine, conv: bool, batch: int, groups: int, outer_n: int, order: str, blocks: int,
+                 split: int, batch_inner: bool) -> int:
     """The distinct outer tiles the cores' first items load (`_block_misses`' items: a conv's
     weights are the same for every image)."""
-    images = 1 if batch_inner else batch
-    total = images * groups * outer_n * split
-    per = _ceil(total, blocks)
+    total, per = _items(batch, groups, outer_n, blocks, split, batch_inner)
     firsts = set()
     for item in range(0, total, per):
-        rest, outer = divmod(item // split, outer_n)
-        image, group = divmod(rest, groups)
+        image, group, outer, _ = _item(item, groups, outer_n, split)
         firsts.add((0 if conv and order == "nm" else image, group, outer))
     return len(firsts)
+
+
+def _items(batch: int, groups: int, outer_n: int, blocks: int, split: int, batch_inner: bool) -> tuple[int, int]:
+    """(work items, items per block) of a Cube kernel's loop (`block_range`): an item is an
+    (image -- all of them with `batch_inner` --, group, outer tile, part of the inner tiles)."""
+    total = (1 if batch_inner else batch) * groups * outer_n * split
+    return total, _ceil(total, blocks)
+
+
+def _item(item: int, groups: int, outer_n: int, split: int) -> tuple[int, int, int, int]:
+    """(image, group, outer tile, part) of work item `item` (`_items`)."""
+    rest, part = divmod(item, split)
+    rest, outer = divmod(rest, outer_n)
+    image, group = divmod(rest, groups)
+    return image, group, outer, part
 
 
 def _fmap_miss(p: CubeProblem, tm: int, loads: int, s: _Sizes, chunks: int, weights: int, l2: int) -> float:
@@ -926,11 +933,12 @@ def _tiling_bound(p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl1:
     HBM rate (less a rounding margin: a schedule's bound multiplies in another order)."""
     tiles = p.batch * p.groups * _ceil(p.m, tm) * _ceil(p.n, tn)
     chunks = _ceil(p.k, kl1)
+    shared = _shares_reads(p, mach)
     a_in = s.a_l1 if chunks > 1 and not a_whole and not gemv(p, mach) and not (p.conv or {}).get("c04") \
-        and not _shares_reads(p, mach) else 0
+        and not shared else 0
     mmads = _ceil(kl1, tk) * mach.cube(tm, tk, tn, elem_name(p.elem))
     reads = 0.0
-    if _shares_reads(p, mach):
+    if shared:
         if PIPELINED_K:  # (`_k_loop`: the steps' mmads without their start-ups)
             mmads -= _ceil(kl1, tk) * mach.target.startup.cube
         # (`cube_cost_bound`: the loads not hoisted -- either operand -- at one core's rates)
@@ -1048,8 +1056,8 @@ def plan_cube(p: CubeProblem, mach: Machine) -> CubePlan:
     geometry = None if p.conv is None else tuple(
         (k, tuple(v) if isinstance(v, tuple | list) else v) for k, v in sorted(p.conv.items()))
     key = (mach.target.name, p.kind, elem_name(p.elem), p.batch, p.groups, p.m, p.n, p.k, p.a_fmt, p.b_fmt,
-           p.out_fmt, p.c0, geometry, _fixed(p), GEMV, SHARED_READS, PIPELINED_K, CROWDED, SLICED_DRAIN)  # the switches
-    # change the plan
+           p.out_fmt, p.c0, geometry, _fixed(p), GEMV, SHARED_READS, PIPELINED_K, CROWDED, SLICED_DRAIN, SHARED_CONV,
+           ODD_K_STEPS, BLOCK_MISSES, SHARED_FILL)  # the switches change the plan
     plan = memo.get(key)
     if plan is None:
         plan = memo[key] = _plan_cube(p, mach)
