@@ -984,6 +984,96 @@ class CopyL0cToUbOp(_L0cOutOp):
     SPACES: ClassVar = ((MemSpace.L0C,), (MemSpace.UB,))
 
 
+# One L0C fractal: 16 rows of 16 elements (NZ, ascend.md §5), whatever the element type.
+FRACTAL_ROWS = 16
+FRACTAL_ELEMS = FRACTAL_ROWS * FRACTAL_ROWS
+
+
+@irdl_op_definition
+class BroadcastUbToL0cOp(InstructionOp):
+    """V: a vector in UB broadcast into L0C fractals -- CCE's `broadcast_ub_to_cc`, Ascend C's
+    `BroadCastVecToMM(dst CO1, src VECIN/VECCALC/VECOUT, blockCount, blockLen, srcGap,
+    dstGap)` (hiascend API page atlasascendc_api_07_0257: "every 16 elements of each data
+    block are copied 16 times"; dst 256-element aligned; half / float / int32, src == dst;
+    the 910's implementation in leideng/CANN-8.1.RC1 .../ascendc/include/basic_api/impl/
+    dav_c100/kernel_operator_mm_impl.h: BroadCastVecToMMCal -> broadcast_ub_to_cc; the A2
+    cores (dav_c220) reject it: they have the BiasTable). TBE's Cube schedules put a conv's
+    or matmul's bias into L0C this way before the mmad chain, which then accumulates onto it
+    (dav_c100 MmadCal: cmatrixInitVal is false when there is a bias).
+
+    For b < `count` and l < `len`: the 16 elements src[b * (len * 16 + src_gap * E) + l * 16 + j]
+    (E elements per 32-byte block, `src_gap` in blocks) become all 16 rows of dst fractal
+    b * (len + dst_gap) + l (fractal = 256 elements; `dst_gap` in fractals): row r, column
+    j of it is dst[256 * fractal + 16 * r + j]. One pass over the m / 16 row fractals of an
+    NZ tile [n / 16, m / 16, 16, 16] with count = n / 16, len 1, dst_gap m / 16 - 1 gives
+    every row the per-column vector (hand-written 910 / 310P matmuls loop it over m / 16).
+    A Vector-pipe instruction (TBE lists broadcast_ub_to_cc among the Vector intrinsics;
+    such kernels wait MTE2 -> V before it and set V -> M after it)."""
+
+    name = "isa.broadcast_ub_to_l0c"
+    src = operand_def(MemRefType)
+    src_offset = opt_operand_def(IndexType)
+    dst = operand_def(MemRefType)
+    dst_offset = opt_operand_def(IndexType)
+    count = prop_def(IntegerAttr[I64])
+    len_ = prop_def(IntegerAttr[I64], prop_name="len")
+    src_gap = prop_def(IntegerAttr[I64])
+    dst_gap = prop_def(IntegerAttr[I64])
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    traits = traits_def(MemoryReadEffect(), MemoryWriteEffect())
+    assembly_format = (
+        "$src (`[` $src_offset^ `]`)? `to` $dst (`[` $dst_offset^ `]`)? `count` $count `len` $len "
+        "`src_gap` $src_gap `dst_gap` $dst_gap attr-dict `:` type($src) `to` type($dst)"
+    )
+    PIPE: ClassVar[Pipe] = Pipe.V
+    BUFFERS: ClassVar[tuple[str, ...]] = ("src", "dst")
+    SPACES: ClassVar = ((MemSpace.UB,), (MemSpace.L0C,))
+    WRITES: ClassVar[tuple[str, ...]] = ("dst",)
+    TYPES: ClassVar = (f16, f32, IntegerType(32))
+    MAX_FIELD: ClassVar[int] = 255  # blockCount / blockLen / srcGap / dstGap: 8-bit fields (blockCount [1, 255])
+
+    def __init__(self, src: SSAValue, dst: SSAValue, count: int, len: int = 1, src_gap: int = 0, dst_gap: int = 0,
+                 *, src_offset: SSAValue | None = None, dst_offset: SSAValue | None = None):
+        super().__init__(
+            operands=[src, [] if src_offset is None else [src_offset], dst, [] if dst_offset is None else [dst_offset]],
+            properties={"count": IntegerAttr(count, i64), "len": IntegerAttr(len, i64),
+                        "src_gap": IntegerAttr(src_gap, i64), "dst_gap": IntegerAttr(dst_gap, i64)},
+        )
+
+    @property
+    def params(self) -> tuple[int, int, int, int]:
+        """(count, len, src_gap, dst_gap)."""
+        return (self.count.value.data, self.len_.value.data, self.src_gap.value.data, self.dst_gap.value.data)
+
+    @property
+    def fractals(self) -> int:
+        count, n, _, _ = self.params
+        return count * n
+
+    def rects(self, target: targets.Target) -> dict[str, tuple[Rect, ...]]:
+        count, n, sgap, dgap = self.params
+        epb = max(1, target.vector.block_bytes // itemsize(self.src.type))
+        return {"src": (Rect(0, (count, n * FRACTAL_ROWS), (n * FRACTAL_ROWS + sgap * epb, 1)),),
+                "dst": (Rect(0, (count, n * FRACTAL_ELEMS), ((n + dgap) * FRACTAL_ELEMS, 1)),)}
+
+    def verify_instruction(self, target: targets.Target) -> None:
+        src, dst = _elem(self.src), _elem(self.dst)
+        if src != dst:
+            raise VerifyException(f"broadcast_ub_to_l0c keeps the element type: {src} to {dst}")
+        if src not in self.TYPES:
+            raise VerifyException(f"broadcast_ub_to_l0c moves f16, f32 or i32 elements, got {src}")
+        count, n, sgap, dgap = self.params
+        for what, v, lo in (("count", count, 1), ("len", n, 1), ("src_gap", sgap, 0), ("dst_gap", dgap, 0)):
+            if not lo <= v <= self.MAX_FIELD:
+                raise VerifyException(f"{what} {v} is out of range {lo}..{self.MAX_FIELD}")
+        off = static_index(self.dst_offset)
+        if off is not None and off % FRACTAL_ELEMS:
+            raise VerifyException(f"dst offset {off} is not on a {FRACTAL_ELEMS}-element fractal")
+        off = static_index(self.src_offset)
+        if off is not None and (off * itemsize(self.src.type)) % target.vector.block_bytes:
+            raise VerifyException(f"src offset {off} is not {target.vector.block_bytes}-byte aligned")
+
+
 MOVE_OPS = (CopyGmToL1Op, CopyGmToUbOp, CopyUbToGmOp, CopyUbToL1Op, CopyL1ToUbOp, CopyL1ToL0aOp, CopyL1ToL0bOp,
             CopyUbToUbOp, FixpipeOp, CopyL0cToUbOp)
 
@@ -1628,7 +1718,7 @@ VECTOR_UNARY = (VExpOp, VLnOp, VAbsOp, VSqrtOp, VRsqrtOp, VRecOp, VReluOp, VTanh
 VECTOR_SCALAR = (VAddsOp, VMulsOp, VMaxsOp, VMinsOp)
 VECTOR_REDUCE = (VReduceSumOp, VReduceMaxOp, VReduceMinOp)
 VECTOR_OPS = (*VECTOR_BINARY, *VECTOR_UNARY, *VECTOR_SCALAR, *VECTOR_REDUCE, VDupOp, VConvOp, VBrcbOp, VCmpOp, VSelOp)
-INSTRUCTION_OPS = (*MOVE_OPS, LoadScalarOp, Img2colOp, MmadOp, *VECTOR_OPS)
+INSTRUCTION_OPS = (*MOVE_OPS, LoadScalarOp, Img2colOp, MmadOp, BroadcastUbToL0cOp, *VECTOR_OPS)
 
 for _cls in VECTOR_OPS:  # every vector operand is in UB
     _cls.SPACES = _cls._spaces()

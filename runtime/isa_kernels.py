@@ -190,6 +190,15 @@ def _img2col_index(shape: tuple[int, ...], sizes, m, k, c, h, fractal, params) -
     return np.maximum(pos - 1, 0), (zero if zero.any() else None)
 
 
+def broadcast_ub_to_l0c(src: np.ndarray, rows: int = 16) -> np.ndarray:
+    """isa.broadcast_ub_to_l0c: `src` [count, len * 16] (each block's 16-element groups) ->
+    [count, len * rows * 16], every 16-element group repeated as the `rows` rows of its
+    fractal (row r, column j of fractal l = group l's element j)."""
+    count, width = src.shape
+    n = width // 16
+    return np.broadcast_to(src.reshape(count, n, 1, 16), (count, n, rows, 16)).reshape(count, n * rows * 16)
+
+
 def fixpipe(x: np.ndarray, dtype: np.dtype, relu: bool) -> np.ndarray:
     """The accumulator on its way out of L0C: optional ReLU, then the conversion."""
     if relu:

@@ -41,6 +41,9 @@ Costs:
   without FixPipe (the coupled 910) gets `isa.copy_l0c_to_ub` from `to-isa` instead: an
   on-chip move on the Vector pipe (Vector start-up, `onchip.l0c_out`), and the result goes
   on to GM by its own `copy_ub_to_gm` on MTE3.
+- `broadcast_ub_to_l0c` (the 910's bias into L0C, on the Vector pipe): the Vector start-up +
+  `vector_cost.broadcast_ub_to_l0c` cycles per 16 x 16 fractal written (the target file says
+  why); without that entry, the fractals' bytes at `onchip.l0c_out`.
 - `mmad`: the Cube's start-up + one cycle per m0 x k0 x n0 fractal; the Cube is pipelined,
   so a chain of mmads pays the start-up once.
 - a vector instruction: the Vector start-up + repeats x the op's cycles per repeat for its
@@ -358,6 +361,16 @@ class CostModel:
     def vector_copy(self, nbytes: int) -> Timing:
         """A Vector-unit copy of `nbytes` (copy_ub_to_ub): one repeat per bytes_per_repeat."""
         return self.vector(max(1, math.ceil(nbytes / self.target.vector.bytes_per_repeat)))
+
+    def broadcast(self, fractals: int, elem: str, nbytes: int) -> Timing:
+        """isa.broadcast_ub_to_l0c writing `fractals` L0C fractals (`nbytes`): the Vector
+        start-up + the target's cycles per fractal (`vector_cost.broadcast_ub_to_l0c`), or,
+        on a chip whose table has no such entry, the bytes at the L0C read-out rate."""
+        t = self.target
+        per = t.vector_cost.get("broadcast_ub_to_l0c")
+        busy = fractals * t.vector_cycles("broadcast_ub_to_l0c", elem) if per is not None \
+            else nbytes / t.onchip.l0c_out
+        return float(t.startup.vector), float(busy), 0.0
 
     def mmad(self, mkn: tuple[int, int, int], fractal: tuple[int, int, int]) -> Timing:
         (m, k, n), (m0, k0, n0) = mkn, fractal

@@ -767,6 +767,38 @@ class KernelProgram:
 
         return img2col
 
+    def _broadcast(self, rec: Record) -> Step:
+        """isa.broadcast_ub_to_l0c: `count` blocks of `len` 16-element groups in UB, each group
+        the 16 rows of one L0C fractal (the op's docstring); timed by `CostModel.broadcast`."""
+        instr, p = rec["id"], PIPE_OF[rec["pipe"]]
+        src, dst = self.operand(rec, "src"), self.operand(rec, "dst")
+        props = rec["props"]
+        count, n, sgap, dgap = props["count"], props["len"], props["src_gap"], props["dst_gap"]
+        rows, frac = isa.FRACTAL_ROWS, isa.FRACTAL_ELEMS
+        epb = max(1, self.target.vector.block_bytes // src.itemsize)
+        ps = pattern((count, n * rows), (n * rows + sgap * epb, 1), src.itemsize)
+        pd = pattern((count, n * frac), ((n + dgap) * frac, 1), dst.itemsize)
+        elem = {"float16": "f16", "float32": "f32"}.get(dst.dtype.name, dst.dtype.name)
+        timing = self.cost.broadcast(count * n, elem, count * n * frac * dst.itemsize)
+
+        def broadcast(st: RunState) -> None:
+            check = st.check
+            i = st.begin(p, instr) if check else 0
+            pending: list = []
+            sv = st.touch(instr, p, src, st.offset(src), ps, False, pending)
+            dv = st.touch(instr, p, dst, st.offset(dst), pd, True, pending)
+            if check:
+                st.commit(p, i, pending)
+            if st.compute and sv is not None and dv is not None:
+                dv[...] = K.broadcast_ub_to_l0c(sv, rows)
+            if check:
+                if st.trace is None:
+                    st.pipes.issue(p, *timing)
+                else:
+                    st.timed(p, instr, *timing)
+
+        return broadcast
+
     def _vector(self, rec: Record) -> Step:
         instr, p = rec["id"], PIPE_OF[rec["pipe"]]
         roles = tuple(rec["opnds"])
@@ -905,6 +937,7 @@ SEMANTICS: dict[str, Callable[[KernelProgram, Record], Step | None]] = {
     **{c.name: KernelProgram._move for c in isa.MOVE_OPS},
     "isa.load_scalar": KernelProgram._load_scalar,
     isa.MmadOp.name: KernelProgram._mmad, isa.Img2colOp.name: KernelProgram._img2col,
+    isa.BroadcastUbToL0cOp.name: KernelProgram._broadcast,
     **{c.name: KernelProgram._vector for c in isa.VECTOR_OPS},
 }
 
