@@ -328,7 +328,10 @@ def pool_program(mach: Machine, pool, out_tile: Sequence[int], positions: int) -
     NC1HWC0 output tile [n, c1, OH, OW, c0]: a clean copy of the source, a `vdup` of the
     accumulator, then per kernel position one pass of `vmax` / `vadd` whose repeats (8
     output pixels each) run over rows, planes or row chunks, whichever gives the fewest
-    instructions (f16 averages run on f32: twice the repeats, and a `vconv` at the end)."""
+    instructions (f16 averages run on f32: twice the repeats, and a `vconv` at the end); a
+    separable max window (isa_pool.separable) runs kw - 1 passes over the rows the windows
+    read, then kh - 1 over the output, without the vdup."""
+    from ge.lowering import isa_pool
     n, c1, oh, ow, _ = (list(out_tile) + [1] * 5)[:5] if len(out_tile) == 5 else (1, 1, 1, math.prod(out_tile), 1)
     elem = elem_name(pool.operands[0].type.element_type)
     is_max = pool.name.endswith("max_pool")
@@ -340,6 +343,9 @@ def pool_program(mach: Machine, pool, out_tile: Sequence[int], positions: int) -
         total *= 2
     per = max(total // max(instrs, 1), 1)
     dilations = pool.properties.get("dilations")
+    kernel, strides = tuple(pool.kernel_shape.get_values()), tuple(pool.strides.get_values())
+    dil = (1, 1) if dilations is None else tuple(dilations.get_values())
+    need = tuple((o - 1) * s + (k - 1) * d + 1 for o, s, k, d in zip((oh, ow), strides, kernel, dil))
     if oh == ow == 1 and positions > 2 and (dilations is None or set(dilations.get_values()) == {1}):
         # one output pixel: the window's pixels fold as a tree (isa_pool.tree_pass), a step's
         # instructions overlapping: ceil(log2 positions) dependent steps of half the pixels
@@ -349,6 +355,12 @@ def pool_program(mach: Machine, pool, out_tile: Sequence[int], positions: int) -
             half = left // 2
             out.append((op, width, math.ceil(blocks * half / 8)))
             left -= half
+    elif is_max and len(out_tile) == 5 and isa_pool.separable("max", kernel, (oh, ow), need):
+        rows = planes * need[0] * chunks  # the row pass runs over every row the windows read
+        row_instrs = min(planes * chunks, need[0] * chunks, planes * need[0])
+        out = [("default", elem, total)]  # the clean copy
+        out += [(op, width, max(rows // max(row_instrs, 1), 1))] * (row_instrs * (kernel[1] - 1))
+        out += [(op, width, per)] * (instrs * (kernel[0] - 1))
     else:
         out = [("default", elem, total), ("default", width, total)]  # the clean copy, the accumulator's vdup
         out += [(op, width, per)] * (instrs * positions)
