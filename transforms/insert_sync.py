@@ -439,16 +439,25 @@ class Searches:
         self.entered: dict[tuple, bool] = {}  # (search, second pipe, second side) -> `_enters` from its states
         # The steps out of the block's points, by the pipe that sets: (False for a forward
         # pair, True for a carried one, None for a nested loop's carried pair (left through
-        # the wait after the loop); the point the set must follow; the waiting pipe; its point)
-        self.steps: dict[isa.Pipe, list[tuple]] = defaultdict(list)
+        # the wait after the loop); the point the set must follow; the waiting pipe; its
+        # point), by the point the set must follow, with those points apart (a state takes
+        # the steps after its point: one bisect instead of a test per pair).
+        steps: dict[isa.Pipe, list[tuple]] = defaultdict(list)
         for p in level.forward:
-            self.steps[p.src].append((False, (p.s + 1, 0), p.dst, (p.w, 1)))
+            steps[p.src].append(((p.s + 1, 0), False, p.dst, (p.w, 1)))
         for p in level.carried:
-            self.steps[p.src].append((True, (p.s + 1, 0), p.dst, (p.w, 1)))
+            steps[p.src].append(((p.s + 1, 0), True, p.dst, (p.w, 1)))
         for at, pairs in level.nested.items():  # leave a nested loop through the wait after it
             for p in pairs:
                 if p.carried:
-                    self.steps[p.src].append((None, (at, 0), p.dst, (at + 1, 1)))
+                    steps[p.src].append(((at, 0), None, p.dst, (at + 1, 1)))
+        self.steps: dict[isa.Pipe, tuple[list[tuple], list[tuple]]] = {}
+        for pipe, out in steps.items():
+            out.sort(key=lambda step: step[0])
+            self.steps[pipe] = ([step[0] for step in out], out)
+        # The always-running nested loops' last points before their bodies, ascending (a
+        # state at a later point cannot enter them: `_inside`).
+        self.loops = sorted((at, 1) for at in level.always if at in level.nested)
 
     def implied(self, dep: Dep) -> bool:
         if self.empty:
@@ -458,7 +467,7 @@ class Searches:
         key = (dep.src, xs[0], x1, carried)
         ends = self.ends.get(key)
         if ends is None:
-            ends = self.ends[key] = _search(level, self.steps, dep.src, xs[0], x1, carried)
+            ends = self.ends[key] = _search(level, self.steps, self.loops, dep.src, xs[0], x1, carried)
         arrived, left = ends
         pos = arrived.get((dep.dst, carried))
         if pos is not None and pos <= (dep.ys[0], 2):
@@ -473,33 +482,34 @@ class Searches:
         return hit
 
 
-def _search(level: Level, steps: dict[isa.Pipe, list[tuple]], src: isa.Pipe, x0: int, x1: int | None,
-            carried: bool) -> tuple[dict, dict]:
+def _search(level: Level, steps: dict[isa.Pipe, tuple[list[tuple], list[tuple]]], loops: list[tuple],
+            src: isa.Pipe, x0: int, x1: int | None, carried: bool) -> tuple[dict, dict]:
     """`implied`'s search from a first side at x0 (x1 inside it) on `src`, to its end:
     (least point reached by a wait, by (pipe, wrapped); least point left from, by (pipe,
     waited, wrapped)). A state at a later point than one already left from with the same
     (pipe, waited, wrapped) reaches nothing more (every step's condition only weakens as
     the point moves earlier, and where a step lands does not depend on the point), so the
     states of the block are taken in order of (wrapped, point) -- every step from one goes
-    to a later point or wraps -- and each of those keys is left from once."""
+    to a later point or wraps -- and each of those keys is left from once; a wait is
+    queued only when it is its (pipe, wrapped)'s least point so far (the waited state at
+    that least point is taken first and reaches all this one would). `steps` and `loops`
+    as `Searches` keeps them."""
     inside: list[tuple] = [("in", src, (x1 + 1, -1), False, False)] if x1 is not None else []
     seen = set(inside)
     heap: list[tuple] = []
     tie = itertools.count()
     arrived: dict[tuple, tuple] = {}
     left: dict[tuple, tuple] = {}
-
-    def push(pipe: isa.Pipe, pos: tuple, wrapped: bool, waited: bool) -> None:
-        heapq.heappush(heap, (wrapped, pos, next(tie), pipe, waited))
+    push = heapq.heappush
 
     def reach(pipe: isa.Pipe, pos: tuple, wrapped: bool) -> None:
         """A wait: `pipe` has waited at pos."""
         old = arrived.get((pipe, wrapped))
         if old is None or pos < old:
             arrived[(pipe, wrapped)] = pos
-        push(pipe, pos, wrapped, True)
+            push(heap, (wrapped, pos, next(tie), pipe, True))
 
-    push(src, (x0 + 1, -1), False, False)
+    push(heap, (False, (x0 + 1, -1), next(tie), src, False))
     while inside:  # inside the loop at x0, in the iteration of the first side (its own points)
         _, pipe, pos, _, _ = inside.pop()
         for p in level.nested[x0]:
@@ -518,14 +528,18 @@ def _search(level: Level, steps: dict[isa.Pipe, list[tuple]], src: isa.Pipe, x0:
             continue  # an earlier point of the same key was left from
         left[(pipe, waited, wrapped)] = pos
         if carried and not wrapped:
-            push(pipe, (-1, 0), True, waited)
-        for kind, after, dst, to in steps.get(pipe, ()):  # forward, carried and nested loops' carried pairs
-            if after > pos and not (kind and wrapped):
-                reach(dst, to, wrapped or bool(kind))
-        for at in level.always:  # through a loop that runs at least once: its first iteration
-            if at in level.nested:
-                for r, _ in _inside(level, at, pipe, pos, waited):
-                    reach(r, (at + 1, -1), wrapped)
+            push(heap, (True, (-1, 0), next(tie), pipe, waited))
+        out = steps.get(pipe)
+        if out is not None:  # forward, carried and nested loops' carried pairs whose set follows pos
+            afters, pipe_steps = out
+            for k in range(bisect.bisect_right(afters, pos), len(afters)):
+                _, kind, dst, to = pipe_steps[k]
+                if not (kind and wrapped):
+                    reach(dst, to, wrapped or bool(kind))
+        for k in range(bisect.bisect_left(loops, pos), len(loops)):  # through a loop that runs at least once
+            at = loops[k][0]
+            for r, _ in _inside(level, at, pipe, pos, waited):
+                reach(r, (at + 1, -1), wrapped)
     return arrived, left
 
 
