@@ -252,6 +252,28 @@ ELEMENTWISE = {
 }
 
 
+def l0c_epilogue_program(mach: Machine, program: Sequence[tuple]) -> tuple:
+    """A Cube epilogue's vector program (tile_cube's (op, element type, bytes per output
+    element, per-channel) entries) as `to-isa` runs it on a chip without FixPipe
+    (to_isa.L0cBias): a leading f32 bias add followed by the accumulator's f32 -> f16 cast
+    becomes one `broadcast_ub_to_l0c` pass over the tile's fractals (1 "byte" per element:
+    one repeat per 16 x 16 fractal, at the target's cycles per fractal), the cast alone
+    (no bias) and a ReLU right after it go to the converting L0C read-out. Other programs
+    (and FixPipe chips) are unchanged. tile_cube.epilogue_cycles charges the result when
+    its first line is `program = l0c_epilogue_program(mach, program)`."""
+    if mach.target.isa.fixpipe:
+        return tuple(program)
+    out = list(program)
+    bias = len(out) > 1 and out[0][:3] == ("vadd", "f32", 4) and out[1][:3] == ("vconv", "f32", 4)
+    if not bias and not (out and out[0][:3] == ("vconv", "f32", 4)):
+        return tuple(program)
+    head = [("broadcast_ub_to_l0c", "f32", 1, False)] if bias else []
+    rest = out[2:] if bias else out[1:]
+    if rest and rest[0][0] == ELEMENTWISE["relu"]:
+        rest = rest[1:]
+    return tuple(head + rest)
+
+
 def op_program(mach: Machine, op, tile_shape: Sequence[int]) -> list[tuple[str, str, int]]:
     """The vector instructions (op, element type, repeats) `to-isa` emits for graph op `op`
     on a tile of `tile_shape` (its largest operand or result): one instruction over the

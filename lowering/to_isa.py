@@ -365,6 +365,237 @@ def plan_fixquants(kernel: t.KernelOp, target: targets.Target) -> dict[Operation
     return plans
 
 
+# --------------------------------------------------------------------------------------
+# The 910's epilogue: the bias in L0C, the cast (and ReLU) on the read-out
+# --------------------------------------------------------------------------------------
+
+
+@dataclass
+class L0cBias(FixQuant):
+    """On a chip without FixPipe (the 910): an f32 accumulator's epilogue that starts
+    `acc + bias` (a per-output-channel tile, f32 or `cast(f16 bias)`), then `cast -> f16`
+    [, ReLU right after the cast] -- or the cast [, ReLU] alone. The bias goes into the L0C
+    tile before its mmad chain (`isa.broadcast_ub_to_l0c`, TBE's bias_l0c: the mmads then
+    accumulate onto it, their `init` false), and the read-out `copy_l0c_to_ub` converts f32
+    -> f16 [and ReLUs] on the way (CCE copy_matrix_cc_to_ubuf's CRMODE_F32toF16_NONE /
+    _RELU); the vector op lowers only what is left. `anchor` is the first op of the read-out's
+    block holding mmads (the K loop, or the first mmad of an unrolled chain) -- the bias's
+    copy-in (`bias_copy`, moved there), its f16 -> f32 cast and the broadcasts are emitted
+    before it."""
+
+    c_alloc: SSAValue | None = None  # the L0C tile
+    anchor: Operation | None = None
+    bias_copy: t.CopyOp | None = None
+    bias_alloc: SSAValue | None = None  # the bias's UB tile
+    bias_cast: bool = False  # the bias tile is f16 (cast to f32 in UB before the broadcast)
+    mmads: tuple[Operation, ...] = ()
+
+
+def _alloc_of(v: SSAValue) -> SSAValue:
+    return v.owner.source if isinstance(v.owner, t.ViewOp) else v
+
+
+def _static(v: SSAValue) -> int | None:
+    owner = v.owner
+    if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
+        return owner.value.value.data
+    return None
+
+
+def _rect_ids(copy: t.CopyOp, ids, dest_shape: Sequence[int]):
+    """Where a copy with static offsets puts each element of `ids` (its source, numbered):
+    the destination array of those numbers, -1 where it writes nothing; None if an offset
+    is not a constant."""
+    import numpy as np
+
+    so = [_static(v) for v in copy.source_offsets]
+    do = [_static(v) for v in copy.dest_offsets]
+    if None in so or None in do or copy.window or copy.pad is not None:
+        return None
+    sizes, steps, perm = copy.static_sizes, copy.static_strides, copy.static_perm
+    rect = ids[tuple(slice(o, o + (n - 1) * st + 1, st) for o, n, st in zip(so, sizes, steps))]
+    if tuple(rect.shape) != tuple(sizes):
+        return None
+    moved = rect.transpose(perm)
+    out = np.full(tuple(dest_shape), -1, dtype=np.int64)
+    region = tuple(slice(o, o + n) for o, n in zip(do, moved.shape))
+    if tuple(out[region].shape) != tuple(moved.shape):
+        return None
+    out[region] = moved
+    return out
+
+
+def _bias_columns(copy: t.CopyOp, c_shape: tuple[int, int], arg: SSAValue, bias: SSAValue) -> bool:
+    """Whether bias tile element j is the bias of L0C column j for every j < n: the read-out
+    (static offsets) writes every L0C element once into the accumulator tile, and the
+    region's broadcast of `bias` against `arg` (row-major over their region shapes) reads
+    element j for each element of L0C column j."""
+    import numpy as np
+
+    m, n = c_shape
+    src_shape = tuple(copy.source.type.get_shape())
+    dest_shape = tuple(copy.dest.type.get_shape())
+    if math.prod(src_shape) != m * n:
+        return None
+    ids = np.arange(m * n, dtype=np.int64).reshape(src_shape)
+    placed = _rect_ids(copy, ids, dest_shape)
+    if placed is None:
+        return False
+    acc_shape = tuple(arg.type.get_shape())
+    flat = placed.reshape(-1)
+    if flat.size != math.prod(acc_shape) or not np.array_equal(np.sort(flat[flat >= 0]), np.arange(m * n)):
+        return False
+    b_shape = tuple(bias.type.get_shape())
+    if math.prod(b_shape) != n:
+        return False
+    b_full = (1,) * (len(acc_shape) - len(b_shape)) + b_shape
+    if len(b_full) != len(acc_shape) or any(b not in (1, a) for a, b in zip(acc_shape, b_full)):
+        return False
+    bidx = np.arange(n, dtype=np.int64).reshape(b_full)
+    per_acc = np.broadcast_to(bidx, acc_shape).reshape(-1)
+    where = flat >= 0
+    return bool(np.array_equal(per_acc[where], flat[where] % n))
+
+
+def _head_chain(arg: SSAValue) -> dict | None:
+    """`arg` (f32) [+ bias (f32 tile, or cast of an f16 tile, used only here)] -> cast f16
+    [-> ReLU]: {"ops", "value", "bias" (block arg) | None, "bias_cast", "relu"}."""
+    head, x, found = _only_use(arg), arg, {"ops": [], "bias": None, "bias_cast": False, "relu": False}
+    if isinstance(head, g.AddOp) and _elem_of(head.results[0]) == f32:
+        (b,) = [v for v in head.operands if v is not arg] or [None]
+        if b is None:
+            return None
+        if isinstance(b.owner, g.CastOp) and _only_use(b) is head and _elem_of(b.owner.operands[0]) == f16 and \
+                _block_arg(b.owner.operands[0], arg, f16) and _only_use(b.owner.operands[0]) is b.owner:
+            found["ops"].append(b.owner)
+            found["bias"], found["bias_cast"] = b.owner.operands[0], True
+        elif _block_arg(b, arg, f32) and _only_use(b) is head:
+            found["bias"] = b
+        else:
+            return None
+        found["ops"].append(head)
+        x = head.results[0]
+        head = _only_use(x)
+    if not (isinstance(head, g.CastOp) and _elem_of(head.results[0]) == f16):
+        return None
+    found["ops"].append(head)
+    x = head.results[0]
+    relu = _only_use(x)
+    if isinstance(relu, g.ReluOp):
+        found["ops"].append(relu)
+        found["relu"] = True
+        x = relu.results[0]
+    found["value"] = x
+    return found
+
+
+def _anchor_of(block: Block, inner: Operation) -> Operation | None:
+    """The op of `block` that is or contains `inner`."""
+    op = inner
+    while op is not None and op.parent_block() is not block:
+        op = op.parent_op()
+    return op
+
+
+def _defined_before(v: SSAValue, anchor: Operation) -> bool:
+    """Whether `v`, used in `anchor`'s block, is available just before `anchor` (a value
+    of an enclosing block dominates the whole block)."""
+    owner = v.owner
+    block = anchor.parent_block()
+    if isinstance(owner, Operation) and owner.parent_block() is block:
+        return block.get_operation_index(owner) < block.get_operation_index(anchor)
+    return True
+
+
+def plan_l0c_bias(vector: t.VectorOp, copy: t.CopyOp, acc: SSAValue, c_alloc: SSAValue) -> L0cBias | None:
+    """The 910 epilogue head (`L0cBias`) of `vector`, reading L0C tile `c_alloc` out by
+    `copy` into `acc`, if it matches."""
+    block = vector.body.block
+    args = [a for a, v in zip(block.args, vector.ins) if _alloc_of(v) is acc]
+    if len(args) != 1 or _elem_of(args[0]) != f32:
+        return None
+    arg = args[0]
+    chain = _head_chain(arg)
+    if chain is None:
+        return None
+    c_shape = tuple(c_alloc.type.get_shape())
+    if len(c_shape) != 2 or c_shape[0] % 16 or c_shape[1] % 16:
+        return None
+    users = [u.operation for u in c_alloc.uses]
+    views = [u for u in users if isinstance(u, t.ViewOp)]
+    readers = users + [u.operation for v in views for u in v.result.uses]
+    mmads = tuple(u for u in readers if isinstance(u, t.MmadOp))
+    if not mmads or any(not isinstance(u, t.MmadOp | t.ViewOp) and u is not copy for u in readers):
+        return None
+    plan = L0cBias(copy, vector, acc, arg, chain["ops"], chain["value"], f16, relu=chain["relu"], c_alloc=c_alloc,
+                   mmads=mmads)
+    if chain["bias"] is not None:
+        m, n = c_shape
+        if m // 16 - 1 > isa.BroadcastUbToL0cOp.MAX_FIELD or n // 16 > isa.BroadcastUbToL0cOp.MAX_FIELD:
+            return None
+        bias_in = vector.ins[list(block.args).index(chain["bias"])]
+        b_alloc = _alloc_of(bias_in)
+        if not isinstance(b_alloc.owner, t.AllocOp) or math.prod(b_alloc.type.get_shape()) != n:
+            return None
+        if not _bias_columns(copy, c_shape, arg, chain["bias"]):
+            return None
+        block_ = copy.parent_block()
+        anchors = {_anchor_of(block_, mm) for mm in mmads}
+        if None in anchors or any(block_.get_operation_index(a) > block_.get_operation_index(copy) for a in anchors):
+            return None
+        anchor = min(anchors, key=block_.get_operation_index)  # the first op of the chain (a K loop, or an mmad)
+        fill = [u.operation for u in b_alloc.uses if isinstance(u.operation, t.CopyOp) and u.operation.dest is b_alloc]
+        others = [u.operation for u in b_alloc.uses if u.operation is not vector and u.operation not in fill]
+        if len(fill) != 1 or others or fill[0].parent_block() is not copy.parent_block():
+            return None
+        bias_copy = fill[0]
+        if any(not _defined_before(v, anchor) for v in bias_copy.operands if v is not b_alloc):
+            return None
+        for mm in mmads:  # the chain starts at the anchor: init on (at most) its first step
+            init = mm.init
+            if _static(init) is None and not isinstance(init.owner, arith.CmpiOp):
+                return None
+        plan.bias, plan.anchor, plan.bias_copy, plan.bias_alloc, plan.bias_cast = \
+            chain["bias"], anchor, bias_copy, b_alloc, chain["bias_cast"]
+    yielded = [o for r, o in zip(block.last_op.operands, vector.outs) if r is plan.value]
+    if len(yielded) == 1 and len(list(plan.value.uses)) == 1 and \
+            math.prod(yielded[0].type.get_shape()) == math.prod(acc.type.get_shape()):
+        plan.into = yielded[0]
+    return plan
+
+
+def plan_l0c_biases(kernel: t.KernelOp, target: targets.Target) -> dict[Operation, L0cBias]:
+    """Every f32 L0C -> UB read-out of the kernel whose epilogue `L0cBias` takes (targets
+    without FixPipe only), by its copy, its vector op, its anchor, its bias copy and its mmads."""
+    plans: dict[Operation, L0cBias] = {}
+    if target.isa.fixpipe:
+        return plans
+    for op in kernel.walk():
+        if not isinstance(op, t.CopyOp) or t.space_of(op.source.type) != t.MemSpace.L0C or \
+                t.space_of(op.dest.type) != t.MemSpace.UB or _elem_of(op.source) != f32:
+            continue
+        acc, c_alloc = _alloc_of(op.dest), _alloc_of(op.source)
+        if not isinstance(acc.owner, t.AllocOp) or not isinstance(c_alloc.owner, t.AllocOp):
+            continue
+        users = [u.operation for u in acc.uses]
+        views = [u for u in users if isinstance(u, t.ViewOp)]
+        readers = {u.operation for v in views for u in v.result.uses} | set(users)
+        readers -= {op, *views}
+        if len(readers) != 1 or not isinstance(vec := readers.pop(), t.VectorOp):
+            continue
+        if vec.parent_block() is not op.parent_block():
+            continue
+        plan = plan_l0c_bias(vec, op, acc, c_alloc)
+        if plan is None:
+            continue
+        plans[op] = plans[vec] = plan
+        if plan.anchor is not None:
+            plans[plan.anchor] = plans[plan.bias_copy] = plan
+            for mm in plan.mmads:
+                plans[mm] = plan
+    return plans
+
+
 def split_at_tile_dims(plan: FixQuant, sizes: list[int], ss: list[int], ds: list[int]):
     """The read-out's dims split where they cross a dim of the accumulator tile (a [256]
     run over [16, 16] becomes [16, 16]): the same elements, and a per-channel index linear
@@ -448,6 +679,8 @@ class KernelLowering:
     fixquants: dict[Operation, FixQuant] = field(default_factory=dict)  # by copy and by vector op
     retyped: dict[SSAValue, Attribute] = field(default_factory=dict)  # accumulator alloc -> FixPipe's output type
     unbacked: set[SSAValue] = field(default_factory=set)  # accumulator allocs FixPipe bypasses
+    l0c_steps: dict[Operation, L0cBias] = field(default_factory=dict)  # anchor, bias copy, mmads -> their plan
+    bias_f32: dict[int, list[SSAValue]] = field(default_factory=dict)  # plan id -> its f32 bias buffer's slots
 
     # -- the context interface ---------------------------------------------------------------
 
@@ -657,6 +890,10 @@ class KernelLowering:
         if quant is None:
             self.b.add(move_op(cls, src_buf, dst_buf, sizes, **common))
             return
+        if isinstance(quant, L0cBias):  # the 910's converting read-out: f32 -> f16 [, ReLU]
+            extra = {"relu": UnitAttr()} if quant.relu else {}
+            self.b.add(cls(src_buf, dst_buf, sizes, **common, **extra))
+            return
         if windows is None:
             sizes, ss, ds = split_at_tile_dims(quant, sizes, ss, ds)
             common.update(src_strides=ss, dst_strides=ds)
@@ -707,6 +944,9 @@ class KernelLowering:
         a, _ = self.buffer(op.a)
         b, _ = self.buffer(op.b)
         init = self.index(op.init)
+        plan = self.l0c_steps.get(op)
+        if plan is not None and plan.anchor is not None:  # accumulates onto the bias in L0C
+            init = 0
         self.b.add(isa.MmadOp(c, a, b, m, k, n, init=self.b.value(init) if not isinstance(init, int)
                               else self.b.const(init, i1)))
 
@@ -719,6 +959,12 @@ class KernelLowering:
     def lower_op(self, op: Operation) -> None:
         if isinstance(op, arith.ConstantOp | scf.YieldOp):
             return
+        plan = self.l0c_steps.get(op)
+        if plan is not None:
+            if op is plan.bias_copy:
+                return  # emitted before the anchor
+            if op is plan.anchor:
+                self.l0c_bias_in(plan)
         if isinstance(op, t.AllocOp):
             self.declare(op)
         elif isinstance(op, t.ViewOp):
@@ -754,6 +1000,35 @@ class KernelLowering:
             self.arith(op)
         else:
             raise self.fail(op, "has no isa lowering")
+
+    def l0c_bias_in(self, plan: L0cBias) -> None:
+        """The bias into the L0C tile before its mmad chain: its copy-in, its f16 -> f32 cast
+        in UB, then one `broadcast_ub_to_l0c` per row fractal of the NZ tile (count = the
+        column fractals, dst_gap = the other row fractals: every row gets the bias)."""
+        self.copy(plan.bias_copy)
+        src, _ = self.buffer(plan.bias_alloc)
+        n = math.prod(plan.bias_alloc.type.get_shape())
+        if plan.bias_cast:
+            bias = self.buffers[plan.bias_alloc]
+            slots = self.bias_f32.get(id(plan))
+            if slots is None:
+                slots = self.bias_f32[id(plan)] = self.b.buffer(isa.MemSpace.UB, [n], f32, slots=len(bias.slots),
+                                                                name="bias_f32")
+            dst = slots[self.slot.get(plan.bias_alloc, 0) % len(slots)]
+            per, most = self.target.vector.bytes_per_repeat // 4, self.target.vector.max_repeats  # f32 per repeat
+            full, rest = divmod(n, per)
+            steps = [(r0 * per, min(most, full - r0), per) for r0 in range(0, full, most)]
+            steps += [(full * per, 1, rest)] if rest else []
+            for start, reps, mask in steps:
+                o = [] if start == 0 else [self.b.value(start)]
+                self.b.add(isa.VConvOp.build(operands=[dst, o, src, o], properties={
+                    "repeat": IntegerAttr(reps, i64), "mask": IntegerAttr(mask, i64)}))
+            src = dst
+        c_buf, _ = self.buffer(plan.c_alloc)
+        m, nc = plan.c_alloc.type.get_shape()
+        m1, n1 = m // isa.FRACTAL_ROWS, nc // isa.FRACTAL_ROWS
+        for i in range(m1):
+            self.b.add(isa.BroadcastUbToL0cOp(src, c_buf, n1, 1, 0, m1 - 1, dst_offset=self.b.offset(i * isa.FRACTAL_ELEMS)))
 
     def arith(self, op: Operation) -> None:
         operands = [self.b.value(self.index(v)) for v in op.operands]
@@ -907,7 +1182,7 @@ def isa_type(ty: Attribute) -> Attribute:
 
 
 def lower_kernel(kernel: t.KernelOp, target: targets.Target, double_buffer: bool = True,
-                 fixpipe_quant: bool = True) -> isa.KernelOp:
+                 fixpipe_quant: bool = True, l0c_bias: bool = True) -> isa.KernelOp:
     args = kernel.body.block.args
     types = [isa_type(a.type) for a in args]
     n_in = kernel.num_ins.value.data
@@ -921,6 +1196,10 @@ def lower_kernel(kernel: t.KernelOp, target: targets.Target, double_buffer: bool
         k.buffers[a] = Buffer([new], shape, row_major_atoms(shape), t.MemSpace.GM)
     k.home = rotation_loops(kernel) if double_buffer else {}
     k.fixquants = plan_fixquants(kernel, target) if fixpipe_quant else {}
+    if l0c_bias:
+        l0c = plan_l0c_biases(kernel, target)
+        k.fixquants.update({op: q for op, q in l0c.items() if op in (q.copy, q.vector)})
+        k.l0c_steps = {op: q for op, q in l0c.items() if op not in (q.copy, q.vector)}
     k.retyped = {q.acc: q.elem for q in k.fixquants.values()}
     k.unbacked = {q.acc for q in k.fixquants.values() if q.into is not None}
     k.lower_block(kernel.body.block)
@@ -935,10 +1214,10 @@ def lower_kernel(kernel: t.KernelOp, target: targets.Target, double_buffer: bool
 
 
 def lower_module(module: ModuleOp, target: targets.Target, double_buffer: bool = True,
-                 fixpipe_quant: bool = True) -> None:
+                 fixpipe_quant: bool = True, l0c_bias: bool = True) -> None:
     for op in list(module.body.block.ops):
         if isinstance(op, t.KernelOp):
-            new = lower_kernel(op, target, double_buffer, fixpipe_quant)
+            new = lower_kernel(op, target, double_buffer, fixpipe_quant, l0c_bias)
             module.body.block.insert_op_before(new, op)
             op.detach()
             op.erase()
@@ -958,11 +1237,14 @@ class ToIsaPass(ModulePass):
     """Tile kernels -> isa kernels; launches -> isa launches. `double-buffer=false` keeps
     one copy of every buffer (for measuring what double buffering buys);
     `fixpipe-quant=false` leaves the int8 epilogue on the Vector unit on a FixPipe chip (for
-    measuring what FixPipe's quant mode buys)."""
+    measuring what FixPipe's quant mode buys); `l0c-bias=false` keeps the 910's Cube epilogue
+    on the Vector unit (bias add and f32 -> f16 cast after a plain read-out) instead of the
+    bias in L0C and the converting read-out (`L0cBias`)."""
 
     name = "to-isa"
     double_buffer: bool = True
     fixpipe_quant: bool = True
+    l0c_bias: bool = True
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        lower_module(op, targets.target_of(op), self.double_buffer, self.fixpipe_quant)
+        lower_module(op, targets.target_of(op), self.double_buffer, self.fixpipe_quant, self.l0c_bias)

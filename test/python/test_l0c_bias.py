@@ -162,3 +162,144 @@ def test_a_broadcast_read_before_its_bias_arrives_is_a_hazard():
 def test_broadcast_is_an_instruction_on_the_vector_pipe():
     assert isa.BroadcastUbToL0cOp.PIPE == isa.Pipe.V
     assert isa.BroadcastUbToL0cOp in isa.INSTRUCTION_OPS
+
+
+# --------------------------------------------------------------------------------------
+# to-isa: the epilogue head goes into L0C and the read-out
+# --------------------------------------------------------------------------------------
+
+
+def conv_model(residual: bool, relu: bool = True, hw: int = 14, cin: int = 32, cout: int = 48, seed: int = 0):
+    """Conv + bias [+ residual Add] [+ ReLU], f32 ONNX (compiled force_fp16)."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(seed)
+    inits = [numpy_helper.from_array((rng.standard_normal((cout, cin, 3, 3)) * 0.1).astype(np.float32), "w"),
+             numpy_helper.from_array(rng.standard_normal(cout).astype(np.float32), "b")]
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1], name="conv")]
+    out = "c"
+    if residual:
+        nodes.append(helper.make_node("Add", ["c", "r"], ["a"], name="add"))
+        out = "a"
+    if relu:
+        nodes.append(helper.make_node("Relu", [out], ["y"], name="relu"))
+        out = "y"
+    ins = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, cin, hw, hw])]
+    if residual:
+        ins.append(helper.make_tensor_value_info("r", TensorProto.FLOAT, [1, cout, hw, hw]))
+    g = helper.make_graph(nodes, "g", ins,
+                          [helper.make_tensor_value_info(out, TensorProto.FLOAT, [1, cout, hw, hw])], inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def isa_module(model, target: str = "ascend910", l0c_bias: bool = True):
+    from xdsl.dialects.builtin import StringAttr
+
+    from ge.frontend.onnx import import_model
+
+    m = import_model(model)
+    run_passes(m, "graph-optimize{precision=force_fp16}")
+    m.attributes["ge.target"] = StringAttr(target)
+    flag = "" if l0c_bias else "{l0c-bias=false}"
+    return run_passes(m, f"assign-layouts,eliminate-trans-data,fuse,bufferize,tile,to-isa{flag}")
+
+
+def cube_kernel(module) -> isa.KernelOp:
+    (k,) = [op for op in module.body.block.ops if isinstance(op, isa.KernelOp)
+            and any(isinstance(o, isa.MmadOp) for o in op.walk())]
+    return k
+
+
+def names(kernel: isa.KernelOp) -> list[str]:
+    return [op.name for op in kernel.walk() if isinstance(op, isa.InstructionOp)]
+
+
+@pytest.mark.parametrize("residual, relu", [(False, True), (True, True), (False, False)])
+def test_conv_bias_goes_into_l0c_and_the_read_out_converts(residual, relu):
+    k = cube_kernel(isa_module(conv_model(residual, relu)))
+    ops = names(k)
+    assert "isa.broadcast_ub_to_l0c" in ops
+    # every broadcast precedes the first mmad of its tile, and the mmads accumulate (init false)
+    assert ops.index("isa.broadcast_ub_to_l0c") < ops.index("isa.mmad")
+    mmads = [op for op in k.walk() if isinstance(op, isa.MmadOp)]
+    assert all(isa.static_init(op) is False for op in mmads)
+    reads = [op for op in k.walk() if isinstance(op, isa.CopyL0cToUbOp)]
+    assert reads and all(op.dst.type.element_type.name == "f16" for op in reads)
+    # ReLU on the read-out only when it follows the cast directly (not after a residual add)
+    assert all((op.relu is not None) == (relu and not residual) for op in reads)
+    # no f32 vector work is left: neither the bias add nor the accumulator's cast
+    f32_vec = [op for op in k.walk() if isinstance(op, isa.VAddOp | isa.VConvOp)
+               and any(v.type.element_type.name == "f32" and isa.space_of(v.type) == isa.MemSpace.UB
+                       for v in op.operands if hasattr(v.type, "element_type"))]
+    assert all(isinstance(op, isa.VConvOp) and op.src.type.element_type.name == "f16" for op in f32_vec)
+    assert ("isa.vrelu" in ops) == (relu and residual)
+
+
+def test_l0c_bias_false_keeps_the_vector_epilogue():
+    k = cube_kernel(isa_module(conv_model(True), l0c_bias=False))
+    ops = names(k)
+    assert "isa.broadcast_ub_to_l0c" not in ops
+    reads = [op for op in k.walk() if isinstance(op, isa.CopyL0cToUbOp)]
+    assert all(op.dst.type.element_type.name == "f32" and op.relu is None for op in reads)
+
+
+@pytest.mark.parametrize("target", ["ascend910b", "ascend310b"])
+def test_fixpipe_chips_do_not_broadcast(target):
+    k = cube_kernel(isa_module(conv_model(True), target))
+    assert "isa.broadcast_ub_to_l0c" not in names(k)
+
+
+def onnxruntime_run(model, inputs):
+    import onnxruntime as ort
+
+    s = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    return s.run(None, inputs)[0]
+
+
+@pytest.mark.parametrize("residual, relu", [(False, True), (True, True), (False, False)])
+def test_conv_epilogue_in_l0c_matches_onnxruntime(residual, relu):
+    """force_fp16 within 2% of the output scale (test_l0c_route's tolerance), hazard-free."""
+    import ge
+
+    model = conv_model(residual, relu)
+    x = {"x": RNG.standard_normal((1, 32, 14, 14)).astype(np.float32)}
+    if residual:
+        x["r"] = RNG.standard_normal((1, 48, 14, 14)).astype(np.float32)
+    want = onnxruntime_run(model, x)
+    compiled = ge.compile(model, ge.CompileOptions(soc_version="ascend910", precision_mode="force_fp16",
+                                                   keep_ir_text=False))
+    got = next(iter(compiled.run(x).values()))
+    assert compiled.last_run.problems == []
+    assert sum(body["instrs"].count("isa.broadcast_ub_to_l0c") for body in compiled.model.kernels["bodies"]) > 0
+    err = np.abs(got.astype(np.float64) - want).max() / np.abs(want).max()
+    assert err < 2e-2, err
+
+
+# --------------------------------------------------------------------------------------
+# The tiler's cost of the new epilogue (tile_cost.l0c_epilogue_program)
+# --------------------------------------------------------------------------------------
+
+
+def test_cost_program_charges_the_broadcast_instead_of_the_bias_add_and_the_cast():
+    from ge.lowering.tile_cost import Machine, l0c_epilogue_program
+
+    mach = Machine(load_target("ascend910"))
+    conv = (("vadd", "f32", 4, True), ("vconv", "f32", 4, False), ("vadd", "f16", 2, False),
+            ("vrelu", "f16", 2, False))
+    assert l0c_epilogue_program(mach, conv) == (("broadcast_ub_to_l0c", "f32", 1, False), ("vadd", "f16", 2, False),
+                                                ("vrelu", "f16", 2, False))
+    # a ReLU right after the cast goes to the read-out; no bias: the cast alone goes
+    assert l0c_epilogue_program(mach, (("vadd", "f32", 4, True), ("vconv", "f32", 4, False),
+                                       ("vrelu", "f16", 2, False))) == (("broadcast_ub_to_l0c", "f32", 1, False),)
+    assert l0c_epilogue_program(mach, (("vconv", "f32", 4, False), ("vrelu", "f16", 2, False))) == ()
+    # an f32 epilogue (no cast) and a FixPipe chip keep their programs
+    f32 = (("vadd", "f32", 4, True), ("vrelu", "f32", 4, False))
+    assert l0c_epilogue_program(mach, f32) == f32
+    assert l0c_epilogue_program(Machine(load_target("ascend910b")), conv) == conv
+    # a 112 x 64 tile: 28 fractals at 8 cycles + one start-up, vs the add and the cast's 2 x 112 repeats x 2
+    target = load_target("ascend910")
+    bpr = target.vector.bytes_per_repeat
+    new = mach.instruction("broadcast_ub_to_l0c", "f32", 112 * 64 * 1 // bpr)
+    assert new == target.startup.vector + 28 * 8
+    old = mach.instruction("vadd", "f32", 112 * 64 * 4 // bpr) + mach.instruction("vconv", "f32", 112 * 64 * 4 // bpr)
+    assert new < old
