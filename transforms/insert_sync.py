@@ -51,7 +51,7 @@ import contextlib
 import gc
 import heapq
 import itertools
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Hashable, Iterator
 from dataclasses import dataclass, field, replace
 
@@ -144,7 +144,7 @@ def _repeating_loop(block: Block) -> scf.ForOp | None:
     return None
 
 
-def dependencies(kernel: isa.KernelOp, instrs: list[Instr]) -> list[Dep]:
+def dependencies(kernel: isa.KernelOp, instrs: list[Instr], ops: list[Operation] | None = None) -> list[Dep]:
     """Every ordering the kernel's instructions need (step 1 of the module docstring).
 
     For two instructions, first before second in program order, with innermost common
@@ -154,11 +154,12 @@ def dependencies(kernel: isa.KernelOp, instrs: list[Instr]) -> list[Dep]:
     iteration i before first of a later iteration (a carried dep), and first of
     iteration i before second of a later one when the same run does not already order
     them -- a forward dep in C' when their ancestors there differ, a carried one when the
-    two share an ancestor. An instruction may depend on itself across iterations."""
+    two share an ancestor. An instruction may depend on itself across iterations. `ops`:
+    the kernel's `kernel_ops`, when the caller has them."""
     deps: list[Dep] = []  # each instruction pair gives distinct deps (their paths differ)
     index: dict[int, int] = {}  # id(op) -> its index in its block (an op's own hash is a Python call)
     top = kernel.body.block
-    for b in [top, *(b for op in kernel_ops(top) for r in op.regions for b in r.blocks)]:
+    for b in [top, *(b for op in (kernel_ops(top) if ops is None else ops) for r in op.regions for b in r.blocks)]:
         i, o = 0, b._first_op
         while o is not None:
             index[id(o)] = i
@@ -691,18 +692,19 @@ class Barriers:
     """The barriers placed so far in one kernel (block -> pipe -> gaps holding one), and
     its blocks' op lists and always-running loops (the ops do not move until `_emit`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, block_ops: dict[int, list[Operation]] | None = None) -> None:
         self.at: dict[Block, dict[isa.Pipe, list[int]]] = {}  # sorted gaps
-        self._ops: dict[Block, list[Operation]] = {}
+        self._ops: dict[int, list[Operation]] = {} if block_ops is None else block_ops  # by id(block)
         self._loops: dict[Block, list[tuple[int, scf.ForOp]]] = {}
         self._bodies: dict[tuple[Block, int], Block | None] = {}
         self.anywhere: dict[tuple[Block, isa.Pipe], bool] = {}  # `_has_barrier` without bounds
         self.loops_with: dict[tuple[Block, isa.Pipe], list[int]] = {}  # `_barrier_loops`
 
     def ops(self, block: Block) -> list[Operation]:
-        if block not in self._ops:
-            self._ops[block] = list(block.ops)
-        return self._ops[block]
+        got = self._ops.get(id(block))
+        if got is None:
+            got = self._ops[id(block)] = list(block.ops)
+        return got
 
     def running_loops(self, block: Block) -> list[tuple[int, scf.ForOp]]:
         """(index, loop) of the loops in `block` that run at least once."""
@@ -815,9 +817,10 @@ def _barriers(deps: list[Dep], level: Level, bars: Barriers) -> list[tuple[Block
     return placed
 
 
-def _events(kernel: isa.KernelOp, pairs: list[Pair], event_ids: int) -> dict[Pair, int]:
-    """An event id per pair (step 5), out of the chip's `event_ids` per pipe pair."""
-    lin = Linear.of(kernel)
+def _events(kernel: isa.KernelOp, pairs: list[Pair], event_ids: int, lin: Linear | None = None) -> dict[Pair, int]:
+    """An event id per pair (step 5), out of the chip's `event_ids` per pipe pair; `lin`:
+    the kernel's `Linear` (the ops do not move until `_emit`), when the caller has it."""
+    lin = Linear.of(kernel) if lin is None else lin
 
     def span(p: Pair) -> tuple[float, float]:
         if p.carried:
@@ -845,7 +848,26 @@ def _events(kernel: isa.KernelOp, pairs: list[Pair], event_ids: int) -> dict[Pai
     return ids
 
 
-def _emit(pairs: list[Pair], ids: dict[Pair, int], barriers: list[tuple[Block, int, isa.Pipe]]) -> None:
+def _emit(pairs: list[Pair], ids: dict[Pair, int], barriers: list[tuple[Block, int, isa.Pipe]],
+          block_ops: dict[int, list[Operation]] | None = None) -> None:
+    """Put the pairs' set/wait ops and the barriers in place; `block_ops`: each block's ops
+    by id(block) (as `insert_sync` keeps them), when the caller has them."""
+    block_ops = {} if block_ops is None else block_ops
+
+    def ops_of(block: Block) -> list[Operation]:
+        got = block_ops.get(id(block))
+        if got is None:
+            got = block_ops[id(block)] = list(block.ops)
+        return got
+
+    where: dict[int, dict[int, int]] = {}  # id(block) -> id(op) -> its index
+
+    def index_of(block: Block, op: Operation) -> int:
+        got = where.get(id(block))
+        if got is None:
+            got = where[id(block)] = {id(o): i for i, o in enumerate(ops_of(block))}
+        return got[id(op)]
+
     sets: dict[tuple[Block, int], list] = defaultdict(list)
     waits: dict[tuple[Block, int], list] = defaultdict(list)
     bars: dict[tuple[Block, int], list] = defaultdict(list)
@@ -857,7 +879,7 @@ def _emit(pairs: list[Pair], ids: dict[Pair, int], barriers: list[tuple[Block, i
             assert p.loop is not None
             parent = p.loop.parent_block()
             assert parent is not None
-            at = parent.get_operation_index(p.loop)
+            at = index_of(parent, p.loop)
             sets[(parent, at)].append(key)
             waits[(parent, at + 1)].append(key)
     for block, g, pipe in barriers:
@@ -872,7 +894,7 @@ def _emit(pairs: list[Pair], ids: dict[Pair, int], barriers: list[tuple[Block, i
         gaps[b].add(g)
     make = _SyncOps()
     for block, used in gaps.items():
-        ops = list(block.ops)
+        ops = ops_of(block)
         for g in sorted(used):
             new: list[Operation] = [make.flag(isa.SetFlagOp, k) for k in sorted(sets.get((block, g), []), key=sort_key)]
             new += [make.flag(isa.WaitFlagOp, k) for k in sorted(waits.get((block, g), []), key=sort_key)]
@@ -953,32 +975,42 @@ def _depth(block: Block) -> int:
     return d
 
 
-def insert_sync(kernel: isa.KernelOp, target: targets.Target, patterns: Patterns | None = None) -> None:
-    """Synchronize one kernel; `patterns`: the byte patterns' memo, shared by one pass's kernels."""
-    if any(isinstance(op, isa.SYNC_OPS) for op in kernel_ops(kernel.body.block)):
+def insert_sync(kernel: isa.KernelOp, target: targets.Target, patterns: Patterns | None = None,
+                ops: list[Operation] | None = None) -> None:
+    """Synchronize one kernel; `patterns`: the byte patterns' memo, shared by one pass's
+    kernels; `ops`: the kernel's `kernel_ops`, when the caller has them."""
+    ops = kernel_ops(kernel.body.block) if ops is None else ops
+    if any(isinstance(op, isa.SYNC_OPS) for op in ops):
         return
     try:
-        instrs = instructions(kernel, target, patterns)
+        instrs = instructions(kernel, target, patterns, ops)
     except UnplacedBufferError as e:
         raise SyncError(f"insert-sync: {describe_kernel(kernel)}: {e}; run plan-local-memory first") from None
-    by_block: dict[Block, list[Dep]] = defaultdict(list)
-    for d in dependencies(kernel, instrs):
-        by_block[d.block].append(d)
-    blocks = {block_of_op for op in kernel_ops(kernel.body.block) for r in op.regions for block_of_op in r.blocks}
-    blocks.add(kernel.body.block)
+    # Each block's ops, in order (they do not move until `_emit`), from the one walk.
+    block_ops: dict[int, list[Operation]] = {id(kernel.body.block): []}
+    for op in ops:
+        block_ops[id(op.parent)].append(op)
+        for r in op.regions:
+            for b in r.blocks:
+                block_ops[id(b)] = []
+    by_block: dict[int, list[Dep]] = defaultdict(list)  # by id(block) (a block's own hash is a Python call)
+    for d in dependencies(kernel, instrs, ops):
+        by_block[id(d.block)].append(d)
+    blocks = [kernel.body.block, *(b for op in ops for r in op.regions for b in r.blocks)]
     placed: dict[Block, list[Pair]] = {}
     levels: dict[Block, Level] = {}
-    bars = Barriers()
+    bars = Barriers(block_ops)
     pairs: list[Pair] = []
     barriers: list[tuple[Block, int, isa.Pipe]] = []
     # Innermost blocks first: a block's dependencies may be ordered by the pairs of the
     # loops nested in it.
     for block in sorted(blocks, key=_depth, reverse=True):
-        loops = {i: op.body.block for i, op in enumerate(block.ops) if isinstance(op, scf.ForOp)}
+        body_ops = block_ops[id(block)]
+        loops = {i: op.body.block for i, op in enumerate(body_ops) if isinstance(op, scf.ForOp)}
         nested = {i: placed.get(b, []) for i, b in loops.items()}
         inner = {i: levels[b] for i, b in loops.items() if b in levels}
-        deps = by_block.get(block, [])
-        always = {i for i, op in enumerate(block.ops) if isinstance(op, scf.ForOp) and min_trips(op) >= 1}
+        deps = by_block.get(id(block), [])
+        always = {i for i, b in loops.items() if min_trips(body_ops[i]) >= 1}
         inherited = Level([], [], nested, inner, always)
         cross: dict[tuple, list[Dep]] = defaultdict(list)
         searches = Searches(inherited)
@@ -997,15 +1029,16 @@ def insert_sync(kernel: isa.KernelOp, target: targets.Target, patterns: Patterns
         same = [d for d in deps if d.src == d.dst]
         if same:
             barriers += _barriers(same, level, bars)
+    lin = Linear.of(kernel)  # (once: `_merge_closest` may ask for the ids again)
     while True:
         try:
-            ids = _events(kernel, pairs, target.isa.event_ids)
+            ids = _events(kernel, pairs, target.isa.event_ids, lin)
             break
         except _TooManyEvents as e:
             if not _merge_closest(pairs, e.src, e.dst):
                 raise SyncError(f"insert-sync: {describe_kernel(kernel)}: more than {target.isa.event_ids} "
                                 f"{e.src.value} -> {e.dst.value} events are live at once") from None
-    _emit(pairs, ids, barriers)
+    _emit(pairs, ids, barriers, block_ops)
 
 
 def _merge_closest(pairs: list[Pair], src: isa.Pipe, dst: isa.Pipe) -> bool:
@@ -1053,23 +1086,38 @@ class InsertSyncPass(ModulePass):
     def _apply(self, op: ModuleOp) -> None:
         target = module_target(op)
         done: dict[Hashable, isa.KernelOp] = {}
-        kernels = [k for k in op.walk() if isinstance(k, isa.KernelOp)]
+        kernels = _kernels(op)
         # Only kernels that share a cheap signature can be twins: the others are not keyed.
         shapes = [_shape(k) for k in kernels]
+        counts = Counter(shapes)
         patterns = Patterns()  # (this pass's: no memo outlives it)
         for kernel, shape in zip(kernels, shapes):
-            if any(isinstance(o, isa.SYNC_OPS) for o in kernel_ops(kernel.body.block)):
+            ops = kernel_ops(kernel.body.block)
+            if any(isinstance(o, isa.SYNC_OPS) for o in ops):
                 continue
-            if shapes.count(shape) == 1:
-                insert_sync(kernel, target, patterns)
+            if counts[shape] == 1:
+                insert_sync(kernel, target, patterns, ops)
                 continue
             key = structure_key(kernel)
             twin = done.get(key)
             if twin is None:
-                insert_sync(kernel, target, patterns)
+                insert_sync(kernel, target, patterns, ops)
                 done[key] = kernel
             else:
                 replay_sync(twin.body.block, kernel.body.block)
+
+
+def _kernels(op: Operation) -> list[isa.KernelOp]:
+    """The isa kernels in `op`, in `walk` order, without walking their bodies."""
+    out: list[isa.KernelOp] = []
+    for r in op.regions:
+        for b in r.blocks:
+            for o in b.ops:
+                if isinstance(o, isa.KernelOp):
+                    out.append(o)
+                elif o.regions:
+                    out += _kernels(o)
+    return out
 
 
 @contextlib.contextmanager

@@ -222,9 +222,11 @@ class UnplacedBufferError(Exception):
     """A buffer has no offset yet (run plan-local-memory first)."""
 
 
-def instructions(kernel: isa.KernelOp, target: targets.Target, memo: Patterns | None = None) -> list[Instr]:
+def instructions(kernel: isa.KernelOp, target: targets.Target, memo: Patterns | None = None,
+                 ops: list[Operation] | None = None) -> list[Instr]:
     """Every instruction of the kernel in program order, with its resolved accesses; `memo`
-    (byte patterns, which depend only on rectangles and sizes) may serve several kernels."""
+    (byte patterns, which depend only on rectangles and sizes) may serve several kernels;
+    `ops`: the kernel's `kernel_ops`, when the caller has them."""
     out = []
     memo = Patterns() if memo is None else memo
     locations: dict[SSAValue, tuple[tuple, int, int] | None] = {}
@@ -250,7 +252,7 @@ def instructions(kernel: isa.KernelOp, target: targets.Target, memo: Patterns | 
             got = above[block] = [*ancestors(owner.parent), owner]
         return got
 
-    for op in kernel_ops(top):
+    for op in kernel_ops(top) if ops is None else ops:
         if not isinstance(op, isa.InstructionOp):
             continue
         path = [*ancestors(op.parent), op]
@@ -388,7 +390,7 @@ def fixed_class(a: MemAccess) -> tuple | None:
     touch the same bytes); None for an offset over loop counters or other values."""
     if a.offset.terms:
         return None
-    return a.base + a.form.const, a.size, a.lo, a.hi, a.rects
+    return a.base + a.offset.const * a.size, a.size, a.lo, a.hi, a.rects  # (the form's const, without the form)
 
 
 def access_span(a: MemAccess) -> tuple[int, int] | None:
