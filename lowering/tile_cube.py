@@ -63,6 +63,19 @@ ODD_K_STEPS = True  # does an odd number of K steps per chunk cost two steps end
 BLOCK_MISSES = True  # are the shared reads' misses those of block 1's items (`_block_misses`)?
 SLICED_DRAIN = True  # the row slices of a sliced epilogue pipeline (the last tile's drain)
 SHARED_FILL = True  # do a conv's or matmul's shared first loads take at least their distinct tiles at the HBM rate (`cube_cost`)?
+# Is a chunk's even K step loop unrolled over two single L0 buffers (`_unrolled_steps`)? Off:
+# it pays only with TIGHT_FORWARD_SYNC (prototype with insert-sync's forward pairs tight:
+# resnet50_b16 kernel cycles -3.4%, resnet50 -4.0%); without it only 2-step chunks unroll
+# (bert_base -2.2%, resnet50 -0.9% at the same plans; with their cost in `_k_loop` the
+# picks change and the totals do not improve: bert_base +0.9%, squeezenet +0.7%).
+UNROLLED_K = False
+# Does insert-sync give each forward dependency of a block its own set/wait pair (set right
+# after its first side)? Today it covers overlapping ones with one pair (`_stab`: set after
+# the later first side), so in a chunk of more than 2 unrolled steps step i's moves wait
+# for mmad i - 1, not i - 2, and the steps run end to end; with 2 steps per chunk nothing
+# overlaps within the chunk and the unrolled chunk costs what the loop did, less half its fill.
+TIGHT_FORWARD_SYNC = False
+MAX_UNROLLED_STEPS = 16  # the most K steps per chunk unrolled with TIGHT_FORWARD_SYNC (else 2)
 
 
 def _ceil(a: int, b: int) -> int:
@@ -670,6 +683,7 @@ def cube_cost(p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl1: int
             hoisted, b_in = load(0, b_in), 0
     mte2 = load(a_in, b_in)
     chunk = _k_loop(p, mach, tm, tn, tk, kl1, s, l0d)
+    k_fill = _k_fill(p, mach, tm, tn, tk, kl1, s, l0d)
     fix, epi_in, vec, mte3 = _epilogue_stages(mach, s, tm, tn, blocks)
     hoisted_bytes = (s.a_l1 * a_miss if order == "mn" else s.b_l1 * miss) if chunks == 1 or a_whole else 0
     gm = mach.hbm(chunks * (a_in * a_miss + b_in * miss) + hoisted_bytes / inner + s.epi_in + s.out, blocks)  # reads + writes
@@ -693,7 +707,7 @@ def cube_cost(p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl1: int
     if chunks == 1:
         load, body = mte2 + (hoisted / inner if spread else 0.0), chunk
     else:
-        load, body = 0.0, pipelined(chunks, [mte2, chunk], l1d)
+        load, body = 0.0, pipelined(chunks, [mte2, chunk], l1d) + k_fill
     front = []
     if l1d and load:
         front = [load]
@@ -849,18 +863,28 @@ def _core_tiles(p: CubeProblem, tm: int, tn: int, order: str, blocks: int, split
 
 def _k_loop(p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl1: int, s: _Sizes, l0d: bool) -> float:
     """Cycles of one L1 chunk's K loop: its L1 -> L0 moves and mmads (overlapped with two
-    L0 buffers)."""
+    L0 buffers), and the fill where the chunk's first moves wait for the previous chunk's
+    last mmad (a loop over steps drains at its end; unrolled steps (`_unrolls`) do half as
+    often, or with TIGHT_FORWARD_SYNC never within a tile: `_k_fill`)."""
     steps = _ceil(kl1, tk)
     mte1 = mach.dma("l1_to_l0a", s.l0a) + mach.dma("l1_to_l0b", s.l0b)
     cube = mach.cube(tm, tk, tn, elem_name(p.elem))
+    # unrolled: with TIGHT_FORWARD_SYNC no fill per chunk; without it every other chunk's
+    # first moves wait for the previous chunk's last mmad (the two L1 slots' copies of the
+    # chunk: the first copy's moves follow the other's mmads closely, the next loop
+    # iteration's wait for the last one; bert_base's q / k / v projections, 2 steps of 16
+    # per chunk of 32: 312 -> 264 cycles per chunk, 11,842 -> 10,828 per kernel)
+    fill = (0.0 if TIGHT_FORWARD_SYNC else 0.5) if _unrolls(steps, l0d) else 1.0
     if not (PIPELINED_K and l0d and _shares_reads(p, mach)):
-        return pipelined(steps, [mte1, cube], l0d)
+        return pipelined(steps, [mte1, cube], l0d) - (1 - fill) * min(mte1, cube)
     # the pipes are pipelined (an instruction's start-up overlaps the previous one's data)
     # and the L0 buffers alternate: step i's moves wait for step i - 2's mmad, its mmad
     # for its moves, so two steps take both pipes' start-ups and busy cycles once each
     start = mach.target.startup
     mte1_busy, cube_busy = mte1 - 2 * start.mte1, cube - start.cube
     step = max(mte1_busy, cube_busy, (mte1 - start.mte1 + cube) / 2)
+    if fill < 1:
+        return steps * step + fill * min(mte1, cube)
     if ODD_K_STEPS and steps > 1 and steps % 2:
         # an odd number of steps per chunk: the L0 buffers do not alternate across the
         # chunk's end -- the first step waits for the previous chunk's last mmad, the last
@@ -868,6 +892,22 @@ def _k_loop(p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl1: int, 
         # and mmad end to end twice, 400 cycles where 3 overlapped steps take 240)
         return 2 * (mte1 - start.mte1 + cube) + (steps - 2) * step
     return steps * step + min(mte1, cube)
+
+
+def _unrolls(steps: int, l0d: bool) -> bool:
+    """Does the emitter unroll a chunk's `steps` K steps over two L0 buffers (`_unrolled_steps`)?"""
+    most = MAX_UNROLLED_STEPS if TIGHT_FORWARD_SYNC else 2
+    return UNROLLED_K and l0d and steps % 2 == 0 and 2 <= steps <= most
+
+
+def _k_fill(p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl1: int, s: _Sizes, l0d: bool) -> float:
+    """Cycles a tile's K loop adds once when its steps are unrolled (`_unrolls`) and it has
+    several chunks: the loop over chunks drains at its end (its flags are waited for after
+    it), so the next tile's first moves wait for this tile's last mmad. (One chunk: the
+    steps of consecutive tiles alternate their buffers in the loop over tiles, no fill.)"""
+    if not (TIGHT_FORWARD_SYNC and _unrolls(_ceil(kl1, tk), l0d)) or kl1 >= p.k:
+        return 0.0
+    return min(mach.dma("l1_to_l0a", s.l0a) + mach.dma("l1_to_l0b", s.l0b), mach.cube(tm, tk, tn, elem_name(p.elem)))
 
 
 def _epilogue_stages(mach: Machine, s: _Sizes, tm: int, tn: int, blocks: int) -> tuple[float, float, float, float]:
@@ -1057,7 +1097,8 @@ def plan_cube(p: CubeProblem, mach: Machine) -> CubePlan:
         (k, tuple(v) if isinstance(v, tuple | list) else v) for k, v in sorted(p.conv.items()))
     key = (mach.target.name, p.kind, elem_name(p.elem), p.batch, p.groups, p.m, p.n, p.k, p.a_fmt, p.b_fmt,
            p.out_fmt, p.c0, geometry, _fixed(p), GEMV, SHARED_READS, PIPELINED_K, CROWDED, SLICED_DRAIN, SHARED_CONV,
-           ODD_K_STEPS, BLOCK_MISSES, SHARED_FILL)  # the switches change the plan
+           ODD_K_STEPS, BLOCK_MISSES, SHARED_FILL, UNROLLED_K,
+           TIGHT_FORWARD_SYNC, MAX_UNROLLED_STEPS)  # the switches change the plan
     plan = memo.get(key)
     if plan is None:
         plan = memo[key] = _plan_cube(p, mach)
@@ -1700,8 +1741,13 @@ class _CubeEmitter:
         a_gm, b_gm = self.a_view(), self.b_view()
         a_l1 = b.alloc(t.MemSpace.L1, self.a_l1_shape(), elem, pl.l1_buffers, "a_l1")
         b_l1 = b.alloc(t.MemSpace.L1, self.b_l1_shape(), elem, pl.l1_buffers, "b_l1")
-        l0a = b.alloc(t.MemSpace.L0A, (tm, tk), elem, pl.l0_buffers, "a_l0")
-        l0b = b.alloc(t.MemSpace.L0B, (tk, tn), elem, pl.l0_buffers, "b_l0")
+        chunks, steps = _ceil(p.k, pl.kl1), _ceil(pl.kl1, tk)
+        if _unrolled_steps(pl, steps):  # two single L0 buffers, the steps alternating between them
+            l0a = [b.alloc(t.MemSpace.L0A, (tm, tk), elem, 1, "a_l0") for _ in range(2)]
+            l0b = [b.alloc(t.MemSpace.L0B, (tk, tn), elem, 1, "b_l0") for _ in range(2)]
+        else:
+            l0a = [b.alloc(t.MemSpace.L0A, (tm, tk), elem, pl.l0_buffers, "a_l0")]
+            l0b = [b.alloc(t.MemSpace.L0B, (tk, tn), elem, pl.l0_buffers, "b_l0")]
         l0c = b.alloc(t.MemSpace.L0C, (tm, tn), p.acc_elem, pl.l0c_buffers, "c_l0")
         view_shape, ub_shape = self.out_tile()
         es = pl.epi_split
@@ -1735,7 +1781,6 @@ class _CubeEmitter:
 
         m_tiles, n_tiles = _ceil(p.m, tm), _ceil(p.n, tn)
         outer_n, inner_n = (m_tiles, n_tiles) if pl.order == "mn" else (n_tiles, m_tiles)
-        chunks, steps = _ceil(p.k, pl.kl1), _ceil(pl.kl1, tk)
         hoist = chunks == 1
         a_once = hoist or pl.a_whole  # A loaded once per outer (M) tile
         m_per_image = inner_n
@@ -1767,11 +1812,12 @@ class _CubeEmitter:
                         self.load_a(a_gm, a_l1, bi, gi, m0, kc)
                     if not (hoist and not first_tile):
                         self.load_b(b_gm, b_l1, bi, gi, n0, kc)
-                    with self._maybe_loop(steps, "step") as kj:
-                        self.fill_l0a(a_l1, l0a, m0, kc, kj)
-                        self.fill_l0b(b_l1, l0b, kj)
-                        first = b.is_zero(b.add_(b.mul(kc, pl.kl1), b.mul(kj, tk)))
-                        b.add(t.MmadOp.build(operands=[l0a, l0b, l0c, first]))
+                    if len(l0a) == 2:
+                        for kj in range(steps):
+                            self.step(a_l1, b_l1, l0a[kj % 2], l0b[kj % 2], l0c, m0, kc, kj)
+                    else:
+                        with self._maybe_loop(steps, "step") as kj:
+                            self.step(a_l1, b_l1, l0a[0], l0b[0], l0c, m0, kc, kj)
                 # the slices unrolled (a loop here would end the tile's pipelining: its UB
                 # buffers would rotate in the slice loop, and the next tile would wait for it)
                 # (an operand the same for every slice -- a bias -- is loaded once: its
@@ -1793,6 +1839,14 @@ class _CubeEmitter:
                     for v in outs:
                         b.copy(out_ub[v], [0] * len(ub_shape), out_gm[v], self.out_offsets(bi, gi, me, n0), ub_shape)
 
+    def step(self, a_l1, b_l1, l0a, l0b, l0c, m0, kc, kj) -> None:
+        """K step `kj` of chunk `kc`: its L1 -> L0 moves and its mmad."""
+        b, pl = self.b, self.plan
+        self.fill_l0a(a_l1, l0a, m0, kc, kj)
+        self.fill_l0b(b_l1, l0b, kj)
+        first = b.is_zero(b.add_(b.mul(kc, pl.kl1), b.mul(kj, pl.tk)))
+        b.add(t.MmadOp.build(operands=[l0a, l0b, l0c, first]))
+
     def _maybe_loop(self, n: int, name: str, lo: Index = 0, hi: Index | None = None):
         """A loop over lo..hi-1 (0..n-1 by default), or the constant 0 when n == 1."""
         from contextlib import nullcontext
@@ -1800,6 +1854,16 @@ class _CubeEmitter:
         if n == 1:
             return nullcontext(0)
         return self.b.loop(lo, n if hi is None else hi, name=name)
+
+
+def _unrolled_steps(plan: CubePlan, steps: int) -> bool:
+    """Are the K steps of a chunk unrolled over two single L0 buffers (step j on buffer
+    j % 2)? A loop over steps with a double buffer drains at its end: its flags are set
+    before it and waited for after it, so the next chunk's or tile's first L1 -> L0 moves
+    wait for this chunk's last mmad and the Cube waits for those moves (a 3 x 3 conv: ~270
+    cycles per tile). Unrolled, the buffers alternate across chunks and tiles (an even
+    number of steps), and only the loop over chunks or tiles drains."""
+    return _unrolls(steps, plan.l0_buffers == 2)
 
 
 def emit_cube(b: KernelBuilder, p: CubeProblem, plan: CubePlan, gm: dict[SSAValue, SSAValue]) -> None:
