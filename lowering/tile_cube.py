@@ -64,10 +64,12 @@ BLOCK_MISSES = True  # are the shared reads' misses those of block 1's items (`_
 SLICED_DRAIN = True  # the row slices of a sliced epilogue pipeline (the last tile's drain)
 SHARED_FILL = True  # do a conv's or matmul's shared first loads take at least their distinct tiles at the HBM rate (`cube_cost`)?
 # Is a chunk's even K step loop unrolled over two single L0 buffers (`_unrolled_steps`)? Off:
-# it pays only with TIGHT_FORWARD_SYNC (prototype with insert-sync's forward pairs tight:
-# resnet50_b16 kernel cycles -3.4%, resnet50 -4.0%); without it only 2-step chunks unroll
-# (bert_base -2.2%, resnet50 -0.9% at the same plans; with their cost in `_k_loop` the
-# picks change and the totals do not improve: bert_base +0.9%, squeezenet +0.7%).
+# it pays only with TIGHT_FORWARD_SYNC (at 985db71 with insert-sync's forward pairs tight --
+# each forward dependency its own pair -- both switches on, kernel cycles: resnet50_b16
+# 1,610,246 -> 1,557,207, resnet50 260,673 -> 254,210, bert_base 186,949 -> 185,226,
+# squeezenet 89,387 -> 89,219, encoder layer 23,459 -> 23,433); without it only 2-step
+# chunks unroll (bert_base -2.2%, resnet50 -0.9% at the same plans; with their cost in
+# `_k_loop` the picks change and the totals do not improve: bert_base +0.9%, squeezenet +0.7%).
 UNROLLED_K = False
 # Does insert-sync give each forward dependency of a block its own set/wait pair (set right
 # after its first side)? Today it covers overlapping ones with one pair (`_stab`: set after
