@@ -249,6 +249,19 @@ def encoder_layer_model(
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=8)
 
 
+def conv_relu_model(cin: int, cout: int, hw: int, k: int, batch: int = 1) -> tuple[onnx.ModelProto, list[int]]:
+    """Conv (+ bias, seeded He-scaled weights, "same" pads) + ReLU on a [batch, cin, hw, hw]
+    input -- one Cube kernel -- and the input shape (the cost-model and Cube-pipeline tests)."""
+    rng = np.random.default_rng(0)
+    w = numpy_helper.from_array((rng.standard_normal((cout, cin, k, k)) / np.sqrt(cin * k * k)).astype(np.float32), "w")
+    b = numpy_helper.from_array(rng.standard_normal(cout).astype(np.float32) * 0.1, "b")
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], kernel_shape=[k, k], pads=[k // 2] * 4),
+             helper.make_node("Relu", ["c"], ["y"])]
+    graph = helper.make_graph(nodes, "conv", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [batch, cin, hw, hw])],
+                              [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [batch, cout, hw, hw])], [w, b])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), [batch, cin, hw, hw]
+
+
 def two_branch_model(batch: int | str = 32, k: int = 64, seed: int = 0) -> onnx.ModelProto:
     """Two independent branches, x -> MatMul -> Relu -> MatMul and x -> MatMul -> Sigmoid ->
     MatMul, added: small kernels that leave cores free, so a second stream pays off.

@@ -17,26 +17,14 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from onnx import TensorProto, helper, numpy_helper
 
 import ge
 from ge.lowering import tile_cube
+from ge.testing import conv_relu_model
 
 pytestmark = pytest.mark.slow
 
 LAUNCH = 1000  # cycles of a launch on the 910 (targets/ascend910.toml overhead.launch)
-
-
-def conv_model(cin: int, cout: int, hw: int, k: int, batch: int = 1):
-    """Conv (+ bias) + ReLU: one Cube kernel."""
-    rng = np.random.default_rng(0)
-    w = numpy_helper.from_array((rng.standard_normal((cout, cin, k, k)) / np.sqrt(cin * k * k)).astype(np.float32), "w")
-    b = numpy_helper.from_array(rng.standard_normal(cout).astype(np.float32) * 0.1, "b")
-    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], kernel_shape=[k, k], pads=[k // 2] * 4),
-             helper.make_node("Relu", ["c"], ["y"])]
-    graph = helper.make_graph(nodes, "conv", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, cin, hw, hw])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch, cout, hw, hw])], [w, b])
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), [batch, cin, hw, hw]
 
 
 def run(model, shape, monkeypatch, force=None, **patches) -> tuple[tile_cube.CubePlan, float, float]:
@@ -71,7 +59,7 @@ def run(model, shape, monkeypatch, force=None, **patches) -> tuple[tile_cube.Cub
 def test_shared_conv_reads_are_modeled(monkeypatch):
     """resnet50's 1 x 1 conv 512 -> 256 at 28 x 28: modeled within 15% of the simulated
     cycles (1.46x without SHARED_CONV), and its pick no slower than the old model's."""
-    model, shape = conv_model(512, 256, 28, 1)
+    model, shape = conv_relu_model(512, 256, 28, 1)
     plan, modeled, simulated = run(model, shape, monkeypatch)
     old_plan, old_modeled, old_simulated = run(model, shape, monkeypatch, SHARED_CONV=False)
     assert modeled == pytest.approx(simulated, rel=0.15), (modeled, simulated)
@@ -83,7 +71,7 @@ def test_odd_k_steps_are_modeled(monkeypatch):
     """resnet50's 3 x 3 conv 512 -> 512 at 7 x 7 with 3 K steps of 96 per chunk of 288:
     modeled within 10% (0.78x without ODD_K_STEPS); the model's pick is faster than that
     plan on the simulator."""
-    model, shape = conv_model(512, 512, 7, 3)
+    model, shape = conv_relu_model(512, 512, 7, 3)
     odd = {"tm": 64, "tn": 16, "tk": 96, "kl1": 288, "order": "mn", "split": 32, "blocks": 32, "epi_split": 1,
            "batch_inner": False, "a_whole": False}
     _, modeled, simulated = run(model, shape, monkeypatch, force=odd)
@@ -101,7 +89,7 @@ def test_block_misses_pick_a_faster_plan(monkeypatch):
     in resnet50_b16, where its input is the previous kernel's, 26,089 -> 20,446). (Both
     models under-predict it: block 1 reads the image block 0 fetched, block 2 fetches the
     next image's rows itself at its HBM share.)"""
-    model, shape = conv_model(512, 128, 28, 1, batch=16)
+    model, shape = conv_relu_model(512, 128, 28, 1, batch=16)
     plan, _, simulated = run(model, shape, monkeypatch)
     old_plan, _, old_simulated = run(model, shape, monkeypatch, BLOCK_MISSES=False)
     assert simulated <= 0.96 * old_simulated, (plan, simulated, old_plan, old_simulated)
@@ -113,7 +101,7 @@ def test_shared_fill_picks_a_faster_plan(monkeypatch):
     (`tile_cube.SHARED_FILL`). Without it the model picked one image per 2 cores (tm 208,
     tn 32, split 2), modeled 19,019 and simulated 22,494 cycles (0.85x); with it, 2 M tiles
     of 112 per image, modeled within 5%, 20,108 cycles."""
-    model, shape = conv_model(1024, 256, 14, 1, batch=16)
+    model, shape = conv_relu_model(1024, 256, 14, 1, batch=16)
     plan, modeled, simulated = run(model, shape, monkeypatch)
     old_plan, old_modeled, old_simulated = run(model, shape, monkeypatch, SHARED_FILL=False)
     assert old_modeled < 0.87 * old_simulated, (old_plan, old_modeled, old_simulated)

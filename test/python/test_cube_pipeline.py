@@ -16,7 +16,6 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from test_conv_cost import conv_model
 
 import ge
 from ge.dialects import tile as t
@@ -24,6 +23,7 @@ from ge.frontend.onnx import import_model
 from ge.ir import run_passes
 from ge.lowering import tile_cube
 from ge.lowering.tile_cost import Machine
+from ge.testing import conv_relu_model
 
 SHAPE = (128, 128, 14, 3)  # a resnet50 layer-3 3 x 3 conv at 14 x 14: plan k=144 k_l1=288 (2 steps per chunk)
 
@@ -65,7 +65,7 @@ def problem(model, monkeypatch) -> tuple[tile_cube.CubeProblem, Machine]:
 
 def test_two_steps_unrolled_over_two_l0_buffers(monkeypatch):
     """2 K steps per chunk: two single L0A (and L0B) buffers, not one double buffer."""
-    model, _ = conv_model(*SHAPE)
+    model, _ = conv_relu_model(*SHAPE)
     monkeypatch.setattr(tile_cube, "UNROLLED_K", True)
     assert tile_allocs(model, t.MemSpace.L0A) == [1, 1]
     assert tile_allocs(model, t.MemSpace.L0B) == [1, 1]
@@ -78,7 +78,7 @@ def test_unrolled_chunk_runs_without_the_step_loops_drain(monkeypatch):
     """The same plan and the same sums (bit-identical output), fewer cycles: the loop
     version's chunks start with their first moves after the previous chunk's last mmad
     (simulated 2,807 -> 2,711 cycles)."""
-    model, shape = conv_model(*SHAPE)
+    model, shape = conv_relu_model(*SHAPE)
     monkeypatch.setattr(tile_cube, "UNROLLED_K", True)
     plans, cycles, y = simulate(model, shape)
     monkeypatch.setattr(tile_cube, "UNROLLED_K", False)
@@ -99,7 +99,7 @@ def test_longer_chunks_unrolled_only_with_tight_forward_sync(monkeypatch):
     assert tile_cube._unrolled_steps(plan, 2) and not tile_cube._unrolled_steps(plan, 6)
     assert not tile_cube._unrolled_steps(replace(plan, l0_buffers=1), 2)
     assert not tile_cube._unrolled_steps(plan, 3)
-    p, mach = problem(conv_model(256, 256, 14, 3)[0], monkeypatch)
+    p, mach = problem(conv_relu_model(256, 256, 14, 3)[0], monkeypatch)
     s = tile_cube.sizes(p, 208, 64, 48, 288)
     looped = tile_cube._k_loop(p, mach, 208, 64, 48, 288, s, True)  # 6 steps: a loop
     assert tile_cube._k_fill(p, mach, 208, 64, 48, 288, s, True) == 0.0
