@@ -710,7 +710,7 @@ class Barriers:
         """(index, loop) of the loops in `block` that run at least once."""
         if block not in self._loops:
             self._loops[block] = [(i, op) for i, op in enumerate(self.ops(block))
-                                  if isinstance(op, scf.ForOp) and min_trips(op) >= 1]
+                                  if op.regions and isinstance(op, scf.ForOp) and min_trips(op) >= 1]
         return self._loops[block]
 
 
@@ -966,6 +966,12 @@ def sync_op(cls: type[Operation], properties: dict, attributes: dict | None = No
     return op
 
 
+def _has_sync(ops: list[Operation]) -> bool:
+    """Is one of `ops` a sync op? Asked of each op's type once (an `isinstance` against
+    the sync ops' abstract bases is a Python call per op)."""
+    return any(issubclass(t, isa.SYNC_OPS) for t in {type(op) for op in ops})
+
+
 def _depth(block: Block) -> int:
     d = 0
     p = block.parent_op()
@@ -980,7 +986,7 @@ def insert_sync(kernel: isa.KernelOp, target: targets.Target, patterns: Patterns
     """Synchronize one kernel; `patterns`: the byte patterns' memo, shared by one pass's
     kernels; `ops`: the kernel's `kernel_ops`, when the caller has them."""
     ops = kernel_ops(kernel.body.block) if ops is None else ops
-    if any(isinstance(op, isa.SYNC_OPS) for op in ops):
+    if _has_sync(ops):
         return
     try:
         instrs = instructions(kernel, target, patterns, ops)
@@ -1006,7 +1012,7 @@ def insert_sync(kernel: isa.KernelOp, target: targets.Target, patterns: Patterns
     # loops nested in it.
     for block in sorted(blocks, key=_depth, reverse=True):
         body_ops = block_ops[id(block)]
-        loops = {i: op.body.block for i, op in enumerate(body_ops) if isinstance(op, scf.ForOp)}
+        loops = {i: op.body.block for i, op in enumerate(body_ops) if op.regions and isinstance(op, scf.ForOp)}
         nested = {i: placed.get(b, []) for i, b in loops.items()}
         inner = {i: levels[b] for i, b in loops.items() if b in levels}
         deps = by_block.get(id(block), [])
@@ -1093,7 +1099,7 @@ class InsertSyncPass(ModulePass):
         patterns = Patterns()  # (this pass's: no memo outlives it)
         for kernel, shape in zip(kernels, shapes):
             ops = kernel_ops(kernel.body.block)
-            if any(isinstance(o, isa.SYNC_OPS) for o in ops):
+            if _has_sync(ops):
                 continue
             if counts[shape] == 1:
                 insert_sync(kernel, target, patterns, ops)

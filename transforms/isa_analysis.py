@@ -75,23 +75,31 @@ def _affine(v: SSAValue | None, depth: int, memo: dict | None) -> Affine:
     if v is None:
         return Affine()
     owner = v.owner
-    if depth < 16 and isinstance(owner, Operation):
-        if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
-            return Affine((), owner.value.value.data)
-        if isinstance(owner, arith.IndexCastOp):
+    if depth < 16:
+        kind = _INDEX_OPS.get(type(owner))  # (an isinstance against an op class is an ABC check: a Python call)
+        if kind is None and isinstance(owner, Operation):
+            kind = next((k for cls, k in _INDEX_OPS.items() if isinstance(owner, cls)), None)  # (a subclass)
+        if kind == "const":
+            if isinstance(owner.value, IntegerAttr):
+                return Affine((), owner.value.value.data)
+        elif kind == "cast":
             return affine(owner.input, depth + 1, memo)
-        if isinstance(owner, arith.AddiOp | arith.SubiOp):
+        elif kind is not None:
             a, b = affine(owner.lhs, depth + 1, memo), affine(owner.rhs, depth + 1, memo)
-            if isinstance(owner, arith.SubiOp):
+            if kind == "sub":
                 return a.minus(b)
-            return a.minus(b.scaled(-1))
-        if isinstance(owner, arith.MuliOp):
-            a, b = affine(owner.lhs, depth + 1, memo), affine(owner.rhs, depth + 1, memo)
+            if kind == "add":
+                return a.minus(b.scaled(-1))
             if not b.terms:
                 return a.scaled(b.const)
             if not a.terms:
                 return b.scaled(a.const)
     return Affine(((v, 1),), 0)
+
+
+# The index ops `_affine` reads through, by class (in the order it tests them).
+_INDEX_OPS: dict[type, str] = {arith.ConstantOp: "const", arith.IndexCastOp: "cast", arith.AddiOp: "add",
+                               arith.SubiOp: "sub", arith.MuliOp: "mul"}
 
 
 # --------------------------------------------------------------------------------------
@@ -489,7 +497,7 @@ def _exists(c0: int, k: int, lo: int, hi: int, dmin: int) -> bool:
 
 def _static(v: SSAValue) -> int | None:
     owner = v.owner
-    if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
+    if (type(owner) is arith.ConstantOp or isinstance(owner, arith.ConstantOp)) and isinstance(owner.value, IntegerAttr):
         return owner.value.value.data
     return None
 
