@@ -21,6 +21,11 @@ becomes an `isa.launch`. Inside a kernel:
   `FixQuant`), emitted where the vector op runs (after the scale's copy-in); the vector
   op lowers only what is left (a residual add in f16, ...), or nothing when FixPipe
   writes its result buffer directly.
+- The f16 epilogue on a target without FixPipe (the 910, `L0cBias`): an f32 accumulator
+  whose epilogue starts `+ per-channel bias` then `cast -> f16` [, ReLU] gets the bias in
+  L0C before its mmads (`isa.broadcast_ub_to_l0c`, mmad init false; armed one L0C rotation
+  ahead in long loops) and a converting read-out (`copy_l0c_to_ub` f32 -> f16 [+ ReLU]); the
+  vector op lowers only what is left.
 - `tile.img2col` -> `isa.img2col` (Load3D, writes ZZ), `tile.mmad` -> `isa.mmad`.
 - `tile.load_index` -> `isa.load_scalar` (S pipe); its kernel gets `isa.data_dependent`.
 - `tile.vector` -> Vector instructions (lowering/isa_vector.py), `tile.vpool` ->
@@ -681,6 +686,7 @@ class KernelLowering:
     unbacked: set[SSAValue] = field(default_factory=set)  # accumulator allocs FixPipe bypasses
     l0c_steps: dict[Operation, L0cBias] = field(default_factory=dict)  # anchor, bias copy, mmads -> their plan
     bias_f32: dict[int, list[SSAValue]] = field(default_factory=dict)  # plan id -> its f32 bias buffer's slots
+    armed: dict[int, tuple[scf.ForOp, int]] = field(default_factory=dict)  # plan id -> (its loop, slots) when ahead
 
     # -- the context interface ---------------------------------------------------------------
 
@@ -963,7 +969,7 @@ class KernelLowering:
         if plan is not None:
             if op is plan.bias_copy:
                 return  # emitted before the anchor
-            if op is plan.anchor:
+            if op is plan.anchor and id(plan) not in self.armed:
                 self.l0c_bias_in(plan)
         if isinstance(op, t.AllocOp):
             self.declare(op)
@@ -989,6 +995,9 @@ class KernelLowering:
                 self.copy(quant.copy, quant)
             with self.b.scratch():
                 lower_vector(self, op, quant)
+            if isinstance(quant, L0cBias) and id(quant) in self.armed:  # this L0C slot's next tile
+                loop, slots = self.armed[id(quant)]
+                self.arm(quant, loop, self.b.add_(self.values[loop.body.block.args[0]], slots))
         elif isinstance(op, t.VPoolOp):
             from ge.lowering.isa_pool import lower_vpool
 
@@ -1000,6 +1009,69 @@ class KernelLowering:
             self.arith(op)
         else:
             raise self.fail(op, "has no isa lowering")
+
+    def ahead_plans(self, loop: scf.ForOp, homed: list[SSAValue], slots: int) -> list[L0cBias]:
+        """The plans whose bias goes into L0C one rotation ahead in `loop` (`arm`): the anchor
+        in its body, the L0C tile and the bias tile rotating in it over all `slots`, the bias
+        copy's offsets computed in the body by index arithmetic alone, and not a constant trip
+        count below two rotations (there the guarded loops and their flags cost more than the
+        order saves: resnet50 at batch 1). Then a tile's bias is broadcast after the epilogue
+        of the tile before it in the same L0C slot, and the mmads of the tile in the other
+        slot need not wait for that epilogue (V runs in order)."""
+        out = []
+        body = loop.body.block
+        seen = set()
+        for plan in self.l0c_steps.values():
+            if id(plan) in seen or plan.anchor is None or plan.anchor.parent_block() is not body:
+                continue
+            seen.add(id(plan))
+            if slots < 2 or any(a not in homed or self.buffers[a].count != slots for a in (plan.c_alloc, plan.bias_alloc)):
+                continue
+            if plan.copy.parent_block() is not body or self.bias_slice(plan, body) is None:
+                continue
+            lo, hi = _static(loop.lb), _static(loop.ub)
+            if lo is not None and hi is not None and hi - lo < 2 * slots:
+                continue  # a rotation or two: the guarded loops and their flags cost more than the order saves
+            out.append(plan)
+        return out
+
+    @staticmethod
+    def bias_slice(plan: L0cBias, body: Block) -> list[Operation] | None:
+        """The ops of `body` before the anchor that the bias copy's operands come from (index
+        arithmetic and views only; None otherwise), in order."""
+        before = set(list(body.ops)[:body.get_operation_index(plan.anchor)])
+        need: set[Operation] = set()
+        work = [v.owner for v in plan.bias_copy.operands if isinstance(v.owner, Operation)]
+        while work:
+            o = work.pop()
+            if o not in before or o in need:
+                continue
+            if not (o.dialect_name() == "arith" and not o.regions) and not isinstance(o, t.ViewOp):
+                return None
+            need.add(o)
+            work += [v.owner for v in o.operands if isinstance(v.owner, Operation)]
+        return [o for o in body.ops if o in need]
+
+    def arm(self, plan: L0cBias, loop: scf.ForOp, it: Index) -> None:
+        """The bias of `loop`'s iteration `it`, if it runs (a loop of at most one trip up to
+        the loop's end), into the current slot of its L0C tile: the index arithmetic the bias
+        copy needs lowered again for that iteration (the current one's values restored after),
+        then `l0c_bias_in`."""
+        body = loop.body.block
+        iv = body.args[0]
+        prefix = self.bias_slice(plan, body) or []
+        keys = [iv, *(r for o in prefix for r in o.results)]
+        saved = {v: self.values[v] for v in keys if v in self.values}
+        hi = self.index(loop.ub)
+        end = min(it + 1, hi) if isinstance(it, int) and isinstance(hi, int) else self.b.min_(self.b.add_(it, 1), hi)
+        with self.b.loop(it, end, 1, "armed", max_trips=1) as j:
+            self.values[iv] = j
+            for o in prefix:
+                self.lower_op(o)
+            self.l0c_bias_in(plan)
+        for v in keys:
+            self.values.pop(v, None)
+        self.values.update(saved)
 
     def l0c_bias_in(self, plan: L0cBias) -> None:
         """The bias into the L0C tile before its mmad chain: its copy-in, its f16 -> f32 cast
@@ -1053,6 +1125,14 @@ class KernelLowering:
         name = body.args[0].name_hint or "i"
         if homed and step == 1:
             slots = max(self.buffers[a].count for a in homed)
+            for plan in self.ahead_plans(op, homed, slots):  # the first `slots` iterations' biases, before the loop
+                self.armed[id(plan)] = (op, slots)
+                for s_ in range(slots):
+                    saved = {a: self.slot.get(a, 0) for a in homed}
+                    for a in homed:
+                        self.slot[a] = s_
+                    self.arm(plan, op, self.b.add_(lo, s_) if s_ else lo)
+                    self.slot.update(saved)
 
             def emit(it: Index, s: int) -> None:
                 saved = {a: self.slot.get(a, 0) for a in homed}

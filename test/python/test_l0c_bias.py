@@ -303,3 +303,27 @@ def test_cost_program_charges_the_broadcast_instead_of_the_bias_add_and_the_cast
     assert new == target.startup.vector + 28 * 8
     old = mach.instruction("vadd", "f32", 112 * 64 * 4 // bpr) + mach.instruction("vconv", "f32", 112 * 64 * 4 // bpr)
     assert new < old
+
+
+def test_the_next_tiles_bias_is_armed_after_this_tiles_epilogue():
+    """In a loop whose L0C tile rotates over 2 slots, a tile's bias is broadcast after the
+    epilogue of the tile before it in the same slot (a guarded loop of at most one trip:
+    none past the loop's end) and before the loop for the first two: the V pipe runs in
+    order, and a broadcast at the K loop would make the other slot's mmads wait for this
+    tile's whole epilogue."""
+    from xdsl.dialects import scf
+
+    k = cube_kernel(isa_module(conv_model(True)))
+    brc = [op for op in k.walk() if isinstance(op, isa.BroadcastUbToL0cOp)]
+    assert brc
+    for op in brc:
+        loop = op.parent_op()
+        assert isinstance(loop, scf.ForOp) and loop.attributes[isa.MAX_TRIPS_ATTR].value.data == 1
+    # in the loop body, an armed broadcast follows the epilogue's vrelu of its slot
+    for body_loop in [op for op in k.walk() if isinstance(op, scf.ForOp)]:
+        ops = list(body_loop.body.block.ops)
+        relus = [i for i, o in enumerate(ops) if isinstance(o, isa.VReluOp)]
+        armed = [i for i, o in enumerate(ops) if isinstance(o, scf.ForOp) and any(
+            isinstance(x, isa.BroadcastUbToL0cOp) for x in o.walk())]
+        if relus and armed:
+            assert min(armed) > min(relus)
