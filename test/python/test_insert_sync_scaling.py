@@ -253,7 +253,10 @@ def test_batched_searches_answer_as_implied_on_planned_kernels(monkeypatch):
     with blob_scope():
         _, _, plain = _searched(text, monkeypatch, plain=True)
     assert out == plain and out.count("isa.set_flag") > 0
-    assert asked > 2 * searched > 0
+    # batched: fewer searches than deps asked about (241 asked, 143 searched since to-isa
+    # arms the 910's L0C bias one rotation ahead in short loops of their own, whose blocks
+    # have few deps per first side; 2x more before)
+    assert asked > 1.5 * searched > 0
 
 
 @pytest.mark.parametrize("text", LIT_CASES, ids=[f"case{i}" for i in range(len(LIT_CASES))])
