@@ -441,7 +441,7 @@ def _bias_columns(copy: t.CopyOp, c_shape: tuple[int, int], arg: SSAValue, bias:
     src_shape = tuple(copy.source.type.get_shape())
     dest_shape = tuple(copy.dest.type.get_shape())
     if math.prod(src_shape) != m * n:
-        return None
+        return False
     ids = np.arange(m * n, dtype=np.int64).reshape(src_shape)
     placed = _rect_ids(copy, ids, dest_shape)
     if placed is None:
