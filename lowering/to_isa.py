@@ -343,6 +343,19 @@ def plan_fixquant(vector: t.VectorOp, copy: t.CopyOp, acc: SSAValue) -> FixQuant
 
 
 
+def _epilogue_reader(copy: t.CopyOp, acc: SSAValue) -> t.VectorOp | None:
+    """The one reader of the read-out's UB tile `acc` (directly or through views) besides
+    `copy`, when it is a `tile.vector` in the copy's block: the epilogue a converting
+    read-out can take the head of."""
+    users = [u.operation for u in acc.uses]
+    views = [u for u in users if isinstance(u, t.ViewOp)]
+    readers = {u.operation for v in views for u in v.result.uses} | set(users)
+    readers -= {copy, *views}
+    if len(readers) != 1 or not isinstance(vec := readers.pop(), t.VectorOp):
+        return None
+    return vec if vec.parent_block() is copy.parent_block() else None
+
+
 def plan_fixquants(kernel: t.KernelOp, target: targets.Target) -> dict[Operation, FixQuant]:
     """Every L0C -> UB read-out of the kernel that FixPipe's quant mode can take, by its copy
     and by its vector op (FixPipe targets only)."""
@@ -353,16 +366,8 @@ def plan_fixquants(kernel: t.KernelOp, target: targets.Target) -> dict[Operation
         if not isinstance(op, t.CopyOp) or t.space_of(op.source.type) != t.MemSpace.L0C or \
                 t.space_of(op.dest.type) != t.MemSpace.UB or _elem_of(op.source) != i32:
             continue
-        acc = op.dest.owner.source if isinstance(op.dest.owner, t.ViewOp) else op.dest
-        if not isinstance(acc.owner, t.AllocOp):
-            continue
-        users = [u.operation for u in acc.uses]
-        views = [u for u in users if isinstance(u, t.ViewOp)]
-        readers = {u.operation for v in views for u in v.result.uses} | set(users)
-        readers -= {op, *views}
-        if len(readers) != 1 or not isinstance(vec := readers.pop(), t.VectorOp):
-            continue
-        if vec.parent_block() is not op.parent_block():
+        acc = _alloc_of(op.dest)
+        if not isinstance(acc.owner, t.AllocOp) or (vec := _epilogue_reader(op, acc)) is None:
             continue
         plan = plan_fixquant(vec, op, acc)
         if plan is not None:
@@ -582,13 +587,7 @@ def plan_l0c_biases(kernel: t.KernelOp, target: targets.Target) -> dict[Operatio
         acc, c_alloc = _alloc_of(op.dest), _alloc_of(op.source)
         if not isinstance(acc.owner, t.AllocOp) or not isinstance(c_alloc.owner, t.AllocOp):
             continue
-        users = [u.operation for u in acc.uses]
-        views = [u for u in users if isinstance(u, t.ViewOp)]
-        readers = {u.operation for v in views for u in v.result.uses} | set(users)
-        readers -= {op, *views}
-        if len(readers) != 1 or not isinstance(vec := readers.pop(), t.VectorOp):
-            continue
-        if vec.parent_block() is not op.parent_block():
+        if (vec := _epilogue_reader(op, acc)) is None:
             continue
         plan = plan_l0c_bias(vec, op, acc, c_alloc)
         if plan is None:
