@@ -63,20 +63,19 @@ ODD_K_STEPS = True  # does an odd number of K steps per chunk cost two steps end
 BLOCK_MISSES = True  # are the shared reads' misses those of block 1's items (`_block_misses`)?
 SLICED_DRAIN = True  # the row slices of a sliced epilogue pipeline (the last tile's drain)
 SHARED_FILL = True  # do a conv's or matmul's shared first loads take at least their distinct tiles at the HBM rate (`cube_cost`)?
-# Is a chunk's even K step loop unrolled over two single L0 buffers (`_unrolled_steps`)? Off:
-# it pays only with TIGHT_FORWARD_SYNC (at 985db71 with insert-sync's forward pairs tight --
-# each forward dependency its own pair -- both switches on, kernel cycles: resnet50_b16
-# 1,610,246 -> 1,557,207, resnet50 260,673 -> 254,210, bert_base 186,949 -> 185,226,
-# squeezenet 89,387 -> 89,219, encoder layer 23,459 -> 23,433); without it only 2-step
-# chunks unroll (bert_base -2.2%, resnet50 -0.9% at the same plans; with their cost in
-# `_k_loop` the picks change and the totals do not improve: bert_base +0.9%, squeezenet +0.7%).
-UNROLLED_K = False
-# Does insert-sync give each forward dependency of a block its own set/wait pair (set right
-# after its first side)? Today it covers overlapping ones with one pair (`_stab`: set after
-# the later first side), so in a chunk of more than 2 unrolled steps step i's moves wait
-# for mmad i - 1, not i - 2, and the steps run end to end; with 2 steps per chunk nothing
-# overlaps within the chunk and the unrolled chunk costs what the loop did, less half its fill.
-TIGHT_FORWARD_SYNC = False
+# Is a chunk's even K step loop unrolled over two single L0 buffers (`_unrolled_steps`)? A
+# K-step loop drains at its end: insert-sync sets its flags before it and waits for them
+# after it, so the next chunk's (or tile's) first L1 -> L0 moves wait for this chunk's last
+# mmad; unrolled, the L0 buffers alternate across chunks and tiles. Kernel cycles with both
+# switches on against both off (at c0c4d53): resnet50_b16 1,520,622 -> 1,461,575, resnet50
+# 265,600 -> 256,958, squeezenet 92,863 -> 91,966, bert_base 186,949 -> 185,226.
+UNROLLED_K = True
+# Does insert-sync give each forward dependency of a block its own set/wait pair, set right
+# after its first side (`insert_sync._stab`, since c0c4d53's successor)? Before, one pair
+# covered each overlapping group, set after its latest first side, so in a chunk of more
+# than 2 unrolled steps step i's moves waited for mmad i - 1 and the steps ran end to end;
+# off, the model unrolls only 2-step chunks (for comparing with that insert-sync).
+TIGHT_FORWARD_SYNC = True
 MAX_UNROLLED_STEPS = 16  # the most K steps per chunk unrolled with TIGHT_FORWARD_SYNC (else 2)
 
 

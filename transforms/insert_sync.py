@@ -604,26 +604,17 @@ def _enters(level: Level, pipe: isa.Pipe, pos: tuple, dst: isa.Pipe, ys: tuple[i
 
 
 def _stab(deps: list[Dep]) -> dict[Pair, list[Dep]]:
-    """The fewest forward pairs covering deps of one block and pipe pair: a pair (s, w)
-    orders a dep (x, y) when x <= s < w <= y."""
-    out: dict[Pair, list[Dep]] = {}
-    group: list[Dep] = []
-
-    def close() -> None:
-        d = group[0]  # the group's least y (deps come by y)
-        pair = Pair(d.block, d.loop, d.src, d.dst, max(g.x for g in group), d.y, False)
-        out.setdefault(pair, []).extend(group)
-
-    for d in sorted(deps, key=lambda d: (d.y, d.x, d.xs, d.ys)):
-        if group and d.x < group[0].y:
-            group.append(d)
-            continue
-        if group:
-            close()
-        group = [d]
-    if group:
-        close()
-    return out
+    """Forward pairs for the deps of one block and pipe pair: each dep's tightest pair (set
+    right after its first side, waited right before its second), dropping those a kept pair
+    already orders -- a pair (s, w) orders a dep (x, y) when x <= s < w <= y. One pair per
+    overlapping group (the fewest pairs) would set after the group's latest first side, so
+    in an unrolled K chunk step i's moves would wait for mmad i - 1, not the mmad that last
+    read their buffer."""
+    kept: list[Pair] = []
+    for d in sorted(deps, key=lambda d: (d.y - d.x, d.y, d.x, d.xs, d.ys)):
+        if not any(p.s >= d.x and p.w <= d.y for p in kept):
+            kept.append(Pair(d.block, d.loop, d.src, d.dst, d.x, d.y, False))
+    return {p: [d for d in deps if d.x <= p.s and p.w <= d.y] for p in kept}
 
 
 def _carried_pairs(deps: list[Dep]) -> dict[Pair, list[Dep]]:

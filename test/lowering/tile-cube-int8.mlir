@@ -5,7 +5,8 @@
 // ReLU, requantized for the next layer -- one cube_epilogue kernel. The feature map is i8
 // NC1HWC0 [1, 2, 8, 8, 32], the weights i8 FRACTAL_Z [C1*KH*KW = 18, N1 = 2, 16, 32]; L0A /
 // L0B hold i8, L0C and the UB accumulator i32; the output tile is whole i8 C0 = 32 blocks
-// (n = 32). K = 2 * 9 * 32 = 576, in two L1 chunks of one C1 block (288) each. In the epilogue the dequantize is cast + per-channel mul
+// (n = 32). K = 2 * 9 * 32 = 576, in one L1 chunk of two K steps of one C1 block (288) each,
+// unrolled over two single L0A / L0B buffers. In the epilogue the dequantize is cast + per-channel mul
 // + cast (the reference's roundings), the quantize stays one op for the vector lowering.
 
 func.func @conv(%x: tensor<1x2x8x8x32xi8, #layout.fmt<NC1HWC0, origin NCHW [1, 40, 8, 8]>>) -> tensor<1x1x4x4x32xi8, #layout.fmt<NC1HWC0, origin NCHW [1, 24, 4, 4]>> {
@@ -19,15 +20,19 @@ func.func @conv(%x: tensor<1x2x8x8x32xi8, #layout.fmt<NC1HWC0, origin NCHW [1, 4
 }
 // CHECK-LABEL: tile.kernel @k0_acc
 // CHECK-SAME:    kind "cube_epilogue"
-// CHECK-SAME:    tile.plan = "m=16 n=32 k=288 k_l1=288
-// CHECK:         %a_l1 = tile.alloc buffers 2 : memref<1x1x9x8x32xi8, #tile.space<l1>>
-// CHECK-NEXT:    %b_l1 = tile.alloc buffers 2 : memref<9x32x32xi8, #tile.space<l1>>
-// CHECK-NEXT:    %a_l0 = tile.alloc buffers 2 : memref<16x288xi8, #tile.space<l0a>>
-// CHECK-NEXT:    %b_l0 = tile.alloc buffers 2 : memref<288x32xi8, #tile.space<l0b>>
+// CHECK-SAME:    tile.plan = "m=16 n=32 k=288 k_l1=576
+// CHECK:         %a_l1 = tile.alloc buffers 2 : memref<1x2x9x8x32xi8, #tile.space<l1>>
+// CHECK-NEXT:    %b_l1 = tile.alloc buffers 2 : memref<18x32x32xi8, #tile.space<l1>>
+// CHECK-NEXT:    %a_l0 = tile.alloc buffers 1 : memref<16x288xi8, #tile.space<l0a>>
+// CHECK-NEXT:    %a_l0_1 = tile.alloc buffers 1 : memref<16x288xi8, #tile.space<l0a>>
+// CHECK-NEXT:    %b_l0 = tile.alloc buffers 1 : memref<288x32xi8, #tile.space<l0b>>
+// CHECK-NEXT:    %b_l0_1 = tile.alloc buffers 1 : memref<288x32xi8, #tile.space<l0b>>
 // CHECK-NEXT:    %c_l0 = tile.alloc buffers 2 : memref<16x32xi32, #tile.space<l0c>>
 // CHECK-NEXT:    %acc_ub = tile.alloc buffers 2 : memref<1x1x16x32xi32, #tile.space<ub>>
-// CHECK:         tile.img2col %a_l1{{.*}} channels = 40 : i64, c0 = 32 : i64} : memref<1x1x9x8x32xi8, #tile.space<l1>> to memref<16x288xi8, #tile.space<l0a>>
+// CHECK:         tile.img2col %a_l1{{.*}} channels = 40 : i64, c0 = 32 : i64} : memref<1x2x9x8x32xi8, #tile.space<l1>> to memref<16x288xi8, #tile.space<l0a>>
 // CHECK:         tile.mmad %a_l0, %b_l0, %c_l0 init %{{.*}} : memref<16x288xi8, #tile.space<l0a>>, memref<288x32xi8, #tile.space<l0b>>, memref<16x32xi32, #tile.space<l0c>>
+// CHECK:         tile.img2col %a_l1[%c0, %c288{{.*}} channels = 40 : i64, c0 = 32 : i64} : memref<1x2x9x8x32xi8, #tile.space<l1>> to memref<16x288xi8, #tile.space<l0a>>
+// CHECK:         tile.mmad %a_l0_1, %b_l0_1, %c_l0 init %{{.*}} : memref<16x288xi8, #tile.space<l0a>>, memref<288x32xi8, #tile.space<l0b>>, memref<16x32xi32, #tile.space<l0c>>
 // CHECK:         tile.vector ins(%acc_ub, %s_ub : memref<1x1x16x32xi32, #tile.space<ub>>, memref<32xf32, #tile.space<ub>>) outs(%q_ub : memref<1x1x16x32xi8, #tile.space<ub>>) {
 // CHECK-NEXT:    ^bb0(%acc: tensor<1x1x16x1x32xi32>, %s_1: tensor<1x1x1x1x32xf32>):
 // CHECK-NEXT:      %{{.*}} = graph.cast %acc : tensor<1x1x16x1x32xi32> to tensor<1x1x16x1x32xf32>
@@ -37,15 +42,17 @@ func.func @conv(%x: tensor<1x2x8x8x32xi8, #layout.fmt<NC1HWC0, origin NCHW [1, 4
 // CHECK-NEXT:      %q_1 = graph.quantize %r {scale = 2.000000e-02 : f32, offset = 0 : i64} : tensor<1x1x16x1x32xf16> to tensor<1x1x16x1x32xi8>
 // CHECK:         tile.copy %q_ub{{.*}} sizes [1, 1, 16, 32] : memref<1x1x16x32xi8, #tile.space<ub>> to memref<1x1x16x32xi8, #tile.space<gm>>
 
-// The isa: int8 mmads (16 x 288 x 32: 1 x 9 x 2 fractals of 16x32x16, one per chunk) into an i32 L0C, the
+// The isa: int8 mmads (16 x 288 x 32: 1 x 9 x 2 fractals of 16x32x16, one per K step) into an i32 L0C, the
 // accumulator read out by the Vector unit (no FixPipe on the 910) into an i32 UB tile, then
 // vconv i32 -> f32, vmul by the per-channel scale, vconv -> f16, ReLU, and the quantize
 // (offset 0): vdiv by the scale in f32, one saturating vconv f32 -> i8 in rint.
 // ISA-LABEL: isa.kernel @k0_acc
-// ISA:         isa.buffer slots 2 : memref<4608xi8, #isa.space<l0a>>
-// ISA:         isa.buffer slots 2 : memref<9216xi8, #isa.space<l0b>>
+// ISA:         isa.buffer : memref<4608xi8, #isa.space<l0a>>
+// ISA-NEXT:    isa.buffer : memref<4608xi8, #isa.space<l0a>>
+// ISA-NEXT:    isa.buffer : memref<9216xi8, #isa.space<l0b>>
+// ISA-NEXT:    isa.buffer : memref<9216xi8, #isa.space<l0b>>
 // ISA:         isa.buffer slots 2 : memref<512xi32, #isa.space<l0c>>
-// ISA:         isa.img2col {{.*}} c0 = 32 : i64} : memref<2304xi8, #isa.space<l1>> to memref<4608xi8, #isa.space<l0a>>
+// ISA:         isa.img2col {{.*}} c0 = 32 : i64} : memref<4608xi8, #isa.space<l1>> to memref<4608xi8, #isa.space<l0a>>
 // ISA:         isa.mmad %c_l0, %a_l0, %b_l0 m 16 k 288 n 32 init %{{.*}} : memref<512xi32, #isa.space<l0c>>, memref<4608xi8, #isa.space<l0a>>, memref<9216xi8, #isa.space<l0b>>
 // ISA:         isa.copy_l0c_to_ub %c_l0 to %acc_ub sizes [2, 16, 16] dst_strides [16, 32, 1] : memref<512xi32, #isa.space<l0c>> to memref<512xi32, #isa.space<ub>>
 // ISA:         isa.vconv %[[F:.*]], %acc_ub repeat 8 : memref<512xf32, #isa.space<ub>>, memref<512xi32, #isa.space<ub>>

@@ -4,10 +4,11 @@ A loop over a chunk's K steps with double-buffered L0A / L0B drains at its end: 
 sets the loop's flags before it and waits for them after it, so the next chunk's (or
 tile's) first L1 -> L0 moves wait for this chunk's last mmad, and the Cube waits for those
 moves (resnet50's 3 x 3 convs at batch 16: ~175-270 cycles per chunk or tile). The emitter
-can unroll a chunk's steps over two single L0 buffers instead (`tile_cube._unrolled_steps`,
-off by default: `tile_cube.UNROLLED_K`): with 2 steps per chunk (the most while insert-sync
-covers overlapping forward dependencies with one pair: `tile_cube.TIGHT_FORWARD_SYNC`) the
-chunk runs as the loop did, without the loop's drain on every other chunk.
+unrolls a chunk's steps over two single L0 buffers instead (`tile_cube._unrolled_steps`,
+`tile_cube.UNROLLED_K`): with 2 steps per chunk the chunk runs as the loop did, without the
+loop's drain on every other chunk; chunks of up to 16 steps unroll because insert-sync gives
+each forward dependency its own pair (`tile_cube.TIGHT_FORWARD_SYNC`; merged pairs would make
+step i's moves wait for mmad i - 1).
 """
 
 from __future__ import annotations
@@ -95,6 +96,7 @@ def test_longer_chunks_unrolled_only_with_tight_forward_sync(monkeypatch):
     TIGHT_FORWARD_SYNC they unroll and the cost model drops the chunk's fill from `_k_loop`,
     paying it once per tile (`_k_fill`)."""
     monkeypatch.setattr(tile_cube, "UNROLLED_K", True)
+    monkeypatch.setattr(tile_cube, "TIGHT_FORWARD_SYNC", False)
     plan = tile_cube.CubePlan(128, 64, 96, 576, "nm", 2, 2, 2, 2, 32, 0.0)
     assert tile_cube._unrolled_steps(plan, 2) and not tile_cube._unrolled_steps(plan, 6)
     assert not tile_cube._unrolled_steps(replace(plan, l0_buffers=1), 2)

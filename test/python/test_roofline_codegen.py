@@ -88,11 +88,15 @@ def test_affine_tile_offsets_let_insert_sync_bound_every_l1_access(tmp_path, mon
     model, _ = conv_model(batch=4, c=64, hw=56, k=3)
     spans = l1_spans(model, tmp_path / "affine", monkeypatch)
     assert spans and all(s is not None for s in spans)
+    # (a K loop -- not a chunk unrolled over two L0 buffers -- is where the offset is divided)
+    spans = l1_spans(model, tmp_path / "looped", monkeypatch, UNROLLED_K=False)
+    assert spans and all(s is not None for s in spans)
 
     def divui(b, a, d):
         return b.div(a, d)
 
-    assert any(s is None for s in l1_spans(model, tmp_path / "divui", monkeypatch, _div_exact=divui))
+    assert any(s is None for s in l1_spans(model, tmp_path / "divui", monkeypatch, _div_exact=divui,
+                                           UNROLLED_K=False))
 
 
 def test_layer4_conv_loads_its_weights_once_per_core(monkeypatch):

@@ -297,3 +297,32 @@ builtin.module attributes {ge.target = "ascend910"} {
 // CHECK-NEXT:    isa.copy_ub_to_gm %b to %y[%j] sizes [16, 64] dst_strides [100, 1] window (%c0, %c16, %lo, %hi2)
 // CHECK-NEXT:    isa.pipe_barrier [MTE3]
 // CHECK-NEXT:    isa.copy_ub_to_gm %b to %y[%j] sizes [16, 64] dst_strides [100, 1] :
+
+// -----
+
+// Overlapping forward dependencies of one pipe pair each get their own pair, set right after
+// their first side: the first vexp waits for the first load only, not for the second (one
+// pair set after the later load would serialize an unrolled K chunk's steps).
+builtin.module attributes {ge.target = "ascend910"} {
+  isa.kernel @overlapping ins(%x: memref<128xf32, #isa.space<gm>>) outs(%y: memref<64xf32, #isa.space<gm>>) block_dim 1 {
+    %a = isa.buffer offset 0 : memref<64xf32, #isa.space<ub>>
+    %b = isa.buffer offset 256 : memref<64xf32, #isa.space<ub>>
+    %c = isa.buffer offset 512 : memref<64xf32, #isa.space<ub>>
+    %d = isa.buffer offset 768 : memref<64xf32, #isa.space<ub>>
+    %c64 = arith.constant 64 : index
+    isa.copy_gm_to_ub %x to %a sizes [64] : memref<128xf32, #isa.space<gm>> to memref<64xf32, #isa.space<ub>>
+    isa.copy_gm_to_ub %x[%c64] to %b sizes [64] : memref<128xf32, #isa.space<gm>> to memref<64xf32, #isa.space<ub>>
+    isa.vexp %c, %a repeat 1 : memref<64xf32, #isa.space<ub>>, memref<64xf32, #isa.space<ub>>
+    isa.vexp %d, %b repeat 1 : memref<64xf32, #isa.space<ub>>, memref<64xf32, #isa.space<ub>>
+    isa.copy_ub_to_gm %d to %y sizes [64] : memref<64xf32, #isa.space<ub>> to memref<64xf32, #isa.space<gm>>
+  }
+}
+// CHECK-LABEL: isa.kernel @overlapping
+// CHECK:           isa.copy_gm_to_ub %x to %a sizes [64] : memref<128xf32, #isa.space<gm>> to memref<64xf32, #isa.space<ub>>
+// CHECK-NEXT:      isa.set_flag [MTE2, V, 0]
+// CHECK-NEXT:      isa.copy_gm_to_ub %x[%c64] to %b sizes [64] : memref<128xf32, #isa.space<gm>> to memref<64xf32, #isa.space<ub>>
+// CHECK-NEXT:      isa.set_flag [MTE2, V, 1]
+// CHECK-NEXT:      isa.wait_flag [MTE2, V, 0]
+// CHECK-NEXT:      isa.vexp %c, %a repeat 1 : memref<64xf32, #isa.space<ub>>, memref<64xf32, #isa.space<ub>>
+// CHECK-NEXT:      isa.wait_flag [MTE2, V, 1]
+// CHECK-NEXT:      isa.vexp %d, %b repeat 1 : memref<64xf32, #isa.space<ub>>, memref<64xf32, #isa.space<ub>>
