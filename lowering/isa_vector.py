@@ -36,10 +36,12 @@ How the region's values become instructions:
   instructions of one step are independent (the pipe overlaps their start-ups), so what
   counts is the repeats -- no half-empty ones -- and the dependent steps;
 - f16 Softmax / LayerNorm stored densely keep f16 where it is exact or is the result's own
-  rounding: the softmax max on the f16 values (in place when they die there), the
-  exponentials rounded into the f16 result before their f32 sum, the last multiply, and
-  LayerNorm's scale and bias on the f16 result (mean and variance in f32): half the
-  repeats and no fold scratch (about one f16 ulp against the all-f32 sequence);
+  rounding: the softmax max on the f16 values, the max subtracted and the exponentials
+  taken on f16 in the result's buffer (an f16 vexp is the f32 exp rounded once), only the
+  exponentials converted to f32 for their sum, the last multiply, and LayerNorm's scale
+  and bias on the f16 result (mean and variance in f32): half the repeats and no fold
+  scratch (about one f16 ulp against the all-f32 sequence); an f16 LayerNorm whose only
+  user casts it to f32 applies its scale and bias in f32 straight into the cast's result;
 - global pools on NC1HWC0 add (max) pixel blocks pairwise, halving the pixel count per step;
 - LRN moves the tile to channel-major rows padded with zero channels, so that the window
   over channels is a handful of whole-buffer adds;
@@ -333,6 +335,7 @@ class VectorLowering:
         self.pool = _Pool()
         self.current: Operation | None = None
         self.recips: dict[SSAValue, Tensor] = {}  # reciprocal blocks of one-element divisors (hoist_one_values)
+        self.absorbed: set[Operation] = set()  # ops an earlier op computed on its way (a LayerNorm's widening cast)
 
     # -- errors --------------------------------------------------------------------------
 
@@ -601,7 +604,8 @@ class VectorLowering:
                 last[v] = i
         for i, o in enumerate(ops):
             self.current = o
-            self.lower_op(o)
+            if o not in self.absorbed:
+                self.lower_op(o)
             if i == 0:  # after the first step: (a vrec at the start would be a step of its own)
                 for arg in divisors:  # in place: a buffer that died here would be reused, and its reuse wait
                     blk = self.env[arg]
@@ -1469,19 +1473,20 @@ class VectorLowering:
                 self.grid(fold_cls, [rows, rows, (self.shifted(src.buf, (nb - h) * epb), src.ld, 1)], r, h * epb)
             yield
             nb -= h
-        cols = self.temp([epb * r8], src.buf.elem)
-        if r8 != r:
+        rc = isa.align_up(r, math.lcm(nb8, epb))  # the block column's rows start on blocks (24 f16 rows: 32)
+        cols = self.temp([epb * rc], src.buf.elem)
+        if rc != r:
             self.dup(cols, 0.0)
-        self.copy(src.buf, cols, [epb, r], [1, src.ld], [r8, 1])
+        self.copy(src.buf, cols, [epb, r], [1, src.ld], [rc, 1])
         yield
         left = epb
         while left > 2:
             h = left // 2
-            top = self.shifted(cols, (left - h) * r8)
-            self.flat(fold_cls, cols, [cols, top], h * r8)
+            top = self.shifted(cols, (left - h) * rc)
+            self.flat(fold_cls, cols, [cols, top], h * rc)
             yield
             left -= h
-        self.flat(fold_cls, out, [cols, self.shifted(cols, r8)], r8)
+        self.flat(fold_cls, out, [cols, self.shifted(cols, rc)], r8)
         yield
         self.release(cols)
 
@@ -1536,9 +1541,8 @@ class VectorLowering:
         axis = o.properties["axis"].value.data
         sizes, strides = self.axis_rows(o.operands[0], [axis])
         n, r, v = sizes[-1], math.prod(sizes[:-1]), o.operands[0]
-        if (not log and numpy_dtype(x.elem).kind == "f" and x.itemsize == 2 and r > 1 and n * x.itemsize <= self.bpr
-                and n % (2 * self.epb(x.elem)) == 0 and list(strides) == list(row_major(sizes))
-                and o.results[0].type.element_type == x.elem and self.owned.get(v) is x and self._dies_here(v)):
+        if (not log and numpy_dtype(x.elem).kind == "f" and x.itemsize == 2 and r > 1 and n % self.epb(x.elem) == 0
+                and list(strides) == list(row_major(sizes)) and o.results[0].type.element_type == x.elem):
             return self.softmax_centred_f16(o, x, sizes, strides)
         rows = self.load_rows(x, sizes, strides, 1)
         # f16 rows stored densely (the attention scores): the max of the f16 values (exact)
@@ -1583,23 +1587,43 @@ class VectorLowering:
         self.env[o.results[0]] = dst
 
     def softmax_centred_f16(self, o: Operation, x: Tensor, sizes: Sequence[int], strides: Sequence[int]) -> None:
-        """Softmax of dense f16 rows of at most one repeat that die here (the attention
-        scores plus their mask): the row max of the f16 values, its first block halving into
-        the result's buffer (free until the exponentials; the rows stay intact), the max
-        subtracted in f16 in place (x - max of two f16 values: exact, or rounded below the
-        f16 result's own rounding after exp), then converted to f32 rows: half the
-        subtraction's repeats of an f32 one; then `softmax_f16_normalize`."""
+        """Softmax of dense f16 rows of whole blocks (the attention scores plus their mask)
+        without an f32 copy of the rows: the row max of the f16 values (exact; its first
+        halving into the result's buffer, free until then, so x stays intact), the max
+        subtracted in f16 into the result (x - max of two f16 values: exact, or rounded
+        below the f16 result's own rounding after exp), the exponentials on f16 in place (an
+        f16 vexp is the f32 exp rounded once: the result's own rounding, on half the repeats
+        and without the two f32 conversions around an f32 exp), then `softmax_f16_sum`."""
         n, r = sizes[-1], math.prod(sizes[:-1])
         dst = self.dest(o.results[0])
         xr = Rows(replace(x, shape=(x.size,)), r, n, n)
         mx = self.row_reduce("max", xr, scratch=dst)
         mb = self.brcb(mx)
         self.release(mx)
-        self.row_op(isa.VSubOp, xr, [xr, ("bcast", mb)])
+        e = Rows(replace(dst, shape=(r * n,)), r, n, n)
+        self.row_op(isa.VSubOp, e, [xr, ("bcast", mb)])
         self.release(mb)
-        rows = self.load_rows(x, sizes, strides, 1)
-        for tmp in (*self.softmax_f16_normalize(o, rows, x.elem, dst), rows.buf):
+        self.flat(isa.VExpOp, e.buf, [e.buf])
+        for tmp in self.softmax_f16_sum(e):
             self.release(tmp)
+        self.env[o.results[0]] = dst
+
+    def softmax_f16_sum(self, e: Rows) -> list[Tensor]:
+        """An f16 Softmax's tail on its f16 exponentials `e` (dense rows in the result's
+        buffer): converted to f32 rows (exact) whose sum folds in place, one reciprocal per
+        row, the multiply on f16. (Adding the rows' halves in f16 first would halve the
+        conversion but round sums above 1 by up to 2^-11: a whole f16 ulp on p near 1.)
+        Returns the temporaries to release."""
+        r, n = e.r, e.n
+        rows = Rows(self.temp([r * n], f32), r, n, n)
+        self.convert(e.buf, rows.buf)
+        s = self.row_reduce("sum", rows, consume=True)
+        self.release(rows.buf)
+        self.flat(isa.VRecOp, s, [s], r)
+        s16 = self.narrow(s, e.buf.elem)
+        sb = self.brcb(s16)
+        self.row_op(isa.VMulOp, e, [e, ("bcast", sb)])
+        return [s16, sb]
 
     def softmax_f16_normalize(self, o: Operation, rows: Rows, elem: Attribute, dst: Tensor | None = None):
         """An f16 Softmax's tail on its centred f32 rows: the exponentials in f32, rounded into
@@ -1638,10 +1662,33 @@ class VectorLowering:
         rows = self.load_rows(x, list(shape) or [1], list(row_major(shape)) or [1], len(norm))
         n = rows.n
         eps = get_float(o.properties, "epsilon", 1e-5)
-        stats = self.normalize_one_pass(rows, eps) if x.itemsize == 2 else self.normalize(rows, eps)
         params = [self.tensor(v) for v in o.operands[1:]]
-        if (x.elem == o.results[0].type.element_type and x.itemsize == 2 and rows.ld == n and n % self.epb(x.elem) == 0
-                and all(p.elem == x.elem and p.size == n for p in params)):
+        wide = self.widening_cast(o.results[0]) if rows.ld == n else None
+        half = (wide is None and x.elem == o.results[0].type.element_type and x.itemsize == 2 and rows.ld == n
+                and n % self.epb(x.elem) == 0 and all(p.elem == x.elem and p.size == n for p in params))
+        # f32 rows of the scale and bias made first: independent of the statistics, they run
+        # beside its steps instead of as steps of their own before the rows' multiply and add
+        rows32 = [] if half else [self.norm_param(v, norm) for v in o.operands[1:]]
+        stats = self.normalize_one_pass(rows, eps) if x.itemsize == 2 else self.normalize(rows, eps)
+        if wide is not None:
+            # an f16 LayerNorm whose only user widens it to f32 (force_fp16's cast back to the
+            # model's output type): the scale and bias applied on the f32 rows straight into
+            # the cast's f32 destination -- no rounding to f16 and conversion back (two
+            # conversions, one dependent step), and closer to the f32 model
+            dst = self.dest(wide.results[0])
+            out = Rows(replace(dst, shape=(dst.size,)), rows.r, n, n)
+            src = rows
+            for p, cls in zip(rows32, (isa.VMulOp, isa.VAddOp)):
+                self.row_op(cls, out, [src, ("vec", p)])
+                src = out
+            if src is rows:
+                self.move(replace(rows.buf, shape=(rows.r * n,)), replace(dst, shape=(rows.r * n,)))
+            for tmp in (*rows32, *stats, rows.buf):
+                self.release(tmp)
+            self.env[wide.results[0]] = dst
+            self.absorbed.add(wide)
+            return
+        if half:
             # f16 in, out and parameters: the normalized rows rounded into the f16 result, the
             # scale and bias applied there on half the repeats (no f32 copies of them)
             dst = self.dest(o.results[0])
@@ -1653,16 +1700,25 @@ class VectorLowering:
                 self.release(tmp)
             self.env[o.results[0]] = dst
             return
-        for v, cls in zip(o.operands[1:], (isa.VMulOp, isa.VAddOp)):
-            p = self.norm_param(v, norm)
+        for p, cls in zip(rows32, (isa.VMulOp, isa.VAddOp)):
             self.row_op(cls, rows, [rows, ("vec", p)])
-            self.release(p)
-        for tmp in stats:
+        for tmp in (*rows32, *stats):
             self.release(tmp)
         dst = self.dest(o.results[0])
         self.store_rows(rows, dst, list(shape) or [1], list(row_major(shape)) or [1], len(norm))
         self.release(rows.buf)
         self.env[o.results[0]] = dst
+
+    def widening_cast(self, v: SSAValue) -> Operation | None:
+        """The graph.cast that is the only user of the f16 value v and widens it to f32 (to
+        be computed by v's producer in f32), else None."""
+        uses = list(v.uses)
+        if len(uses) != 1 or v.type.element_type == f32 or numpy_dtype(v.type.element_type).kind != "f":
+            return None
+        user = uses[0].operation
+        if not isinstance(user, g.CastOp) or user.results[0].type.element_type != f32:
+            return None
+        return user
 
     def normalize(self, rows: Rows, eps: float) -> list[Tensor]:
         """rows = (rows - mean) / sqrt(var + eps) per row, in two passes: the mean, then the

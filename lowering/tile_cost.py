@@ -259,8 +259,8 @@ def l0c_epilogue_program(mach: Machine, program: Sequence[tuple]) -> tuple:
     becomes one `broadcast_ub_to_l0c` pass over the tile's fractals (1 "byte" per element:
     one repeat per 16 x 16 fractal, at the target's cycles per fractal), the cast alone
     (no bias) and a ReLU right after it go to the converting L0C read-out. Other programs
-    (and FixPipe chips) are unchanged. tile_cube.epilogue_cycles charges the result when
-    its first line is `program = l0c_epilogue_program(mach, program)`."""
+    (and FixPipe chips) are unchanged. tile_cube._epilogue_stages charges it for an
+    epilogue in one row slice (a sliced one keeps its vector program)."""
     if mach.target.isa.fixpipe:
         return tuple(program)
     out = list(program)

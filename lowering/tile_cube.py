@@ -41,7 +41,16 @@ from ge.dialects.interning import intern_scope, scope_memo
 from ge.dialects.layout import Format
 from ge.lowering import fusion_rules as fr
 from ge.lowering.isa_vector import MAX_REP_STRIDE
-from ge.lowering.tile_cost import ELEMENTWISE, Machine, Roofline, align, elem_name, machine_memo, pipelined
+from ge.lowering.tile_cost import (
+    ELEMENTWISE,
+    Machine,
+    Roofline,
+    align,
+    elem_name,
+    l0c_epilogue_program,
+    machine_memo,
+    pipelined,
+)
 from ge.lowering.tile_ir import Index, KernelBuilder
 from ge.lowering.tile_vector import CapacityShortfall, Unsupported, shape_of
 
@@ -913,10 +922,17 @@ def _k_fill(p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl1: int, 
 
 def _epilogue_stages(mach: Machine, s: _Sizes, tm: int, tn: int, blocks: int) -> tuple[float, float, float, float]:
     """Cycles of a tile's epilogue per pipe: the L0C read-out, the operand loads, the vector
-    ops and the copy-out (in `s.epi_split` row slices: a start-up per slice)."""
+    ops and the copy-out (in `s.epi_split` row slices: a start-up per slice). On a chip
+    without FixPipe an epilogue in one slice runs the program to-isa gives it there
+    (`l0c_epilogue_program`: the bias in L0C, the cast on the read-out); a sliced one keeps
+    its vector program: its slices' read-outs share one UB tile, which to-isa's
+    `_epilogue_reader` refuses (simulated: bert_base's q projection, 4 slices, still runs a
+    vconv of 291 cycles per slice)."""
     es = s.epi_split
+    program = s.program if es > 1 else mach.memo(("l0c_program", s.program),
+                                                 lambda: l0c_epilogue_program(mach, s.program))
     return (mach.dma("l0c_to_ub", s.l0c, count=es), mach.dma("gm_to_ub", s.epi_in, blocks),
-            es * epilogue_cycles(mach, s.program, tm // es, tn), mach.dma("ub_to_gm", s.out, blocks, count=es))
+            es * epilogue_cycles(mach, program, tm // es, tn), mach.dma("ub_to_gm", s.out, blocks, count=es))
 
 
 def _tile_floor(p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl1: int, l0d: bool,

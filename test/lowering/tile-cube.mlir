@@ -12,8 +12,10 @@
 // of 2 steps on the 910, 16 chunks of 2 steps of 16 on the 910B, each chunk unrolled over
 // two single L0 buffers (on the 910B an ONNX twin simulates 6,075 cycles, 6,153 with the
 // 910's K split, 6,954 for the plan of the model without shared reads). On the 910 the twin
-// simulates it at 3,657 cycles (modeled 3,676), while 32 x 96 tiles on all 32 cores take
-// 3,388 (modeled 3,751: the model over-predicts that plan's 16 one-step K chunks by 11% --
+// simulates it at 3,657 cycles (modeled 3,348 with the bias in L0C: the first tile's bias
+// arm -- copy, cast, 8 broadcasts -- runs before its loads, 323 cycles not modeled), while
+// 32 x 96 tiles on all 32 cores take 3,388 (modeled 3,560: the model over-predicts that
+// plan's 16 one-step K chunks, whose L1 slots recycle a load + its moves per 2 chunks --
 // a known misrank). The 310B's one core takes 256 x 64 tiles whose epilogue runs in two row slices
 // (epi_split=2: UB holds half the f32 tile); simulated 24,648 cycles against 29,555 for
 // its 128 x 64 plan.

@@ -305,6 +305,26 @@ def test_cost_program_charges_the_broadcast_instead_of_the_bias_add_and_the_cast
     assert new < old
 
 
+def test_tiler_charges_the_l0c_epilogue_only_in_one_slice():
+    """tile_cube._epilogue_stages charges the 910's bias-in-L0C program for an epilogue in
+    one row slice, and the vector program for a sliced one: its slices' read-outs share one
+    UB tile, which to-isa leaves to the Vector unit (its vconv stays: bert_base's q
+    projection, 4 slices, 291 cycles per slice); the 910B keeps its program either way."""
+    from ge.lowering import tile_cube
+    from ge.lowering.tile_cost import Machine, l0c_epilogue_program
+
+    conv = (("vadd", "f32", 4, True), ("vconv", "f32", 4, False), ("vrelu", "f16", 2, False))
+    for chip, l0c in (("ascend910", True), ("ascend910b", False)):
+        mach = Machine(load_target(chip))
+        for es in (1, 4):
+            s = tile_cube._Sizes(0, 0, 0, 0, 128 * 64 * 4, 0, 0, 128 * 64 * 2, 3, conv, epi_split=es)
+            vec = tile_cube._epilogue_stages(mach, s, 128, 64, 1)[2]
+            program = l0c_epilogue_program(mach, conv) if es == 1 else conv
+            assert vec == es * tile_cube.epilogue_cycles(mach, program, 128 // es, 64)
+            if es == 1:
+                assert (vec < es * tile_cube.epilogue_cycles(mach, conv, 128, 64)) == l0c
+
+
 def test_the_next_tiles_bias_is_armed_after_this_tiles_epilogue():
     """In a loop whose L0C tile rotates over 2 slots, a tile's bias is broadcast after the
     epilogue of the tile before it in the same slot (a guarded loop of at most one trip:
