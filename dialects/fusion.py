@@ -14,7 +14,6 @@ from xdsl.dialects.builtin import ArrayAttr, StringAttr, TensorType
 from xdsl.ir import Attribute, Dialect, Region, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
-    irdl_op_definition,
     prop_def,
     region_def,
     traits_def,
@@ -25,6 +24,7 @@ from xdsl.traits import HasParent, IsolatedFromAbove, IsTerminator, Pure, Recurs
 from xdsl.utils.exceptions import VerifyException
 
 from ge.dialects.fast_verify import install as install_fast_verify
+from ge.dialects.lazy_format import irdl_op_definition  # (the assembly format compiled on first use)
 
 KINDS = ("cube_epilogue", "elementwise", "reduce", "pool", "opaque")
 

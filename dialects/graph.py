@@ -45,7 +45,6 @@ from xdsl.irdl import (
     ParamAttrConstraint,
     ParsePropInAttrDict,
     VarConstraint,
-    irdl_op_definition,
     operand_def,
     opt_operand_def,
     opt_prop_def,
@@ -60,6 +59,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from ge.dialects import dtypes
 from ge.dialects.fast_verify import install as install_fast_verify
+from ge.dialects.lazy_format import irdl_op_definition  # (the assembly format compiled on first use)
 
 # --------------------------------------------------------------------------------------
 # Property helpers: how attributes are spelled, and how they are read back.

@@ -75,7 +75,6 @@ from xdsl.irdl import (
     ParsePropInAttrDict,
     VarOperandDef,
     irdl_attr_definition,
-    irdl_op_definition,
     operand_def,
     opt_operand_def,
     opt_prop_def,
@@ -103,7 +102,9 @@ from ge import targets
 from ge.dialects import dtypes
 from ge.dialects.fast_verify import install as install_fast_verify
 from ge.dialects.interning import int_array as int_array  # (i64, interned: re-exported)
+from ge.dialects.interning import int_attr, segment_sizes
 from ge.dialects.kernel_base import KernelBase
+from ge.dialects.lazy_format import irdl_op_definition  # (the assembly format compiled on first use)
 
 # The instruction encoding has eight event ids per (set pipe, wait pipe) pair, as HIVM's
 # EVENT_ID0 .. EVENT_ID7 (ascend.md §1.4); the simulator and insert-sync use this bound.
@@ -381,7 +382,13 @@ class LaunchOp(IRDLOperation):
     )
 
     def __init__(self, callee: str, ins: Sequence[SSAValue], outs: Sequence[SSAValue]):
-        super().__init__(operands=[list(ins), list(outs)], properties={"callee": SymbolRefAttr(callee)})
+        props = {"callee": SymbolRefAttr(callee)}
+        plain = _plain_operands(type(self), [list(ins), list(outs)])
+        if plain is None:
+            super().__init__(operands=[list(ins), list(outs)], properties=props)
+            return
+        props[AttrSizedOperandSegments.attribute_name] = segment_sizes(plain[1])
+        Operation.__init__(self, operands=plain[0], properties=props)  # (as InstructionOp's: IRDL's op, unchecked)
 
     def verify_(self) -> None:
         kernel = SymbolTable.lookup_symbol(self, self.callee)
@@ -423,7 +430,7 @@ class BufferOp(IRDLOperation):
     traits = traits_def(MemoryAllocEffect(), HasParent(KernelOp))
 
     def __init__(self, result_type: MemRefType, slots: int = 1, offset: int | None = None):
-        props = {} if offset is None else {"offset": IntegerAttr(offset, i64)}
+        props = {} if offset is None else {"offset": int_attr(offset)}
         super().__init__(result_types=[[result_type] * slots], properties=props)
 
     @property
@@ -523,7 +530,7 @@ class _FlagOp(IRDLOperation):
 
     def __init__(self, src: Pipe, dst: Pipe, event: int):
         super().__init__(properties={"src_pipe": PipeAttr(src), "dst_pipe": PipeAttr(dst),
-                                     "event": IntegerAttr(event, i64)})
+                                     "event": int_attr(event)})
 
     @property
     def key(self) -> tuple[Pipe, Pipe, int]:
@@ -593,6 +600,22 @@ class InstructionOp(IRDLOperation):
     SPACES: ClassVar[tuple[tuple[MemSpace, ...], ...]]
     WRITES: ClassVar[tuple[str, ...]]  # which buffer operands are written
 
+    def __init__(self, *, operands=(), result_types=None, properties=None, attributes=None, successors=None,
+                 regions=None):
+        """IRDL's constructor; for operands only (one SSA value, None or a list per operand
+        definition), the op it builds -- operands, properties in order, the segment sizes
+        last -- without its argument checks. Why: to-isa builds thousands of instructions
+        and IRDL's generic argument lists were most of each one's price."""
+        plain = None if result_types or attributes or successors or regions else _plain_operands(type(self), operands)
+        if plain is None:
+            super().__init__(operands=operands, result_types=result_types, properties=properties,
+                             attributes=attributes, successors=successors, regions=regions)
+            return
+        flat, sizes = plain
+        props = {} if properties is None else {k: v for k, v in properties.items() if v is not None}
+        props[AttrSizedOperandSegments.attribute_name] = segment_sizes(sizes)
+        Operation.__init__(self, operands=flat, properties=props)
+
     def buffer(self, role: str) -> SSAValue:
         return getattr(self, role)
 
@@ -644,6 +667,42 @@ class InstructionOp(IRDLOperation):
         lo, hi = off + min(r.lo for r in rects), off + max(r.hi for r in rects)
         if lo < 0 or hi > n:
             raise VerifyException(f"{role} elements [{lo}, {hi}) are outside its {n} elements")
+
+
+def _plain_operands(cls: type[IRDLOperation], groups) -> tuple[list[SSAValue], tuple[int, ...]] | None:
+    """(flat operands, segment sizes) of an instruction's operand groups as IRDL builds them,
+    or None when IRDL must (not one group per definition, a value that is not an SSA value,
+    an op without `operandSegmentSizes`)."""
+    kinds = cls.__dict__.get("_OPERAND_KINDS")
+    if kinds is None:
+        op_def = cls.get_irdl_definition()
+        kinds = () if not any(isinstance(o, AttrSizedOperandSegments) for o in op_def.options) else tuple(
+            "optional" if isinstance(d, OptOperandDef) else "variadic" if isinstance(d, VarOperandDef) else "single"
+            for _, d in op_def.operands)
+        cls._OPERAND_KINDS = kinds  # (a fact of the class, not of a compile)
+    if not kinds or len(groups) != len(kinds):
+        return None
+    flat: list[SSAValue] = []
+    sizes = []
+    for g, kind in zip(groups, kinds):
+        if isinstance(g, SSAValue):
+            if kind == "variadic":
+                return None
+            flat.append(g)
+            sizes.append(1)
+        elif kind == "single":
+            return None
+        elif g is None:
+            if kind != "optional":
+                return None
+            sizes.append(0)
+        elif isinstance(g, list | tuple) and all(isinstance(v, SSAValue) for v in g) \
+                and (kind == "variadic" or len(g) <= 1):
+            flat.extend(g)
+            sizes.append(len(g))
+        else:
+            return None
+    return flat, tuple(sizes)
 
 
 def _elem(v: SSAValue) -> Attribute:
@@ -1036,8 +1095,8 @@ class BroadcastUbToL0cOp(InstructionOp):
                  *, src_offset: SSAValue | None = None, dst_offset: SSAValue | None = None):
         super().__init__(
             operands=[src, [] if src_offset is None else [src_offset], dst, [] if dst_offset is None else [dst_offset]],
-            properties={"count": IntegerAttr(count, i64), "len": IntegerAttr(len, i64),
-                        "src_gap": IntegerAttr(src_gap, i64), "dst_gap": IntegerAttr(dst_gap, i64)},
+            properties={"count": int_attr(count), "len": int_attr(len),
+                        "src_gap": int_attr(src_gap), "dst_gap": int_attr(dst_gap)},
         )
 
     @property
@@ -1104,7 +1163,7 @@ class LoadScalarOp(InstructionOp):
 
     def __init__(self, src: SSAValue, bound: int, src_offset: SSAValue | None = None):
         super().__init__(operands=[src, [] if src_offset is None else [src_offset]],
-                         properties={"bound": IntegerAttr(bound, i64)}, result_types=[IndexType()])
+                         properties={"bound": int_attr(bound)}, result_types=[IndexType()])
 
     def rects(self, target: targets.Target) -> dict[str, tuple[Rect, ...]]:
         return {"src": (Rect(0, (1,), (1,)),)}
@@ -1222,7 +1281,7 @@ class MmadOp(InstructionOp):
 
         super().__init__(
             operands=[c, opt(c_offset), a, opt(a_offset), b, opt(b_offset), opt(init)],
-            properties={"m": IntegerAttr(m, i64), "k": IntegerAttr(k, i64), "n": IntegerAttr(n, i64)},
+            properties={"m": int_attr(m), "k": int_attr(k), "n": int_attr(n)},
         )
 
     @property
@@ -1756,7 +1815,11 @@ class _SegmentAccessor:
     def __get__(self, obj: Operation | None, objtype=None):
         if obj is None:
             return self
-        start, size = _segments(obj)[self.idx]
+        try:  # (`_segments`, inlined; it words what is wrong with a malformed op)
+            segments = _SEGMENTS.get(obj.properties["operandSegmentSizes"].data.data)
+        except (KeyError, AttributeError):
+            segments = None
+        start, size = (segments or _segments(obj))[self.idx]
         if self.kind == "variadic":
             return obj._operands[start:start + size]
         if self.kind == "optional" and not size:

@@ -36,7 +36,6 @@ from xdsl.ir import Attribute, Dialect, Operation, ParametrizedAttribute, SSAVal
 from xdsl.irdl import (
     IRDLOperation,
     irdl_attr_definition,
-    irdl_op_definition,
     operand_def,
     result_def,
     traits_def,
@@ -50,6 +49,7 @@ from xdsl.utils.str_enum import StrEnum
 from ge.dialects import dtypes
 from ge.dialects import graph as g
 from ge.dialects.fast_verify import install as install_fast_verify
+from ge.dialects.lazy_format import irdl_op_definition  # (the assembly format compiled on first use)
 
 # Part of the format definitions (ascend.md §5): C0 * sizeof(element) = one 32-byte block,
 # fractals are 16 rows (M0 of FRACTAL_NZ, N0 of FRACTAL_Z).

@@ -43,7 +43,6 @@ from xdsl.ir import Attribute, Block, Dialect, Operation, Region, SSAValue
 from xdsl.irdl import (
     AttrSizedOperandSegments,
     IRDLOperation,
-    irdl_op_definition,
     operand_def,
     opt_prop_def,
     prop_def,
@@ -68,6 +67,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from ge.dialects.dtypes import numpy_dtype
 from ge.dialects.fast_verify import install as install_fast_verify
+from ge.dialects.lazy_format import irdl_op_definition  # (the assembly format compiled on first use)
 
 REGIONS = ("weights", "inputs", "outputs", "workspace")
 

@@ -67,7 +67,6 @@ from xdsl.irdl import (
     IRDLOperation,
     ParsePropInAttrDict,
     irdl_attr_definition,
-    irdl_op_definition,
     operand_def,
     opt_prop_def,
     prop_def,
@@ -96,6 +95,7 @@ from ge.dialects import dtypes
 from ge.dialects.fast_verify import install as install_fast_verify
 from ge.dialects.fusion import KINDS
 from ge.dialects.kernel_base import KernelBase
+from ge.dialects.lazy_format import irdl_op_definition  # (the assembly format compiled on first use)
 
 
 class MemSpace(StrEnum):

@@ -48,7 +48,7 @@ from ge.dialects.blobs import attr_array, constant_attr
 from ge.lowering import tile_cube as cube
 from ge.lowering import tile_move as move
 from ge.lowering import tile_vector as vec
-from ge.lowering.kernel_dedup import PROBE_BLIND, defined_values, structure_key
+from ge.lowering.kernel_dedup import PROBE_BLIND, clone_kernel, defined_values, structure_key
 from ge.lowering.tile_cost import Machine, Roofline
 from ge.lowering.tile_ir import KernelBuilder
 from ge.runtime import layouts
@@ -185,7 +185,7 @@ class _KernelTiler:
         """This kernel tiled as its twin was: a copy of the twin's tiled kernel (`template`,
         tiled with placeholder names) with this one's names, kind and attributes, and its
         own weights rebuilt for the Cube as `cube_kernel` rebuilds them."""
-        new = template.clone()
+        new = clone_kernel(template)  # (`template.clone()` in one pass)
         new.properties["sym_name"] = StringAttr(self.name)
         new.properties["kind"] = self.kernel.kind
         new.location = self.kernel.location
@@ -363,7 +363,7 @@ class _Twins:
                 raise
             names.restore()
             return tiler.run()  # refused: again under its own names, for the message
-        self.templates[key] = (tiler.kernel.clone(), report)
+        self.templates[key] = (clone_kernel(tiler.kernel), report)
         names.put(tiler.kernel)
         return report
 

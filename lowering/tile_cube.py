@@ -22,7 +22,8 @@ order, chunking and buffer counts come from the cost model (lowering/tile_cost.p
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
+from bisect import bisect_right
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -590,18 +591,31 @@ def sizes(p: CubeProblem, tm: int, tn: int, tk: int, kl1: int, f: _Fixed | None 
     row slices of the tile (the epilogue's GM bytes stay the whole tile's)."""
     f = f or _fixed(p)
     ab = f.ab
-    a_cap = 0
+    a_l1, a_cap = _a_sizes(p, tm, kl1, ab, a_whole)
+    ub, temps, epi_in, serial = _ub_sizes(p, tm, tn, f, epi_split)
+    return _Sizes(a_l1, kl1 * tn * ab, tm * tk * ab, tk * tn * ab, tm * tn * 4, ub, epi_in, f.outs * tm * tn * f.ob,
+                  f.vec_ops, f.program, temps, epi_split, serial, a_cap)
+
+
+def _a_sizes(p: CubeProblem, tm: int, kl1: int, ab: int, a_whole: bool) -> tuple[int, int]:
+    """(A's bytes per L1 buffer, A's L1 bytes when they differ from what its copy-in moves:
+    C04, else 0) of an M tile and K chunk (`sizes`; apart: the plan search asks once per pair)."""
     if a_whole:  # A's whole K (every chunk) in L1
-        a_l1 = tm * _ceil(p.k, kl1) * kl1 * ab
-    elif p.kind == "conv":
+        return tm * _ceil(p.k, kl1) * kl1 * ab, 0
+    if p.kind == "conv":
         cv = p.conv
         ncb = kl1 // (cv["kh"] * cv["kw"] * p.c0)
         a_l1 = ncb * p.c0 * _fmap_rows(p, tm) * _fm_geometry(cv)[1] * ab
         if cv.get("c04") and p.a_fmt == "nc1hwc0":  # 4 of each pixel's 16 channels: one 32-B burst each
-            a_cap, a_l1 = a_l1, a_l1 * cv["src_c0"] // p.c0
-    else:
-        a_l1 = tm * kl1 * ab
-    b_l1 = kl1 * tn * ab
+            return a_l1 * cv["src_c0"] // p.c0, a_l1
+        return a_l1, 0
+    return tm * kl1 * ab, 0
+
+
+def _ub_sizes(p: CubeProblem, tm: int, tn: int, f: _Fixed, epi_split: int) -> tuple[int, int, int, bool]:
+    """(UB bytes, the body's temporaries among them, epilogue GM bytes, serial slices) of a
+    tm x tn output tile (`sizes`; apart: they do not depend on K, the plan search asks once
+    per tile shape)."""
     # epilogue operand tiles (an upper bound: per-channel ones take tn elements, full ones
     # tm x tn; twice for a copy re-laid out in UB), and a bound of the body's live values
     te = tm // epi_split  # rows of one epilogue slice
@@ -612,8 +626,7 @@ def sizes(p: CubeProblem, tm: int, tn: int, tk: int, kl1: int, f: _Fixed | None 
     # a sliced epilogue loads such an operand per slice: MTE2, in order, then waits for the
     # previous slice's epilogue, and the next tile's loads wait behind it
     serial = epi_split > 1 and any(n > (p.conv["co"] if p.conv else p.n) for _, n in f.epi)
-    return _Sizes(a_l1, b_l1, tm * tk * ab, tk * tn * ab, tm * tn * 4, ub, epi_in, f.outs * tm * tn * f.ob,
-                  f.vec_ops, f.program, temps, epi_split, serial, a_cap)
+    return ub, temps, epi_in, serial
 
 
 def _epi_splits(p: CubeProblem, tm: int, tn: int, f: _Fixed) -> tuple[int, ...]:
@@ -1004,34 +1017,38 @@ def _tiling_bound(p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl1:
                tiles * (chunks * a_in + s.epi_in + s.out) / mach.hbm_bytes_per_cycle() * (1 - 1e-9))
 
 
-def _cheapest(p: CubeProblem, mach: Machine, found: list[tuple]) -> tuple[int, float]:
+def _cheapest(p: CubeProblem, mach: Machine, found: Sequence[tuple]) -> tuple[int, float]:
     """(index, cost) of the first cheapest candidate of `found` (`cube_cost` arguments; the
     schedules of one tiling in a row, sharing its `_Sizes`), the one a scan in order finds.
     Tilings are visited in increasing order of `_tiling_bound`, their schedules in
     increasing order of `cube_cost_bound`, and a candidate is costed only while its
     bounds are at most the cheapest cost found so far: one skipped costs more than the plan
     chosen."""
-    tilings = []  # (bound, first candidate, end, most cores)
-    start = 0
-    for i in range(1, len(found) + 1):
-        if i == len(found) or found[i][10] is not found[start][10]:
-            tm, tn, tk, kl1, _, _, _, _, _, _, s, _, a_whole = found[start]
-            most = max(found[j][5] for j in range(start, i))
-            tilings.append((_tiling_bound(p, mach, tm, tn, tk, kl1, most, s, a_whole), start, i, most))
-            start = i
+    if not isinstance(found, _Candidates):
+        found = _Candidates.of(found)
+    most_of: dict[int, int] = {}  # the most cores of a tile shape's schedules (by the tuple's id)
+    tilings = []  # (bound, tiling, most cores)
+    for tiling in found.tilings:
+        _, tm, tn, tk, kl1, _, _, _, s, whole, schedules = tiling
+        most = most_of.get(id(schedules))
+        if most is None:
+            most = most_of[id(schedules)] = max(blocks for _, blocks, _, _ in schedules)
+        tilings.append((_tiling_bound(p, mach, tm, tn, tk, kl1, most, s, whole), tiling, most))
     tilings.sort(key=lambda t: t[0])
     best_i, best = -1, math.inf
-    for bound, lo, hi, most in tilings:
+    for bound, (lo, tm, tn, tk, kl1, l1d, l0d, epid, s, whole, schedules), most in tilings:
         if bound > best:
             break
-        tm, tn, tk, kl1, _, _, _, l0d, _, _, s, _, _ = found[lo]
         floor = _tile_floor(p, mach, tm, tn, tk, kl1, l0d, s)
         if _ceil(p.batch * p.groups * _ceil(p.m, tm) * _ceil(p.n, tn), most) * floor[1] > best:
             continue  # every schedule's tiles x the floor: at most cube_cost_bound
-        for bound, j in sorted((cube_cost_bound(p, mach, *found[j], floor=floor), j) for j in range(lo, hi)):
+        bounds = sorted((cube_cost_bound(p, mach, tm, tn, tk, kl1, order, blocks, l1d, l0d, epid, split, s, bin_, whole,
+                                         floor=floor), lo + k) for k, (order, blocks, split, bin_) in enumerate(schedules))
+        for bound, j in bounds:
             if bound > best:
                 break
-            cyc = cube_cost(p, mach, *found[j])
+            order, blocks, split, bin_ = schedules[j - lo]
+            cyc = cube_cost(p, mach, tm, tn, tk, kl1, order, blocks, l1d, l0d, epid, split, s, bin_, whole)
             if best_i < 0 or cyc < best or (cyc == best and j < best_i):
                 best_i, best = j, cyc
     return best_i, best
@@ -1136,69 +1153,135 @@ def _plan_cube(p: CubeProblem, mach: Machine) -> CubePlan:
     m0, k0, n0 = mach.fractal(elem_name(p.elem))
     cores = mach.cores(cube=True)
     mem, al = tg.memory, tg.alignment
-    found: list[tuple] = []  # the candidates' `cube_cost` arguments
-    plans: list[tuple] = []  # and what their plan takes besides
+    found = _Candidates()  # the candidates' `cube_cost` arguments, by tiling
     smallest: tuple[str, int, int] | None = None
 
-    def fits(need: dict[str, int]) -> str | None:
+    def fits(need: tuple[tuple[str, int, int], ...]) -> bool:
+        """Does every (space, bytes, capacity) fit? (Else the nearest miss is kept for the error.)"""
         nonlocal smallest
-        for space, n in need.items():
-            have = getattr(mem, space)
+        for space, n, have in need:
             if n > have:
                 if smallest is None or n - have < smallest[1] - smallest[2]:
                     smallest = (space, n, have)
-                return space
-        return None
+                return False
+        return True
 
-    k_opts = _k_options(p, k0)
+    k_opts = [(kl1, sorted(tks, reverse=True)) for kl1, tks in _k_options(p, k0)]
     fixed = _fixed(p)
-    is_gemv = gemv(p, mach)
+    ab = fixed.ab
+    wholes = (False, True) if gemv(p, mach) else (False,)
     for tm in _m_candidates(p, m0):
+        a_sizes: dict[tuple[int, bool], tuple[int, int]] = {}
         for tn in _n_candidates(p, n0):
+            for es in _epi_splits(p, tm, tn, fixed):  # the fewest epilogue slices whose UB share fits
+                ub, temps, epi_in, serial = _ub_sizes(p, tm, tn, fixed, es)
+                if ub <= mem.ub:
+                    break
+            l0c = align(tm * tn * 4, al.l0c)
+            l0cd = 2 * l0c <= mem.l0c
+            ubd = 2 * ub - temps <= mem.ub  # the body's temporaries are not double-buffered
+            out = fixed.outs * tm * tn * fixed.ob
+            schedules = {whole: _schedules(p, tm, tn, whole, cores) for whole in wholes}
             for kl1, tks in k_opts:
-                for tk in sorted(tks, reverse=True):
+                b_l1 = kl1 * tn * ab
+                for tk in tks:
                     if p.kind == "conv" and tk < kl1 and _ceil(kl1, tk) * tk - kl1 >= tk // 2 and kl1 % tk:
                         continue  # a last K step mostly padding
+                    l0a, l0b = align(tm * tk * ab, al.l0a), align(tk * tn * ab, al.l0b)
                     # a GEMV may keep A's whole K in L1 and stream B in K chunks
-                    for whole in (False, True) if is_gemv and kl1 < p.k else (False,):
-                        for es in _epi_splits(p, tm, tn, fixed):  # the fewest epilogue slices whose UB share fits
-                            s = sizes(p, tm, tn, tk, kl1, fixed, whole, es)
-                            if s.ub <= mem.ub:
-                                break
-                        single = {
-                            "l0a": align(s.l0a, al.l0a), "l0b": align(s.l0b, al.l0b), "l0c": align(s.l0c, al.l0c),
-                            "l1": align(s.a_cap or s.a_l1, al.l1) + align(s.b_l1, al.l1), "ub": s.ub,
-                        }
-                        if fits(single) is not None:
+                    for whole in wholes if kl1 < p.k else (False,):
+                        a = a_sizes.get((kl1, whole))
+                        if a is None:
+                            a = a_sizes[kl1, whole] = _a_sizes(p, tm, kl1, ab, whole)
+                        a_l1, a_cap = a
+                        l1 = align(a_cap or a_l1, al.l1) + align(b_l1, al.l1)
+                        if not fits((("l0a", l0a, mem.l0a), ("l0b", l0b, mem.l0b), ("l0c", l0c, mem.l0c),
+                                     ("l1", l1, mem.l1), ("ub", ub, mem.ub))):
                             continue
-                        l0d = 2 * single["l0a"] <= mem.l0a and 2 * single["l0b"] <= mem.l0b
-                        l1d = 2 * single["l1"] <= mem.l1
-                        l0cd = 2 * single["l0c"] <= mem.l0c
-                        ubd = 2 * s.ub - s.ub_temps <= mem.ub  # the body's temporaries are not double-buffered
-                        # the images in the inner loop of order "nm": a conv's weights loaded once per N tile
-                        inner_batch = (False, True) if INNER_BATCH and p.batch > 1 and p.kind == "conv" else (False,)
-                        for order, bin_ in [(o, b_) for o in (("mn",) if whole else ("mn", "nm")) for b_ in inner_batch if o == "nm" or not b_]:
-                            outer, inner = (_ceil(p.m, tm), _ceil(p.n, tn))[:: 1 if order == "mn" else -1]
-                            items = (1 if bin_ else p.batch) * p.groups * outer
-                            inner *= p.batch if bin_ else 1
-                            for split in (1, 2, 4, 8, 16, 32):
-                                if split > inner or (split > 1 and items * split > 2 * cores):
-                                    break
-                                blocks = min(cores, items * split)
-                                found.append((tm, tn, tk, kl1, order, blocks, l1d, l0d, l0cd and ubd, split, s, bin_,
-                                              whole))
-                                plans.append((l0cd, ubd, single))
+                        s = _Sizes(a_l1, b_l1, tm * tk * ab, tk * tn * ab, tm * tn * 4, ub, epi_in, out,
+                                   fixed.vec_ops, fixed.program, temps, es, serial, a_cap)
+                        l0d = 2 * l0a <= mem.l0a and 2 * l0b <= mem.l0b
+                        found.add((tm, tn, tk, kl1, 2 * l1 <= mem.l1, l0d, l0cd and ubd, s, whole), schedules[whole])
     if not found:
         space, need, have = smallest or ("ub", 0, 0)
         raise CapacityShortfall(space, need, have)
     i, cyc = _cheapest(p, mach, found)
-    (tm, tn, tk, kl1, order, blocks, l1d, l0d, _, split, s, bin_, whole), (l0cd, ubd, single) = found[i], plans[i]
+    tm, tn, tk, kl1, order, blocks, l1d, l0d, _, split, s, bin_, whole = found[i]
+    single = {"l0a": align(s.l0a, al.l0a), "l0b": align(s.l0b, al.l0b), "l0c": align(s.l0c, al.l0c),
+              "l1": align(s.a_cap or s.a_l1, al.l1) + align(s.b_l1, al.l1)}
+    l0cd, ubd = 2 * single["l0c"] <= mem.l0c, 2 * s.ub - s.ub_temps <= mem.ub
     usage = (("l1", single["l1"] * (2 if l1d else 1)),
              ("l0a", single["l0a"] * (2 if l0d else 1)),
              ("l0b", single["l0b"] * (2 if l0d else 1)),
              ("l0c", single["l0c"] * (2 if l0cd else 1)))
     return CubePlan(tm, tn, tk, kl1, order, 2 if l1d else 1, 2 if l0d else 1, 2 if l0cd else 1, 2 if ubd else 1,
                     blocks, cyc, split, usage, len(found), batch_inner=bin_, a_whole=whole, epi_split=s.epi_split)
+
+
+def _schedules(p: CubeProblem, tm: int, tn: int, whole: bool, cores: int) -> tuple[tuple[str, int, int, bool], ...]:
+    """(order, blocks, split, batch_inner) of every schedule of a tm x tn tiling, in scan
+    order: the same for each of its K options (`_plan_cube`)."""
+    out = []
+    # the images in the inner loop of order "nm": a conv's weights loaded once per N tile
+    inner_batch = (False, True) if INNER_BATCH and p.batch > 1 and p.kind == "conv" else (False,)
+    for order, bin_ in [(o, b_) for o in (("mn",) if whole else ("mn", "nm")) for b_ in inner_batch if o == "nm" or not b_]:
+        outer, inner = (_ceil(p.m, tm), _ceil(p.n, tn))[:: 1 if order == "mn" else -1]
+        items = (1 if bin_ else p.batch) * p.groups * outer
+        inner *= p.batch if bin_ else 1
+        for split in (1, 2, 4, 8, 16, 32):
+            if split > inner or (split > 1 and items * split > 2 * cores):
+                break
+            out.append((order, min(cores, items * split), split, bin_))
+    return tuple(out)
+
+
+class _Candidates:
+    """A plan search's candidates in scan order, each as its `cube_cost` arguments (tm, tn,
+    tk, kl1, order, blocks, l1d, l0d, epid, split, s, batch_inner, a_whole), kept by tiling:
+    a tiling's schedules are those of its tile shape (`_schedules`). Why: resnet50's
+    searches hold 170k candidates in 29k tilings, and `_cheapest` costs few of them."""
+
+    def __init__(self) -> None:
+        self.tilings: list[tuple] = []  # (first index, tm, tn, tk, kl1, l1d, l0d, epid, s, a_whole, schedules)
+        self.starts: list[int] = []
+        self.n = 0
+
+    @classmethod
+    def of(cls, found: Sequence[tuple]) -> _Candidates:
+        """The candidates of a list of `cube_cost` arguments (a tiling: a run sharing its `_Sizes`)."""
+        out = cls()
+        start = 0
+        for i in range(1, len(found) + 1):
+            if i == len(found) or found[i][10] is not found[start][10]:
+                tm, tn, tk, kl1, _, _, l1d, l0d, epid, _, s, _, whole = found[start]
+                out.add((tm, tn, tk, kl1, l1d, l0d, epid, s, whole),
+                        tuple((c[4], c[5], c[9], c[11]) for c in found[start:i]))
+                start = i
+        return out
+
+    def add(self, tiling: tuple, schedules: tuple[tuple[str, int, int, bool], ...]) -> None:
+        """A tiling (tm, tn, tk, kl1, l1d, l0d, epid, s, a_whole) and its schedules."""
+        if schedules:
+            self.starts.append(self.n)
+            self.tilings.append((self.n, *tiling, schedules))
+            self.n += len(schedules)
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, j: int) -> tuple:
+        if j < 0:
+            j += self.n
+        if not 0 <= j < self.n:
+            raise IndexError(j)
+        start, tm, tn, tk, kl1, l1d, l0d, epid, s, whole, schedules = self.tilings[bisect_right(self.starts, j) - 1]
+        order, blocks, split, bin_ = schedules[j - start]
+        return tm, tn, tk, kl1, order, blocks, l1d, l0d, epid, split, s, bin_, whole
+
+    def __iter__(self) -> Iterator[tuple]:
+        for _, tm, tn, tk, kl1, l1d, l0d, epid, s, whole, schedules in self.tilings:
+            for order, blocks, split, bin_ in schedules:
+                yield tm, tn, tk, kl1, order, blocks, l1d, l0d, epid, split, s, bin_, whole
 
 
 def roofline(p: CubeProblem, mach: Machine) -> Roofline:

@@ -62,7 +62,6 @@ from xdsl.dialects.builtin import (
     f32,
     i1,
     i32,
-    i64,
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.passes import ModulePass
@@ -72,6 +71,7 @@ from ge import targets
 from ge.dialects import graph as g
 from ge.dialects import isa
 from ge.dialects import tile as t
+from ge.dialects.interning import int_attr
 from ge.errors import GeError
 from ge.lowering.index_builder import Index, create_op
 from ge.lowering.isa_builder import IsaBuilder, move_op
@@ -913,7 +913,7 @@ class KernelLowering:
             props["relu"] = UnitAttr()
         if quant.quant is not None:
             props["quant_scale"] = FloatAttr(quant.quant[0], f32)
-            props["quant_offset"] = IntegerAttr(quant.quant[1], i64)
+            props["quant_offset"] = int_attr(quant.quant[1])
             if quant.deq_elem == f32:
                 props["deq_f32"] = UnitAttr()
         tiles: dict[str, SSAValue] = {}
@@ -1092,14 +1092,15 @@ class KernelLowering:
             steps += [(full * per, 1, rest)] if rest else []
             for start, reps, mask in steps:
                 o = [] if start == 0 else [self.b.value(start)]
-                self.b.add(isa.VConvOp.build(operands=[dst, o, src, o], properties={
-                    "repeat": IntegerAttr(reps, i64), "mask": IntegerAttr(mask, i64)}))
+                self.b.add(create_op(isa.VConvOp, [dst, o, src, o], {"repeat": int_attr(reps), "mask": int_attr(mask)}))
             src = dst
         c_buf, _ = self.buffer(plan.c_alloc)
         m, nc = plan.c_alloc.type.get_shape()
         m1, n1 = m // isa.FRACTAL_ROWS, nc // isa.FRACTAL_ROWS
-        for i in range(m1):
-            self.b.add(isa.BroadcastUbToL0cOp(src, c_buf, n1, 1, 0, m1 - 1, dst_offset=self.b.offset(i * isa.FRACTAL_ELEMS)))
+        props = {"count": int_attr(n1), "len": int_attr(1), "src_gap": int_attr(0), "dst_gap": int_attr(m1 - 1)}
+        for i in range(m1):  # (`create_op`: the op `BroadcastUbToL0cOp(src, c_buf, n1, 1, 0, m1 - 1, dst_offset=...)` builds)
+            off = self.b.offset(i * isa.FRACTAL_ELEMS)
+            self.b.add(create_op(isa.BroadcastUbToL0cOp, [src, [], c_buf, [] if off is None else [off]], props))
 
     def arith(self, op: Operation) -> None:
         operands = [self.b.value(self.index(v)) for v in op.operands]
