@@ -29,9 +29,14 @@ min(block_dim, cores) cores (the Cube cores or the Vector cores on a separated c
 one pool of AI Cores on a coupled one) for its cycles and starts when its stream is free,
 its waited events have fired and enough cores are free; a copy (`task.copy`, an SDMA task)
 takes no core, start-up + read and write of its bytes at the HBM bandwidth. So a second
-stream can lower the total cycles. The functional results do not depend on the timing:
-tasks execute in an order that respects every stream and event dependency, and
-`build-model` guarantees that tasks touching the same bytes are ordered.
+stream can lower the total cycles. The chip's L2 lives for the run (cold at its start):
+each launch is simulated when it is scheduled, in start order across the streams, and
+finds what the launches simulated before it left there by its start
+(`sim_timing.ChipL2`); a copy task neither reads nor fills it. `KernelRun.l2_bound` is the
+tiler's bound with the bytes the launch found in the L2 or wrote into it at the L2 rate.
+The functional results do not depend on the timing: tasks execute in an order that
+respects every stream and event dependency, and `build-model` guarantees that tasks
+touching the same bytes are ordered.
 
 `RunReport` has the total cycles, per task its stream, start, end and cores, per kernel its
 cycles, pipe busy cycles and roofline bound, and a Chrome / Perfetto timeline: one track
@@ -89,10 +94,12 @@ class KernelRun:
     cores: int
     blocks: int
     bound: float | None = None
+    l2_bound: float | None = None  # `bound` with what the L2 held or took at its rate (`_l2_bound`)
     pipe_busy: dict[str, float] = field(default_factory=dict)
     instructions: dict[str, int] = field(default_factory=dict)
     alone: float = 0.0  # cycles simulated alone; `cycles` adds the wait for HBM other streams use
-    hbm_bytes: float = 0.0  # bytes to / from HBM
+    hbm_bytes: float = 0.0  # bytes to / from HBM (dirty L2 blocks written back included)
+    l2_bytes: float = 0.0  # bytes read from or written to the L2
     work: dict[str, int] = field(default_factory=dict)  # the simulator's instruction counts (KernelStats.work)
 
     def utilization(self) -> dict[str, float]:
@@ -113,10 +120,12 @@ class _Kernel:
         self.program = program
         self.uses_cube = uses_cube
 
-    def run(self, ins: list[np.ndarray], outs: list[np.ndarray], sim, timing_only: bool = False) -> Any:
-        """Execute on the arena views; returns the simulator's KernelStats at the isa level."""
+    def run(self, ins: list[np.ndarray], outs: list[np.ndarray], sim, timing_only: bool = False,
+            start: float = 0.0) -> Any:
+        """Execute on the arena views (the launch starting at `start`: what it finds in the
+        L2); returns the simulator's KernelStats at the isa level."""
         if self.level == "isa":
-            return sim.run_kernel(self.program, [*ins, *outs], self.name, timing_only)
+            return sim.run_kernel(self.program, [*ins, *outs], self.name, timing_only, start)
         if self.level == "tile":
             self.program.run([*ins, *outs])
             return None
@@ -542,7 +551,7 @@ class _Run:
         mark = len(self.sim.trace.events) if self.sim is not None and self.sim.trace is not None else 0
         if self.sim is not None and self.sim.trace is not None:
             self.sim.trace.offset = start
-        stats = kernel.run(ins, outs, self.sim, self.timing_only)
+        stats = kernel.run(ins, outs, self.sim, self.timing_only, start)
         if self.ex.on_launch is not None and not self.timing_only:
             self.ex.on_launch(j, t, outs)
         run = KernelRun(j, kernel.name, t.get("name", ""), t["stream"], start, 0.0, len(chosen), kernel.block_dim,
@@ -550,6 +559,8 @@ class _Run:
         if stats is not None:
             run.alone, run.pipe_busy, run.instructions = stats.cycles, dict(stats.pipe_busy), dict(stats.instructions)
             run.cores, run.blocks, run.hbm_bytes, run.work = stats.cores, stats.blocks, stats.hbm_bytes, dict(stats.work)
+            run.l2_bytes = stats.l2_bytes
+            run.l2_bound = _l2_bound(self.ex.target, kernel.bound, run.work, ins, outs)
             lead = min(self.ex.target.overhead.launch, stats.cycles)  # the dispatch moves no data
             run.cycles = max(stats.cycles, self.cores.on_hbm(start + lead, stats.cycles - lead, stats.hbm_bytes) - start)
             self._keep_pipe_events(mark, pool, chosen)
@@ -570,6 +581,22 @@ class _Run:
         for core, pipe, name, start, end, instr in self.sim.trace.events[mark:]:
             self.report._pipe_events.append((first + chosen[core % len(chosen)], pipe, name, start, end, instr))
         del self.sim.trace.events[mark:]
+
+
+def _l2_bound(target: targets.Target, bound: float | None, work: dict[str, int], ins: list[np.ndarray],
+              outs: list[np.ndarray]) -> float | None:
+    """The tiler's roofline bound (`tile.bound`: max(compute, GM bytes at the HBM rate))
+    for a launch that found some of its inputs in the L2 and wrote into it: those bytes
+    -- the new bytes it read that the L2 held (`gm_read_warm`, at most its inputs' size)
+    and the bytes it wrote (at most its outputs' size) -- cost at least the L2 rate, not
+    the HBM rate. Lowering the memory term by that difference lowers max(compute, memory)
+    by at most as much, so the result is a bound whatever the term's split was."""
+    if bound is None or not target.memory.l2:
+        return bound
+    hbm, l2 = target.bytes_per_cycle(target.dma.hbm_total), target.bytes_per_cycle(target.dma.l2_total)
+    moved = min(work.get("gm_read_warm", 0), sum(v.nbytes for v in ins)) + \
+        min(work.get("gm_write", 0), sum(v.nbytes for v in outs))
+    return max(0.0, bound - moved * (1 / hbm - 1 / l2))
 
 
 def copy_cycles(target: targets.Target, nbytes: int) -> float:

@@ -23,16 +23,33 @@ Costs:
   block still to come its fair share (`hbm_total / active`) and take at least half their
   own (a core's reads and writes run at once) (`CostModel.start_block`). Launches of
   concurrent streams share the HBM through the executor (a `Bandwidth` of `hbm_total`).
-- the L2 (`memory.l2`, `dma.l2_*`; `L2`): a 32-B GM block a read brought in from HBM is
+- the L2 (`memory.l2`, `dma.l2_*`; `L2` inside a launch, `ChipL2` across the launches of
+  a run). Ascend C's L2 guide (CacheMode, "Setting a Proper L2 CacheMode",
+  https://www.hiascend.com/document/detail/en/canncommercial/850/opdevg/Ascendcopdevg/atlas_ascendc_best_practices_10_00014.html):
+  MTE2 reads and MTE3 / FixPipe writes go through the L2, and data it replaces is written
+  back to GM first, taking GM bandwidth. So: a 32-B GM block a read brought in from HBM is
   resident from the moment that transfer ends. A later read of a resident block (any core)
   hits: it is read at the L2 path rate, outside the HBM budget, and cannot finish before
   the block has arrived -- a read of a block still in flight waits for it (the miss is
   coalesced, not fetched twice). The first read in time fetches: a read that starts
   before the block's fetch started (a block simulated later but running earlier) misses
-  and fetches it itself, and the block arrives at the earlier of the two ends. When the
-  launch's resident blocks no longer fit the L2, the earliest-arrived go first (down to
-  15/16 of the capacity, so that eviction runs rarely). Writes go to HBM (write-through,
-  no allocate). A chip with `l2 = 0` always misses.
+  and fetches it itself, and the block arrives at the earlier of the two ends. Writes are
+  write-back, write-allocate: a write (whole 32-B bursts, nothing to read first) takes
+  the L2's bandwidth (`dma.l2_total`) at its path's rate, and its blocks become resident
+  and dirty when it ends. When the resident blocks no longer fit the L2, the
+  earliest-arrived go first (down to 15/16 of the capacity, so that eviction runs
+  rarely); each dirty one is written back: its bytes take the HBM from that moment (no
+  core waits for them, every later transfer finds the bandwidth used). A chip with
+  `l2 = 0` always misses and writes to HBM.
+  Across launches (`ChipL2`, `Simulator.l2`): the L2 is cold when a run starts; a launch
+  starting at S begins with the blocks of its inputs that arrived by S resident (clean as
+  it sees them), and what it leaves -- the blocks it fetched or wrote, their arrival,
+  dirty or not -- is committed when it is done; past the capacity the least recently
+  arrived go, launch by launch, by arrival inside a launch (32-block groups), and the
+  dirty ones are written back by the launch that pushes them out: its HBM bytes grow and
+  it takes at least its HBM bytes at `hbm_total` (an average, not placed in time). The
+  other resident blocks (not the launch's inputs) are older than its inputs as it sees
+  them: its own L2 may hold the whole capacity.
 - FixPipe (`isa.fixpipe`): its start-up + the larger of the bytes read from L0C and the
   bytes written, at `onchip.l0c_out`; a GM destination's bytes also take the HBM. Its quant
   mode (dequantize / ReLU / requantize, Ascend C's Fixpipe quant_pre "随路" conversion)
@@ -67,6 +84,7 @@ import bisect
 import functools
 import json
 import math
+from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -153,30 +171,52 @@ def _relative_blocks(phase: int, rect: Rect, block: int) -> tuple[np.ndarray, bo
 
 
 class L2:
-    """The chip's L2 as one launch sees it: per GM region and 32-B block, when the block's
-    fetch from HBM started (`fetched`) and when it arrived (`arrive`); both +inf while the
-    block is not resident. `lookup` says what a read at time t hits, `fill` records the
-    blocks it fetched (module docstring: first read in time fetches, later ones wait for
-    the arrival; earliest-arrived evicted first)."""
+    """The chip's L2 as one launch sees it: per GM region (a kernel argument) and 32-B
+    block, when the block's fetch from HBM (or the write that allocated it) started
+    (`fetched`) and when it arrived (`arrive`), both +inf while the block is not resident,
+    -inf for a block resident when the launch started (`preload`); and whether it is dirty
+    (written, not yet written back). `lookup` says what a read at time t hits, `fill`
+    records the blocks it fetched, `write` the blocks a write allocated (module docstring:
+    first read in time fetches, later ones wait for the arrival; earliest-arrived evicted
+    first; an evicted dirty block is written back -- `fill` / `write` return how many)."""
 
     def __init__(self, capacity: int, block: int):
         self.capacity_blocks = capacity // block
         self.block = block
         self.fetched: dict[int, np.ndarray] = {}
         self.arrive: dict[int, np.ndarray] = {}
+        self.dirty: dict[int, np.ndarray] = {}
         self.resident = 0
+        self.preloaded = 0  # resident blocks still at -inf (`preload`), an upper bound
         self.evictions = 0
 
     def _arrays(self, region: int, top: int) -> tuple[np.ndarray, np.ndarray]:
         fetched = self.fetched.get(region)
         if fetched is None or len(fetched) < top:
             size = max(top, 2 * len(fetched) if fetched is not None else top)
-            grown = np.full(size, np.inf), np.full(size, np.inf)
+            grown = np.full(size, np.inf), np.full(size, np.inf), np.zeros(size, dtype=bool)
             if fetched is not None:
                 grown[0][:len(fetched)] = fetched
                 grown[1][:len(fetched)] = self.arrive[region]
-            self.fetched[region], self.arrive[region] = grown
+                grown[2][:len(fetched)] = self.dirty[region]
+            self.fetched[region], self.arrive[region], self.dirty[region] = grown
         return self.fetched[region], self.arrive[region]
+
+    def preload(self, region: int, warm: Warm) -> None:
+        """The blocks of `region` in `warm` (a packed mask, `ChipL2.warm`) are resident (and
+        clean, as this launch sees them: `ChipL2` writes them back if they go) from before
+        the launch."""
+        if not self.capacity_blocks or not warm:
+            return
+        mask = unpack(warm)
+        fetched, arrive = self._arrays(region, len(mask))
+        was = arrive[:len(mask)][mask]
+        self.resident += int(np.count_nonzero(was == np.inf))
+        self.preloaded += len(was)
+        fetched[:len(mask)][mask] = -np.inf
+        arrive[:len(mask)][mask] = -np.inf
+        if self.resident > self.capacity_blocks:
+            self._evict()
 
     def lookup(self, region: int, first_byte: int, rect: Rect, t: float) -> tuple[int, int, float, object]:
         """A rectangle read that starts at t: (blocks that miss, blocks in all, the latest
@@ -197,11 +237,12 @@ class L2:
             return count, count, -math.inf, (region, where)
         return count - hits, count, float(arrive[where][hit].max()), (region, where, ~hit)
 
-    def fill(self, handle: object, t: float, end: float) -> None:
+    def fill(self, handle: object, t: float, end: float) -> int:
         """The misses of `handle` (fetched from t on) arrive at `end`; an in-flight block
-        fetched again by an earlier read keeps the earlier arrival."""
+        fetched again by an earlier read keeps the earlier arrival. Returns the dirty
+        blocks this evicted."""
         if handle is None:
-            return
+            return 0
         region, where, *miss = handle
         fetched, arrive = self.fetched[region], self.arrive[region]
         if miss:
@@ -210,24 +251,258 @@ class L2:
         self.resident += int(np.count_nonzero(was == np.inf))
         arrive[where] = np.minimum(was, end)
         fetched[where] = t
-        if self.resident > self.capacity_blocks:
-            self._evict()
+        return self._evict() if self.resident > self.capacity_blocks else 0
 
-    def _evict(self) -> None:
-        """Drop the earliest-arrived blocks until 15/16 of the capacity is left."""
+    def write(self, region: int, first_byte: int, rect: Rect, t: float, end: float) -> int:
+        """A write of `rect` from t to `end` allocates its blocks (write-allocate: whole
+        32-B bursts, nothing read): resident and dirty, arrived at `end`. Returns the dirty
+        blocks this evicted."""
+        rel, run = _relative_blocks(first_byte % self.block, rect, self.block)
+        if not self.capacity_blocks or not len(rel):
+            return 0
+        base = first_byte // self.block
+        fetched, arrive = self._arrays(region, int(rel[-1]) + base + 1)
+        lo = int(rel[0]) + base
+        where = slice(lo, lo + len(rel)) if run and lo >= 0 else rel + base
+        self.resident += int(np.count_nonzero(arrive[where] == np.inf))
+        fetched[where] = np.minimum(fetched[where], t)
+        arrive[where] = end
+        self.dirty[region][where] = True
+        return self._evict() if self.resident > self.capacity_blocks else 0
+
+    def _evict(self) -> int:
+        """Drop the earliest-arrived blocks until 15/16 of the capacity is left (blocks that
+        arrived together: the first regions' and lowest blocks first); returns how many of
+        them were dirty (each costs a write-back to HBM)."""
         keep = self.capacity_blocks - self.capacity_blocks // 16
+        if self.preloaded:  # the blocks from before the launch go first (no sort needed)
+            drop, dirty, remaining = self.resident - keep, 0, 0
+            for region, arrive in self.arrive.items():
+                at = np.flatnonzero(arrive == -np.inf)
+                take = at[:max(drop, 0)]
+                arrive[take] = np.inf
+                self.fetched[region][take] = np.inf
+                d = self.dirty[region]
+                dirty += int(np.count_nonzero(d[take]))
+                d[take] = False
+                drop -= len(take)
+                self.resident -= len(take)
+                remaining += len(at) - len(take)
+            self.preloaded = remaining
+            if drop <= 0:
+                self.evictions += 1
+                return dirty
+            return dirty + self._evict()
         times = np.concatenate([a[a < np.inf] for a in self.arrive.values()])
         drop = len(times) - keep
         if drop <= 0:
             self.resident = len(times)
-            return
+            return 0
         cut = np.partition(times, drop - 1)[drop - 1]
+        ties = drop - int(np.count_nonzero(times < cut))  # of the blocks arrived at `cut`, how many go
+        dirty = 0
         for region, arrive in self.arrive.items():
-            gone = arrive <= cut
+            gone = arrive < cut
+            if ties > 0:
+                at = np.flatnonzero(arrive == cut)[:ties]
+                gone[at] = True
+                ties -= len(at)
             arrive[gone] = np.inf
             self.fetched[region][gone] = np.inf
+            d = self.dirty[region]
+            dirty += int(np.count_nonzero(d & gone))
+            d[gone] = False
         self.resident = sum(int(np.count_nonzero(a < np.inf)) for a in self.arrive.values())
         self.evictions += 1
+        return dirty
+
+    def end_state(self, region: int, nblocks: int) -> tuple[np.ndarray, np.ndarray]:
+        """Blocks [0, nblocks) of `region` when the launch ends: arrival (+inf: not
+        resident, -inf: resident since before the launch, untouched) and dirty."""
+        arrive, dirty = self.arrive.get(region), self.dirty.get(region)
+        out, dout = np.full(nblocks, np.inf), np.zeros(nblocks, dtype=bool)
+        if arrive is not None:
+            n = min(nblocks, len(arrive))
+            out[:n], dout[:n] = arrive[:n], dirty[:n]
+        return out, dout
+
+
+Warm = bytes  # a packed bool mask over a buffer's blocks (np.packbits; b"": none)
+
+
+def pack(mask: np.ndarray) -> Warm:
+    return np.packbits(mask).tobytes() if mask.any() else b""
+
+
+def unpack(packed: Warm, n: int | None = None) -> np.ndarray:
+    """`pack`'s mask again (its first n blocks; all of them, padded to a multiple of 8)."""
+    return np.unpackbits(np.frombuffer(packed, dtype=np.uint8), count=n).view(bool)
+
+
+def _runs(mask: np.ndarray) -> tuple[tuple[int, int], ...]:
+    """The [lo, hi) runs of True in a bool array."""
+    if not len(mask):
+        return ()
+    edges = np.flatnonzero(np.diff(np.concatenate(([False], mask, [False])).view(np.int8)))
+    return tuple(zip(edges[0::2].tolist(), edges[1::2].tolist()))
+
+
+@dataclass
+class LaunchL2:
+    """What a launch left in the L2, per kernel argument, over its blocks (kept with the
+    launch's analysis, so a launch reused from it updates `ChipL2` the same way), as
+    packed masks (`pack`): the blocks resident at its end (`resident`), those it fetched
+    or wrote (`new`, the other resident ones were there before it), those it wrote and
+    that are still resident (`dirty`); and the new blocks' arrivals, the latest of each
+    `GROUP` blocks (LRU order between launches)."""
+
+    blocks: tuple[int, ...]
+    resident: tuple[Warm, ...]
+    new: tuple[Warm, ...]
+    dirty: tuple[Warm, ...]
+    times: tuple[np.ndarray, ...]
+
+    GROUP = 32
+
+    @classmethod
+    def of(cls, l2: L2, regions: list[tuple[int, int]]) -> LaunchL2:
+        """From the launch's `L2` at its end; `regions`: (L2 region, blocks) per argument."""
+        resident, new, dirty, times = [], [], [], []
+        g = cls.GROUP
+        for region, n in regions:
+            arrive, d = l2.end_state(region, n)
+            fresh = np.isfinite(arrive)
+            held = arrive < np.inf
+            resident.append(pack(held))
+            new.append(pack(fresh))
+            dirty.append(pack(d & held))
+            padded = np.full(-(-n // g) * g, -np.inf)
+            padded[:n] = np.where(fresh, arrive, -np.inf)
+            times.append(padded.reshape(-1, g).max(axis=1).astype(np.float32))
+        return cls(tuple(n for _, n in regions), tuple(resident), tuple(new), tuple(dirty), tuple(times))
+
+    def runs(self, field: str, i: int) -> tuple[tuple[int, int], ...]:
+        """Argument i's blocks in `field` ("resident", "new", "dirty") as [lo, hi) runs."""
+        packed = getattr(self, field)[i]
+        return _runs(unpack(packed, self.blocks[i])) if packed else ()
+
+
+class ChipL2:
+    """The chip's L2 across the launches of one run (cold when the run starts): per GM
+    space (a root buffer: the model's arena, or an array) and 32-B block, when it last
+    arrived (`last`, +inf: not resident) and whether it is dirty. A launch starting at S
+    finds resident (`warm`) the blocks of its inputs that arrived by S; when it is done,
+    `commit` records what it left (`LaunchL2`): its new blocks arrive at S + their time,
+    preloaded blocks it evicted go, and past the capacity the least recently arrived
+    blocks go -- launch by launch in the order they were committed, by arrival inside a
+    launch. Every dirty block that goes is written back: `commit` returns those bytes,
+    which the committing launch sends to HBM."""
+
+    def __init__(self, capacity: int, block: int):
+        self.capacity_blocks = capacity // block
+        self.block = block
+        self.spaces: dict[int, tuple[object, np.ndarray, np.ndarray, np.ndarray]] = {}  # id -> root, last, dirty, owner
+        self.resident = 0
+        self.written_back = 0  # bytes
+        self._log: deque = deque()  # (launch number, [(space, lo, hi)]) in commit order
+        self._launches = 0
+
+    def locate(self, buf: np.ndarray) -> tuple[int, int] | None:
+        """(space, first block) of a C-contiguous buffer starting on a block boundary of
+        its root buffer; None for anything else (its launches see it cold)."""
+        if not self.capacity_blocks or not buf.flags.c_contiguous or not buf.nbytes:
+            return None
+        root = buf
+        while isinstance(root.base, np.ndarray):
+            root = root.base
+        offset = buf.__array_interface__["data"][0] - root.__array_interface__["data"][0]
+        if offset % self.block or offset < 0:
+            return None
+        key = id(root)
+        if key not in self.spaces:
+            n = -(-root.nbytes // self.block)
+            self.spaces[key] = (root, np.full(n, np.inf), np.zeros(n, dtype=bool), np.full(n, -1, dtype=np.int32))
+        return key, offset // self.block
+
+    def warm(self, where: tuple[int, int] | None, nblocks: int, at: float) -> Warm:
+        """The blocks [0, nblocks) of a buffer resident at time `at` (packed)."""
+        if where is None:
+            return b""
+        key, b0 = where
+        return pack(self.spaces[key][1][b0:b0 + nblocks] <= at)
+
+    def warm_runs(self, where: tuple[int, int] | None, nblocks: int, at: float) -> tuple[tuple[int, int], ...]:
+        """`warm` as [lo, hi) runs."""
+        packed = self.warm(where, nblocks, at)
+        return _runs(unpack(packed, nblocks)) if packed else ()
+
+    def commit(self, where: list[tuple[int, int] | None], warm: tuple, left: LaunchL2, start: float) -> float:
+        """Record a launch that started at `start` (`where` / `warm` per argument: its
+        place and the blocks resident when it started); returns the bytes written back."""
+        self._launches += 1
+        n_id = self._launches
+        dirty_gone = 0
+        touched = []
+        for i, loc in enumerate(where):
+            if loc is None:
+                continue
+            key, b0 = loc
+            _, last, dirty, owner = self.spaces[key]
+            n = min(left.blocks[i], len(last) - b0)
+            seg, dseg, oseg = last[b0:b0 + n], dirty[b0:b0 + n], owner[b0:b0 + n]
+            if i < len(warm) and warm[i]:  # preloaded blocks the launch evicted
+                gone = unpack(warm[i], n) & (seg < np.inf)
+                if left.resident[i]:
+                    gone &= ~unpack(left.resident[i], n)
+                dirty_gone += int(np.count_nonzero(dseg[gone]))
+                self.resident -= int(np.count_nonzero(gone))
+                seg[gone], dseg[gone] = np.inf, False
+            if not left.new[i]:
+                continue
+            at = np.flatnonzero(unpack(left.new[i], n))
+            self.resident += int(np.count_nonzero(seg[at] == np.inf))
+            seg[at] = np.maximum(np.where(seg[at] < np.inf, seg[at], -np.inf),
+                                 start + left.times[i][at // LaunchL2.GROUP].astype(np.float64))
+            if left.dirty[i]:
+                dseg[at] |= unpack(left.dirty[i], n)[at]
+            oseg[at] = n_id
+            touched.append((key, b0 + int(at[0]), b0 + int(at[-1]) + 1))
+        if touched:
+            self._log.append((n_id, touched))
+        if self.resident > self.capacity_blocks:
+            dirty_gone += self._evict(self.resident - self.capacity_blocks)
+        nbytes = dirty_gone * self.block
+        self.written_back += nbytes
+        return float(nbytes)
+
+    def _evict(self, excess: int) -> int:
+        """Drop `excess` blocks, least recently arrived first; returns the dirty ones."""
+        dirty_gone = 0
+        while excess > 0 and self._log:
+            n_id, extents = self._log[0]
+            parts = []
+            for key, lo, hi in extents:
+                _, last, _, owner = self.spaces[key]
+                idx = lo + np.flatnonzero((owner[lo:hi] == n_id) & (last[lo:hi] < np.inf))
+                parts.append((key, idx, last[idx]))
+            count = sum(len(p[1]) for p in parts)
+            if count <= excess:
+                self._log.popleft()
+                chosen = parts
+            else:  # the earliest `excess` of this launch's blocks
+                cut = np.partition(np.concatenate([p[2] for p in parts]), excess - 1)[excess - 1]
+                chosen, taken = [], 0
+                for key, idx, times in parts:
+                    pick = idx[times <= cut][:excess - taken]
+                    taken += len(pick)
+                    chosen.append((key, pick, None))
+            for key, idx, _ in chosen:
+                _, last, dirty, _ = self.spaces[key]
+                dirty_gone += int(np.count_nonzero(dirty[idx]))
+                last[idx], dirty[idx] = np.inf, False
+                self.resident -= len(idx)
+                excess -= len(idx)
+        return dirty_gone
 
 
 class CostModel:
@@ -235,8 +510,9 @@ class CostModel:
     the launch's shared state -- the L2, the HBM and L2 bandwidths in time -- and counts
     the bytes it sends to HBM (`hbm_bytes`) and serves from the L2 (`l2_bytes`).
     `transfers`, when a list, receives one record per GM transfer: (core, start, end of its
-    data, HBM bytes, L2 bytes, DMA bytes, GM region or -1 for a write, first byte, rect,
-    latest arrival of the blocks it hit)."""
+    data, HBM bytes, L2 bytes, DMA bytes, GM region or -1 for a write (-2 and core -1: the
+    L2 writing evicted dirty blocks back), first byte, rect, latest arrival of the blocks it
+    hit)."""
 
     def __init__(self, target: Target, active: int = 1):
         self.target = target
@@ -250,6 +526,7 @@ class CostModel:
         self.l2 = L2(target.memory.l2, self.block)
         self.hbm_bytes = 0.0
         self.l2_bytes = 0.0
+        self.written_back = 0.0  # of hbm_bytes: dirty blocks the launch evicted
         self.transfers: list | None = None
         self._rates: dict[str, float] = {}  # dma field -> bytes per cycle
         self._reserve, self._first = 0.0, True  # start_block
@@ -299,7 +576,7 @@ class CostModel:
             miss_moved = moved - hit  # the DMA's bytes at its path rate; HBM supplies `hbm` of them
             reserve = 0.0 if self._first else self._reserve * self.hbm.rate
             end = self.hbm.transfer(t, hbm, hbm_rate * hbm / miss_moved, reserve)
-            self.l2.fill(handle, t, end)
+            self._write_back(end, self.l2.fill(handle, t, end))
             self.hbm_bytes += hbm
         if hit:
             self.l2_bytes += hit
@@ -310,18 +587,40 @@ class CostModel:
             self.transfers.append((core, t, end, hbm, hit, moved, region, first_byte, rect, latest))
         return end
 
-    def _write(self, t: float, core: int, moved: float, rate: float) -> float:
-        """A GM write of `moved` burst bytes from t, all to HBM, at up to `rate`."""
-        self.hbm_bytes += moved
-        end = self.hbm.transfer(t, moved, rate, self._reserve * self.hbm.rate)
+    def _write(self, t: float, core: int, moved: float, rate: float, write_at: tuple[int, int] | None = None,
+               rect: Rect | None = None) -> float:
+        """A GM write of `moved` burst bytes from t at up to `rate`: into the L2 (write-back,
+        write-allocate: its blocks become resident and dirty; what that evicts dirty goes to
+        HBM) -- or, on a chip without an L2 or to an unknown place, to HBM."""
+        if self.l2.capacity_blocks and write_at is not None and rect is not None:
+            self.l2_bytes += moved
+            end = self.l2_bandwidth.transfer(t, moved, rate, self._reserve * self.l2_bandwidth.rate)
+            self._write_back(end, self.l2.write(write_at[0], write_at[1], rect, t, end))
+            hbm, l2 = 0.0, moved
+        else:
+            self.hbm_bytes += moved
+            end = self.hbm.transfer(t, moved, rate, self._reserve * self.hbm.rate)
+            hbm, l2 = moved, 0.0
         if self.transfers is not None:
-            self.transfers.append((core, t, end, moved, 0.0, moved, -1, 0, None, -math.inf))
+            self.transfers.append((core, t, end, hbm, l2, moved, -1, 0, None, -math.inf))
         return end
 
+    def _write_back(self, t: float, blocks: int) -> None:
+        """Dirty blocks evicted at t go to HBM: they take HBM bandwidth from t on (the
+        transfers still to come find it used), at the chip's HBM rate."""
+        if blocks:
+            nbytes = blocks * self.block
+            self.hbm_bytes += nbytes
+            self.written_back += nbytes
+            end = self.hbm.transfer(t, nbytes, self.hbm.rate, self._reserve * self.hbm.rate)
+            if self.transfers is not None:  # core -1, region -2: the L2's write-back, no core's path
+                self.transfers.append((-1, t, end, nbytes, 0.0, nbytes, -2, 0, None, -math.inf))
+
     def move(self, name: str, src: Rect | None, dst: Rect, read_at: tuple[int, int] | None = None,
-             dst_gm: bool = False, scale_bytes: int = 0) -> Timing:
+             dst_gm: bool = False, scale_bytes: int = 0, write_at: tuple[int, int] | None = None) -> Timing:
         """(start-up, busy, GM transfer) of a move from `src` to `dst` (None: nothing read,
-        an empty window); `read_at` = (GM region, first byte) when the source is in GM."""
+        an empty window); `read_at` / `write_at` = (GM region, first byte) when the source /
+        destination is in GM."""
         t = self.target
         if name in GM_READS:
             hbm_path, l2_path = GM_READS[name]
@@ -332,14 +631,16 @@ class CostModel:
                                                  self._dma_rate(hbm_path), self._dma_rate(l2_path))
         if name == "isa.copy_ub_to_gm":
             moved = burst_bytes(dst, self.block)
-            return float(t.startup.mte3), 0.0, (self._write, moved, self._dma_rate("ub_to_gm")) if moved else 0.0
+            return float(t.startup.mte3), 0.0, (self._write, moved, self._dma_rate("ub_to_gm"), write_at, dst) \
+                if moved else 0.0
         if name == "isa.fixpipe":
-            return self._fixpipe(src, dst, dst_gm, scale_bytes)
+            return self._fixpipe(src, dst, dst_gm, scale_bytes, write_at)
         rate_field, startup = ONCHIP_PATHS[name]
         nbytes = max(0 if src is None else raw_bytes(src), raw_bytes(dst))
         return float(getattr(t.startup, startup)), nbytes / getattr(t.onchip, rate_field), 0.0
 
-    def _fixpipe(self, src: Rect | None, dst: Rect, dst_gm: bool, scale_bytes: int = 0) -> Timing:
+    def _fixpipe(self, src: Rect | None, dst: Rect, dst_gm: bool, scale_bytes: int = 0,
+                 write_at: tuple[int, int] | None = None) -> Timing:
         """L0C -> GM / L1 / UB through FixPipe (a quant mode converts in line; its scale
         vector's bytes, loaded into the fixpipe buffer, add to the bytes read)."""
         t = self.target
@@ -348,7 +649,7 @@ class CostModel:
         if dst_gm:
             moved = burst_bytes(dst, self.block)
             if moved:
-                gm = (self._write, moved, float(t.onchip.l0c_out))
+                gm = (self._write, moved, float(t.onchip.l0c_out), write_at, dst)
         return float(t.startup.fixpipe), busy, gm
 
     def img2col(self, nbytes: int) -> Timing:

@@ -25,7 +25,10 @@ cores (Cube cores for kernels that use the Cube, Vector cores otherwise); a core
 blocks one after another, the kernel takes as long as its slowest core. The blocks are
 simulated one after another too, but on one time axis: their GM transfers share the
 launch's L2 (a block fetched by one core is a hit for the others once it has arrived) and
-the chip's HBM and L2 bandwidth in time (`sim_timing.CostModel`).
+the chip's HBM and L2 bandwidth in time (`sim_timing.CostModel`). The L2 outlives a
+launch (`Simulator.l2`, `sim_timing.ChipL2`): a launch starts with the blocks of its
+inputs that earlier launches of the run wrote or read and that are still there, and
+leaves what it wrote (dirty: written back to HBM when pushed out) and read.
 
 Checks. Program order is what the kernel means; the pipes run concurrently. Every pipe
 keeps a vector clock of the instructions it knows have finished (through set_flag /
@@ -39,10 +42,13 @@ no set_flag before it (the core would hang), a set_flag that fires while its eve
 still set (the signal is lost), and events still set when a block ends.
 
 Once per kernel. Timing and checks depend on the kernel and its launch, not on the data
-(the addresses are static, except in kernels whose `isa.load_scalar` feeds an address):
-`Simulator` keeps them per (decoded body, block_dim) in `analyses`, and later launches of
-the same body -- in the same run or a later one sharing the dict -- only compute
-(`RunState.check` false). `timing_only` skips the numerics.
+(the addresses are static, except in kernels whose `isa.load_scalar` feeds an address)
+and on which of its input blocks the L2 holds when it starts: `Simulator` keeps them per
+(decoded body, block_dim, those blocks as runs) in `analyses`, with what the launch left
+in the L2 (`sim_timing.LaunchL2`), and later launches of the same body finding the same
+L2 -- in the same run or a later one sharing the dict: every run starts cold, so a rerun
+finds them all -- only compute (`RunState.check` false) and replay what they leave in
+the L2. `timing_only` skips the numerics.
 """
 
 from __future__ import annotations
@@ -66,16 +72,34 @@ from ge.runtime import kernel_code
 from ge.runtime.index_arith import CMPI, IndexOutOfRange, wrap_index
 from ge.runtime.kernel_code import GM_BASE, INT_BINARY_NAMES, SimulatorError
 from ge.runtime.sim_memory import NO_VIEW, Entry, Pattern, Region, byte_ranges, overlap, pattern
-from ge.runtime.sim_timing import NPIPES, PIPE_INDEX, PIPE_ORDER, PIPELINED, CostModel, PipeState, Trace
+from ge.runtime.sim_timing import (
+    NPIPES,
+    PIPE_INDEX,
+    PIPE_ORDER,
+    PIPELINED,
+    ChipL2,
+    CostModel,
+    LaunchL2,
+    PipeState,
+    Trace,
+    unpack,
+)
 
 # what a launch did, counted from its instructions (independent of the timing model):
 # GM bytes read, of them bytes no earlier read of the launch touched, GM bytes written,
 # Cube fractals, vector repeats
-WORK = ("gm_read", "gm_read_new", "gm_write", "fractals", "repeats")
-GM_READ, GM_READ_NEW, GM_WRITE, FRACTALS, REPEATS = range(len(WORK))
+# Cube fractals, vector repeats, and of the new GM bytes read those the L2 may hold: in
+# blocks it held when the launch started (`ChipL2`: written or read by an earlier launch)
+# or written by the launch itself
+WORK = ("gm_read", "gm_read_new", "gm_write", "fractals", "repeats", "gm_read_warm")
+GM_READ, GM_READ_NEW, GM_WRITE, FRACTALS, REPEATS, GM_READ_WARM = range(len(WORK))
 PIPE_OF = {p.value: i for p, i in PIPE_INDEX.items()}
 L0C_OUT = {isa.FixpipeOp.name, isa.CopyL0cToUbOp.name}  # the accumulator's read-outs
 LOG_LIMIT = 16  # entries of a buffer's access log before pruning the finished ones
+# Does the L2 keep its contents across launches (`ChipL2`)? Off: every launch starts with a
+# cold L2, as the tiler's cost model (lowering/tile_cube.py) still assumes -- its accuracy
+# tests compare against that.
+L2_ACROSS_LAUNCHES = True
 
 
 class HazardError(GeError):
@@ -280,7 +304,10 @@ class RunState:
         if region.read_mask is None:
             region.read_mask = np.zeros(region.data.size, dtype=bool)
         view = pat.bytes_once(region.read_mask, first_byte)
-        self.work[GM_READ_NEW] += view.size - int(np.count_nonzero(view))
+        new = view.size - int(np.count_nonzero(view))
+        self.work[GM_READ_NEW] += new
+        if region.written is not None:  # an output: the launch wrote what it reads (or it is reported)
+            self.work[GM_READ_WARM] += new
         view[...] = True
 
     def _full(self, region: Region, opnd: Operand) -> bool:
@@ -575,13 +602,15 @@ class KernelProgram:
         local_costs: dict = {}  # window sizes -> timing of a move that does not touch GM (no launch state)
         src_reg, dst_reg = src.offset_reg, dst.offset_reg
 
-        def cost(st: RunState, sub: tuple[int, ...], empty: bool, src_elem: int) -> tuple[float, float, float]:
+        def cost(st: RunState, sub: tuple[int, ...], empty: bool, src_elem: int,
+                 dst_elem: int = 0) -> tuple[float, float, float]:
             srect = None if empty else (sub, ss, ks)
             drect = (sizes if pad is not None else sub, ds, kd)
             if vector_unit:
                 return st.cost.vector_copy(max(0 if empty else math.prod(sub) * ks, math.prod(drect[0]) * kd))
             read_at = (src.region, (src.first + src_elem) * ks) if src_gm and not empty else None
-            return st.cost.move(name, srect, drect, read_at, dst_gm, scale_bytes)
+            write_at = (dst.region, (dst.first + dst_elem) * kd) if dst_gm else None
+            return st.cost.move(name, srect, drect, read_at, dst_gm, scale_bytes, write_at)
 
         def move(st: RunState) -> None:
             nonlocal static_cost
@@ -620,7 +649,8 @@ class KernelProgram:
                 if not check:
                     timing = None
                 elif src_gm or dst_gm:
-                    timing = cost(st, sub, empty, src_elem)
+                    timing = cost(st, sub, empty, src_elem,
+                                  do if pad is not None else do + sum(a * b for a, b in zip(lo, ds)))
                 else:
                     timing = local_costs.get(sub)
                     if timing is None:
@@ -635,7 +665,7 @@ class KernelProgram:
                 if not check:
                     timing = None
                 elif src_gm or dst_gm:  # GM traffic: L2 state and the HBM budget of this launch
-                    timing = cost(st, sizes, False, so)
+                    timing = cost(st, sizes, False, so, do)
                 else:
                     if static_cost is None:
                         static_cost = cost(st, sizes, False, so)
@@ -959,8 +989,9 @@ class KernelStats:
     cores: int
     blocks: int
     core_cycles: list[float] = field(default_factory=list)
-    hbm_bytes: float = 0.0  # bytes the timing model sent to / from HBM
-    l2_bytes: float = 0.0  # bytes it served from the L2
+    hbm_bytes: float = 0.0  # bytes the timing model sent to / from HBM (written_back included)
+    l2_bytes: float = 0.0  # bytes it served from or wrote to the L2
+    written_back: float = 0.0  # dirty L2 blocks the launch evicted, written back to HBM
     work: dict[str, int] = field(default_factory=dict)  # WORK, counted from the instructions
 
     def utilization(self) -> dict[str, float]:
@@ -1001,16 +1032,21 @@ class Report:
 
 @dataclass
 class Analysis:
-    """What a launch's timing and checks found; it does not depend on the data."""
+    """What a launch's timing and checks found (it does not depend on the data, only on
+    the L2 it started with), and what it left in the L2."""
 
     stats: KernelStats
     problems: list[Problem]
+    left: LaunchL2 | None = None
 
 
 class Simulator:
     """Runs decoded kernels on a target; `trace=True` records a timeline. `analyses`
     (shared between simulators to reuse them across runs) holds the timing and problems of
-    each (`KernelProgram.analysis_key`, block_dim) already checked."""
+    each (`KernelProgram.analysis_key`, block_dim, the input blocks the L2 held when it
+    started) already checked. `l2` is the chip's L2 across the launches (`ChipL2`: a
+    launch finds what earlier ones left; `reset_l2` makes it cold); `clock` is when the
+    next launch starts unless `run_kernel` is told (one after another)."""
 
     def __init__(self, target: targets.Target | str | None = None, trace: bool = False,
                  analyses: dict | None = None):
@@ -1021,8 +1057,14 @@ class Simulator:
         self.trace = Trace(target.clock_hz) if trace else None
         self.report = Report()
         self.analyses: dict = {} if analyses is None else analyses
-        self._reported: set = set()  # analyses whose problems this report already lists
+        self._reported: set = set()  # (analysis key, block_dim) whose problems this report already lists
         self._programs: dict[int, tuple[isa.KernelOp, KernelProgram]] = {}
+        self.reset_l2()
+
+    def reset_l2(self) -> None:
+        """A cold L2 and the clock at 0 (the start of a run)."""
+        self.l2 = ChipL2(self.target.memory.l2, self.target.vector.block_bytes)
+        self.clock = 0.0
 
     def program(self, kernel: isa.KernelOp) -> KernelProgram:
         """The decoded kernel (encoded and decoded once per simulator)."""
@@ -1032,18 +1074,30 @@ class Simulator:
         return hit[1]
 
     def run_kernel(self, kernel: isa.KernelOp | KernelProgram, buffers: Sequence[np.ndarray], name: str | None = None,
-                   timing_only: bool = False) -> KernelStats:
+                   timing_only: bool = False, start: float | None = None) -> KernelStats:
         """Run a kernel on GM buffers (numpy arrays, one per kernel argument, in order);
         the `outs` arrays receive the results (not with `timing_only`). `name` names the
-        launch's kernel in messages (default: the program's)."""
+        launch's kernel in messages (default: the program's); `start`: when the launch
+        starts in the run (default: when the previous one ended), which decides what it
+        finds in the L2."""
         prog = kernel if isinstance(kernel, KernelProgram) else self.program(kernel)
         name = name or prog.name
         if len(buffers) != len(prog.args):
             raise InputError(f"kernel @{name} takes {len(prog.args)} buffers, got {len(buffers)}")
-        key = (prog.analysis_key, prog.block_dim)
+        if not L2_ACROSS_LAUNCHES:
+            self.reset_l2()
+        start = self.clock if start is None else start
+        block = self.target.vector.block_bytes
+        nblocks = [-(-count * dtype.itemsize // block) for dtype, count in prog.args]
+        where = [self.l2.locate(b) if isinstance(b, np.ndarray) else None for b in buffers]
+        warm = tuple(self.l2.warm(where[i], nblocks[i], start) if i < prog.num_ins else b""
+                     for i in range(len(buffers)))
+        if not any(warm):
+            warm = ()
+        key = (prog.analysis_key, prog.block_dim, warm)
         known = None if prog.data_dependent or self.trace is not None else self.analyses.get(key)
         if known is not None and timing_only:
-            return self._reuse(known, key, name)
+            return self._launched(known, key, name, where, warm, start)
         regions = [*self.core.regions]
         outs = []
         for i, ((dtype, count), buf) in enumerate(zip(prog.args, buffers)):
@@ -1059,19 +1113,23 @@ class Simulator:
         active = max(1, min(prog.block_dim, ncores))
         st = RunState(prog, regions, CostModel(self.target, active), self.trace, problems, name,
                       check=known is None, compute=not timing_only)
+        first_gm = len(self.core.regions)
+        if st.check:
+            for i, packed in enumerate(warm):
+                st.cost.l2.preload(first_gm + i, packed)
         self.core.reset()
         core_pipes = [st.cost.pipes(c) for c in range(active)] if st.check else []
-        for block in range(prog.block_dim):
+        for block_index in range(prog.block_dim):
             if st.check:
-                core = block % active
+                core = block_index % active
                 pipes = core_pipes[core]
                 pipes.shift(pipes.end)
-                if block >= active and core == 0:  # every core has started: forget the bandwidths' past
+                if block_index >= active and core == 0:  # every core has started: forget the bandwidths' past
                     st.cost.forget_before(min(c.earliest for c in core_pipes))
-                st.cost.start_block(core, min(active, prog.block_dim - block + core) - 1 - core)
-                st.start_block(block, core, pipes)
+                st.cost.start_block(core, min(active, prog.block_dim - block_index + core) - 1 - core)
+                st.start_block(block_index, core, pipes)
             else:
-                st.block, st.regs = block, list(prog.registers)
+                st.block, st.regs = block_index, list(prog.registers)
             for step in prog.steps:
                 step(st)
             for (ps, pd, e), queue in st.flags.items():
@@ -1084,28 +1142,48 @@ class Simulator:
                 if i >= prog.num_ins:
                     buf.reshape(-1)[...] = data.view(buf.dtype)
         if known is not None:
-            return self._reuse(known, key, name)
+            return self._launched(known, key, name, where, warm, start)
+        for i, packed in enumerate(warm):  # new bytes read from blocks resident at the start
+            read = regions[first_gm + i].read_mask
+            if read is not None and packed:
+                per_block = np.zeros(nblocks[i] * block, dtype=bool)
+                per_block[:read.size] = read
+                held = unpack(packed, nblocks[i])
+                st.work[GM_READ_WARM] += int(np.count_nonzero(per_block.reshape(-1, block)[held]))
         cycles = st.cost.launch_cycles([p.end for p in core_pipes])
         busy = {_pipe(p): sum(c.busy[p] for c in core_pipes) for p in range(NPIPES)}
         counts = {_pipe(p): sum(c.instructions[p] for c in core_pipes) for p in range(NPIPES)}
         stats = KernelStats(name, cycles, busy, counts, active, prog.block_dim, [c.end for c in core_pipes],
-                            st.cost.hbm_bytes, st.cost.l2_bytes, dict(zip(WORK, st.work)))
+                            st.cost.hbm_bytes, st.cost.l2_bytes, st.cost.written_back, dict(zip(WORK, st.work)))
         if self.trace is not None:
             self.trace.offset += cycles
+        left = LaunchL2.of(st.cost.l2, [(first_gm + i, n) for i, n in enumerate(nblocks)])
+        analysis = Analysis(stats, list(problems.values()), left)
         if not prog.data_dependent:
-            self.analyses[key] = Analysis(stats, list(problems.values()))
-            self._reported.add(key)
-        self.report.kernels.append(stats)
+            self.analyses[key] = analysis
+        self._reported.add(key[:2])
         self.report.problems.extend(problems.values())
-        return stats
+        return self._launched(analysis, key, name, where, warm, start)
 
-    def _reuse(self, known: Analysis, key: tuple, name: str) -> KernelStats:
-        """A launch of a body already analysed: its stats again (its problems once per report)."""
+    def _launched(self, known: Analysis, key: tuple, name: str, where: list, warm: tuple, start: float) -> KernelStats:
+        """A launch analysed (now or before): its stats (its problems once per report); what
+        it left goes into the L2, and the dirty blocks that pushes out are written back
+        within the launch -- at most at the HBM rate: the launch takes at least its HBM
+        bytes at that rate."""
         stats = replace(known.stats, name=name, pipe_busy=dict(known.stats.pipe_busy),
-                        instructions=dict(known.stats.instructions))
-        if key not in self._reported:
-            self._reported.add(key)
+                        instructions=dict(known.stats.instructions), work=dict(known.stats.work))
+        if key[:2] not in self._reported:
+            self._reported.add(key[:2])
             self.report.problems.extend(known.problems)
+        if known.left is not None:
+            nbytes = self.l2.commit(where, warm, known.left, start)
+            if nbytes:
+                stats.hbm_bytes += nbytes
+                stats.written_back += nbytes
+                floor = self.target.overhead.launch + stats.hbm_bytes / self.target.bytes_per_cycle(
+                    self.target.dma.hbm_total)
+                stats.cycles = max(stats.cycles, floor)
+        self.clock = start + stats.cycles
         self.report.kernels.append(stats)
         return stats
 
@@ -1160,6 +1238,7 @@ class IsaProgram:
         env: dict[SSAValue, np.ndarray] = {}
         for a, x in zip(block.args, inputs):
             env[a] = np.array(x, dtype=numpy_dtype(a.type.element_type)).reshape(a.type.get_shape())
+        self.sim.reset_l2()  # a run starts with a cold L2
         for op in block.ops:
             if isinstance(op, isa.LaunchOp):
                 kernel = self.kernels[op.callee.root_reference.data]

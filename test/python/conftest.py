@@ -22,3 +22,21 @@ def _private_kernel_cache(tmp_path_factory):
     patch.setenv("GE_CACHE_DIR", str(tmp_path_factory.mktemp("ge-kernel-cache")))
     yield
     patch.undo()
+
+
+@pytest.fixture
+def recorded(monkeypatch):
+    """Every launch's CostModel, recording its GM transfers (the simulator's tests)."""
+    from ge.runtime import simulator
+    from ge.runtime.sim_timing import CostModel
+
+    models: list[CostModel] = []
+
+    class Recording(CostModel):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.transfers = []
+            models.append(self)
+
+    monkeypatch.setattr(simulator, "CostModel", Recording)
+    return models

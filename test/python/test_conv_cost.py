@@ -20,6 +20,7 @@ import pytest
 
 import ge
 from ge.lowering import tile_cube
+from ge.runtime import simulator
 from ge.testing import conv_relu_model
 
 pytestmark = pytest.mark.slow
@@ -32,6 +33,9 @@ def run(model, shape, monkeypatch, force=None, **patches) -> tuple[tile_cube.Cub
     `patches` set on lowering/tile_cube.py, `force`: plan fields replacing the pick's."""
     got = {}
     with monkeypatch.context() as mp:
+        # each launch with a cold L2, as the model assumes (the conv's input, the kernel
+        # before it just wrote, would otherwise hit the L2 the run keeps across launches)
+        mp.setattr(simulator, "L2_ACROSS_LAUNCHES", False)
         for name, value in patches.items():
             mp.setattr(tile_cube, name, value)
         plan_of = tile_cube._plan_cube

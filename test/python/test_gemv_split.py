@@ -91,7 +91,7 @@ def test_gemv_streams_weights_over_cores(m, k, n, gemm, monkeypatch):
     assert kernel.cores == plan.blocks
     # faster than the old plan, never below the roofline, and the model predicts it
     assert kernel.cycles < old_kernel.cycles
-    assert kernel.cycles >= kernel.bound
+    assert kernel.cycles >= kernel.l2_bound  # the tiler's bound, with what the L2 holds or takes at its rate
     assert abs(modeled - kernel.cycles) <= 0.15 * kernel.cycles
     assert close(out, want) and close(old_out, want)
 

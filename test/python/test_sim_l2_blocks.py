@@ -40,15 +40,19 @@ def test_l2_hits_arrivals_and_evictions_match_a_dict_model():
     """Reads at random times (not in time order, as blocks simulated one after another
     are): a block hits when a read that started no later fetched it; the hit waits for its
     arrival; a read earlier than the fetch fetches again and the block keeps the earlier
-    arrival; past the capacity the earliest-arrived blocks go, down to 15/16 of it."""
+    arrival; past the capacity the earliest-arrived blocks go, down to 15/16 of it (blocks
+    that arrived at the same time: the first-seen region's, lowest block first)."""
     capacity_blocks = 32
     l2 = L2(capacity_blocks * 32, 32)
     rng = random.Random(5)
     model: dict[tuple[int, int], tuple[float, float]] = {}  # (region, block) -> (fetch start, arrival)
     evictions = refetched = waited = 0
+    regions: list[int] = []  # in the order the L2 first saw them
     for n, (first, rect) in enumerate(_random_rects(1, 400)):
         region, t = n % 2, float(rng.randint(0, 2000))
         end = t + rng.randint(1, 300)
+        if region not in regions:
+            regions.append(region)
         blocks = [(region, b) for b in _brute_blocks(first, rect, 32)]
         hits = [b for b in blocks if b in model and model[b][0] <= t]
         latest = max((model[b][1] for b in hits), default=-math.inf)
@@ -60,10 +64,10 @@ def test_l2_hits_arrivals_and_evictions_match_a_dict_model():
         for b in blocks:
             if b not in hits:
                 model[b] = (t, min(model[b][1], end) if b in model else end)
-        if len(model) > capacity_blocks:
-            arrivals = sorted(a for _, a in model.values())
-            cut = arrivals[len(model) - (capacity_blocks - capacity_blocks // 16) - 1]
-            model = {b: v for b, v in model.items() if v[1] > cut}
+        if len(model) > capacity_blocks:  # the earliest arrived go (ties: region 0 first, then lowest block)
+            order = sorted(model, key=lambda b: (model[b][1], regions.index(b[0]), b[1]))
+            for b in order[:len(model) - (capacity_blocks - capacity_blocks // 16)]:
+                del model[b]
             evictions += 1
         assert l2.resident == len(model), n
     assert evictions > 10 and refetched > 10 and waited > 10  # every rule ran

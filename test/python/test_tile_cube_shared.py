@@ -25,6 +25,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 import ge
 from ge.lowering import tile_cube
+from ge.runtime import simulator
 
 B, S, H, F = 8, 128, 768, 3072
 OLD = {"SHARED_READS": False, "PIPELINED_K": False, "SLICED_DRAIN": False, "CROWDED": 0.0}
@@ -77,6 +78,7 @@ def compile_run(model, x, monkeypatch, timing_only=True, **patches):
     """(output, [(simulated cycles, plan)]) of the matmul kernels, in run order."""
     plans = []
     with monkeypatch.context() as mp:
+        mp.setattr(simulator, "L2_ACROSS_LAUNCHES", False)  # each launch cold, as the model assumes
         for k, v in patches.items():
             mp.setattr(tile_cube, k, v)
         plan = tile_cube._plan_cube
