@@ -48,6 +48,10 @@ Decompositions (each checked against the reference interpreter in test/python/te
 - argmax / argmin: m = reduce_max (min) keeping dims, e = (x == m), idx = where(e, iota, n),
   reduce_min(idx) (reduce_max of where(e, iota, -1) for select_last_index), cast to i64;
 - layer_norm with axis 0: a reshape to [1, ...] and layer_norm over axis 1;
+- max_pool / global_max_pool on 8- or 16-bit integers: cast to f16 (8-bit) or f32 (16-bit),
+  pool, cast back -- exact, as the float type holds every value of the integer type and max
+  only picks one of them; the Vector unit pools floats only (GE's MaxPool takes float16).
+  32- and 64-bit integers stay (f32 does not hold them) and the vector lowering refuses them;
 - a reduction over an empty axis: the constant the reference interpreter gives (its identity).
 """
 
@@ -355,6 +359,22 @@ def _layer_norm(b: _Builder, op: Operation) -> SSAValue | None:
     return _reshape(b, y, shape)
 
 
+def _integer_max_pool(b: _Builder, op: Operation) -> SSAValue | None:
+    x = op.operands[0]
+    elem = elem_of(x)
+    if not dtypes.is_integer(elem) or dtypes.is_bool(elem):
+        return None
+    bits = dtypes.numpy_dtype(elem).itemsize * 8
+    work = {8: f16, 16: f32}.get(bits)
+    if work is None:
+        return None  # f32 does not hold every 32-bit integer
+    pooled = type(op).create(operands=[b.cast(x, work)], result_types=[graph.tensor(work, shape_of(op.results[0]))],
+                             properties=dict(op.properties))
+    pooled.location = op.location
+    b.ops.append(pooled)
+    return pooled.results[0]
+
+
 def _reshape(b: _Builder, v: SSAValue, shape: tuple[int, ...]) -> SSAValue:
     target = make_constant(np.array(shape, dtype=np.int64), i64, "shape", like=b.op)
     b.ops.append(target)
@@ -379,7 +399,7 @@ DECOMPOSITIONS: dict[type[Operation], Callable[[_Builder, Operation], SSAValue |
     graph.PReluOp: _prelu, graph.SignOp: _sign, graph.ModOp: _mod,
     graph.PowOp: _pow, graph.SinOp: _sin, graph.CosOp: _cos, graph.ReduceSumSquareOp: _reduce_sum_square,
     graph.ReduceL2Op: _reduce_l2, graph.ArgMaxOp: _arg_reduce, graph.ArgMinOp: _arg_reduce,
-    graph.LayerNormOp: _layer_norm,
+    graph.LayerNormOp: _layer_norm, graph.MaxPoolOp: _integer_max_pool, graph.GlobalMaxPoolOp: _integer_max_pool,
 }
 
 

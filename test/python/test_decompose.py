@@ -288,10 +288,52 @@ def test_layer_norm_over_every_dim(bias):
     np.testing.assert_allclose(run(module, inputs)[0], want[0], rtol=1e-6, atol=1e-6)
 
 
+INT_POOL_WORK = [("i8", np.int8, "f16"), ("ui8", np.uint8, "f16"), ("i16", np.int16, "f32"),
+                 ("ui16", np.uint16, "f32")]
+
+
+@pytest.mark.parametrize("elem,np_type,work", INT_POOL_WORK)
+def test_integer_max_pools_pool_in_a_float_type_that_holds_every_value(elem, np_type, work):
+    """max_pool / global_max_pool on 8- and 16-bit integers: cast, pool, cast back -- exact
+    on the type's extremes (f16 holds every 8-bit value, f32 every 16-bit one)."""
+    ty, pty, gty = f"tensor<2x3x7x7x{elem}>", f"tensor<2x3x3x3x{elem}>", f"tensor<2x3x1x1x{elem}>"
+    text = f"""func.func @main(%x: {ty}) -> ({pty}, {gty}) {{
+      %p = graph.max_pool %x {{kernel_shape = array<i64: 3, 3>, strides = array<i64: 2, 2>,
+                               pads = array<i64: 1, 1, 0, 0>, dilations = array<i64: 1, 1>}} : ({ty}) -> {pty}
+      %g = graph.global_max_pool %x : ({ty}) -> {gty}
+      func.return %p, %g : {pty}, {gty}
+    }}"""
+    info = np.iinfo(np_type)
+    x = np.random.default_rng(5).integers(info.min, info.max, (2, 3, 7, 7), endpoint=True).astype(np_type)
+    x.reshape(-1)[:4] = [info.min, info.max, info.max - 1, info.min + 1]
+    got = _decomposed_matches(text, [x])
+    assert got[1].reshape(-1)[0] == x[0, 0].max()
+    module = parse_module(text)
+    run_passes(module, "decompose")
+    pools = [o for o in module.walk() if isinstance(o, graph.MaxPoolOp | graph.GlobalMaxPoolOp)]
+    assert [str(o.results[0].type.element_type) for o in pools] == [work, work]
+    assert sum(isinstance(o, graph.CastOp) for o in module.walk()) == 4  # a cast in and one out per pool
+
+
+def test_32_bit_integer_max_pool_stays_and_the_npu_refuses_it():
+    """f32 does not hold every int32: the pool is left alone and the vector lowering says why."""
+    ty, pty = "tensor<1x16x4x4xi32>", "tensor<1x16x2x2xi32>"
+    text = f"""func.func @main(%x: {ty}) -> {pty} {{
+      %p = graph.max_pool %x {{kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>,
+                               pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>}} : ({ty}) -> {pty}
+      func.return %p : {pty}
+    }}"""
+    module = parse_module(text)
+    run_passes(module, "decompose")
+    assert not any(isinstance(o, graph.CastOp) for o in module.walk())
+    with pytest.raises(ge.GeError, match="float tiles only"):
+        ge.compile(parse_module(text), ge.CompileOptions(precision_mode=F32))
+
+
 def test_every_decomposition_is_tested_here():
     tested = {graph.EluOp, graph.SeluOp, graph.CeluOp, graph.ThresholdedReluOp, graph.SignOp, graph.PReluOp,
               graph.ModOp, graph.PowOp, graph.SinOp, graph.CosOp, graph.ReduceL2Op, graph.ReduceSumSquareOp,
-              graph.ArgMaxOp, graph.ArgMinOp, graph.LayerNormOp}
+              graph.ArgMaxOp, graph.ArgMinOp, graph.LayerNormOp, graph.MaxPoolOp, graph.GlobalMaxPoolOp}
     assert set(DECOMPOSITIONS) == tested  # (+ reductions over empty axes, tested above)
 
 
