@@ -32,7 +32,7 @@ from contextvars import ContextVar
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Block, Operation, OpResult, Region, SSAValue
+from xdsl.ir import Attribute, Block, Operation, OpResult, Region, SSAValue
 from xdsl.utils.exceptions import DiagnosticException, PassFailedException, VerifyException
 
 from ge import targets
@@ -82,27 +82,29 @@ def probe_group(ops: Sequence[Operation]) -> tuple[fusion.GroupOp, list[SSAValue
 def probe_module(ops: Sequence[Operation], target: targets.Target) -> ModuleOp:
     """A module with one kernel (the candidate group, outlined as `bufferize` does) and a
     function launching it on its constant weights and GM buffers."""
-    from ge.lowering.bufferize import gm_type, outline
+    from ge.lowering.bufferize import outline
 
     group, inputs = probe_group(ops)
     try:
         kernel = outline(group, "probe")
     finally:
         group.erase()  # its operands are the real values: drop those uses
-    arg_types = [gm_type(v.type) for v in inputs if not (isinstance(v, OpResult) and isinstance(v.op, g.ConstantOp))]
-    fn = func.FuncOp("probe_main", (arg_types, []))
+    # the GM buffer types the kernel was outlined with (`gm_type` of its inputs, its outputs)
+    in_types = [a.type for a in kernel.ins]
+    consts = [isinstance(v, OpResult) and isinstance(v.op, g.ConstantOp) for v in inputs]
+    fn = func.FuncOp("probe_main", ([ty for ty, c in zip(in_types, consts) if not c], []))
     block = fn.body.block
     args = iter(block.args)
     launch_ins = []
-    for v in inputs:
-        if isinstance(v, OpResult) and isinstance(v.op, g.ConstantOp):
-            const = t.ConstOp(v.op.value, gm_type(v.type))
-            const.result.name_hint = v.name_hint
-            block.add_op(const)
-            launch_ins.append(const.result)
+    for v, ty, const in zip(inputs, in_types, consts):
+        if const:
+            op = t.ConstOp(v.op.value, ty)
+            op.result.name_hint = v.name_hint
+            block.add_op(op)
+            launch_ins.append(op.result)
         else:
             launch_ins.append(next(args))
-    allocs = [t.AllocOp(gm_type(ty)) for ty in group.result_types]
+    allocs = [t.AllocOp(a.type) for a in kernel.outs]
     block.add_ops(allocs)
     block.add_op(t.LaunchOp("probe", launch_ins, [a.result for a in allocs]))
     block.add_op(func.ReturnOp())
@@ -111,10 +113,15 @@ def probe_module(ops: Sequence[Operation], target: targets.Target) -> ModuleOp:
     return module
 
 
-def structure(ops: Sequence[Operation]) -> tuple:
+def structure(ops: Sequence[Operation], printed: bool = False) -> tuple:
     """What a probe's answer depends on: each op's name, properties and types and where
     its operands come from (a member's result, an outside value, a constant). Equal
-    structures (ResNet's repeated blocks) get one probe."""
+    structures (ResNet's repeated blocks) get one probe. The key holds the attributes
+    themselves (xDSL attributes are immutable and compare by value; printing them cost
+    more than the rest of the key); `printed` spells them as IR text instead, for an
+    attribute that does not hash. Equal attributes print the same, so the key tells apart
+    at least the groups the printed one does."""
+    spell = str if printed else _same
     index = {r: (i, j) for i, op in enumerate(ops) for j, r in enumerate(op.results)}
     outside: dict[SSAValue, int] = {}
     members = set(ops)
@@ -128,11 +135,15 @@ def structure(ops: Sequence[Operation]) -> tuple:
                 const = isinstance(v, OpResult) and isinstance(v.op, g.ConstantOp)
                 # a one-element constant is an immediate of the kernel: its value can matter (pow)
                 value = str(v.op.value) if const and math.prod(g.shape_of(v.type)) == 1 else None
-                refs.append(("in", outside.setdefault(v, len(outside)), str(v.type), const, value))
+                refs.append(("in", outside.setdefault(v, len(outside)), spell(v.type), const, value))
         used_outside = tuple(any(u.operation not in members for u in r.uses) for r in op.results)
-        key.append((op.name, tuple(sorted((k, str(a)) for k, a in op.properties.items())),
-                    tuple(str(r.type) for r in op.results), tuple(refs), used_outside))
+        key.append((op.name, tuple(sorted((k, spell(a)) for k, a in op.properties.items())),
+                    tuple(spell(r.type) for r in op.results), tuple(refs), used_outside))
     return tuple(key)
+
+
+def _same(attr: Attribute) -> Attribute:
+    return attr
 
 
 log = logging.getLogger("ge.fusion_legality")
@@ -150,6 +161,10 @@ def group_tiles(ops: Sequence[Operation], target: targets.Target | None = None,
     if verdicts is None:
         return _probe(ops, target)
     key = (target.name, structure(ops))
+    try:
+        hash(key)
+    except TypeError:  # an attribute that does not hash: the key in IR text
+        key = (target.name, structure(ops, printed=True))
     if key not in verdicts:
         verdicts[key] = _probe(ops, target)
     return verdicts[key]

@@ -178,26 +178,27 @@ def dependencies(kernel: isa.KernelOp, instrs: list[Instr], ops: list[Operation]
                 return True
         return False
 
-    def needed(src: isa.Pipe, dst: isa.Pipe) -> bool:
-        return src != dst or src in PIPELINED
-
     meeting, sure = meeting_accesses(instrs)
+    pipes = [ins.pipe for ins in instrs]
+    # A pair of pipes needs ordering unless it is one unpipelined pipe (the Cube, the scalar unit).
+    needed = {(a, b): a != b or a in PIPELINED for a in set(pipes) for b in set(pipes)}
+    paths = [ins.path for ins in instrs]
     for i, j in sorted(meeting.keys() | sure):
-        forward = meeting.get((i, j), [])
-        if (i, j) in sure:  # (may_overlap says so in any block, loop and iteration)
-            forward = _MEET_LIST
-        first, second = instrs[i], instrs[j]
-        fp, sp = first.path, second.path
+        # (a pair in `sure`: may_overlap says so in any block, loop and iteration)
+        forward = _MEET_LIST if (i, j) in sure else meeting[(i, j)]
+        fp, sp = paths[i], paths[j]
         d = 0
-        while d < len(fp) - 1 and fp[d] is sp[d]:
-            d += 1
+        if len(fp) > 1:
+            while d < len(fp) - 1 and fp[d] is sp[d]:
+                d += 1
         block = blocks[i][d]
         assert block is not None
+        fpipe, spipe = pipes[i], pipes[j]
         same_run = False
-        if i != j and overlap(forward, block, None, False):
+        if i != j and (forward is _MEET_LIST or overlap(forward, block, None, False)):
             same_run = True
-            if needed(first.pipe, second.pipe):
-                deps.append(Dep(block, None, first.pipe, second.pipe, tails[i][d], tails[j][d], False))
+            if needed[(fpipe, spipe)]:
+                deps.append(Dep(block, None, fpipe, spipe, tails[i][d], tails[j][d], False))
         facts = loop_of.get(id(block))
         if facts is None:
             loop = _repeating_loop(block)
@@ -207,11 +208,12 @@ def dependencies(kernel: isa.KernelOp, instrs: list[Instr], ops: list[Operation]
         if loop is None:
             continue
         xs, ys = tails[i][k], tails[j][k]
-        if needed(second.pipe, first.pipe) and overlap(forward, body, loop, True, back=True):
-            deps.append(Dep(body, loop, second.pipe, first.pipe, ys, xs, True))
-        if i != j and not same_run and needed(first.pipe, second.pipe) and overlap(forward, body, loop, True):
+        if needed[(spipe, fpipe)] and (forward is _MEET_LIST or overlap(forward, body, loop, True, back=True)):
+            deps.append(Dep(body, loop, spipe, fpipe, ys, xs, True))
+        if (i != j and not same_run and needed[(fpipe, spipe)]
+                and (forward is _MEET_LIST or overlap(forward, body, loop, True))):
             carried = xs[0] == ys[0]
-            deps.append(Dep(body, loop if carried else None, first.pipe, second.pipe, xs, ys, carried))
+            deps.append(Dep(body, loop if carried else None, fpipe, spipe, xs, ys, carried))
     return deps
 
 
@@ -298,9 +300,7 @@ def _fixed_meetings(entries: list[tuple[int, MemAccess]], classes: list[list[int
     users = [sorted({entries[n][0] for n in ns}) for ns in classes]
 
     def pairs(w: list[int], u: list[int]) -> None:
-        for i in w:
-            for j in u:
-                sure.add((i, j) if i <= j else (j, i))
+        sure.update([(i, j) if i <= j else (j, i) for i in w for j in u])
 
     open_: list[tuple[int, int]] = []  # (end, class) of the classes still open, by end
     for k in sorted(range(len(classes)), key=lambda k: spans[k][0]):
@@ -333,6 +333,8 @@ class Level:
     inner: dict[int, Level] = field(default_factory=dict)
     always: set[int] = field(default_factory=set)  # nested loops that run at least once
     memo: dict = field(default_factory=dict, repr=False, compare=False)  # `_inside` results on this body
+    entered: dict = field(default_factory=dict, repr=False, compare=False)  # `_enters` results from this block
+    by_src: dict = field(default_factory=dict, repr=False, compare=False)  # `_pairs_from` by pipe
 
 
 # Program points inside a block are (gap, phase): gap g is between ops g-1 and g; in a gap
@@ -378,16 +380,23 @@ def implied(dep: Dep, level: Level, witness: list | None = None) -> bool:
             came[state] = (frm, pair)
             todo.append(state)
 
-    def reach(state: tuple, frm: tuple, pair: Pair | None) -> bool:
-        """A wait: the new state's pipe has waited."""
-        kind, pipe, pos, wrapped, _ = state
-        if kind == "in":  # a wait inside the loop: everything after the loop comes later too
-            if reach(("at", pipe, (xs[0] + 1, -1), wrapped, True), frm, pair):
-                return True
-        elif pipe == dst and wrapped == carried and pos <= y:
+    def reach_at(state: tuple, frm: tuple, pair: Pair | None) -> bool:
+        _, pipe, pos, wrapped, _ = state
+        if pipe == dst and wrapped == carried and pos <= y:
             return found(frm, pair)
         push(state, frm, pair)
         return False
+
+    def reach(state: tuple, frm: tuple, pair: Pair | None) -> bool:
+        """A wait: the new state's pipe has waited. (Not recursive: a closure that calls
+        itself is a reference cycle, and each search's states would wait for the
+        garbage collector -- most of the pass's collections' work on densenet121.)"""
+        if state[0] == "in":  # a wait inside the loop: everything after the loop comes later too
+            if reach_at(("at", state[1], (xs[0] + 1, -1), state[3], True), frm, pair):
+                return True
+            push(state, frm, pair)
+            return False
+        return reach_at(state, frm, pair)
 
     while todo:
         cur = todo.pop()
@@ -404,23 +413,38 @@ def implied(dep: Dep, level: Level, witness: list | None = None) -> bool:
             return found(cur, None)
         if carried and not wrapped:  # the pipe's own program order round the back edge
             push(("at", pipe, (-1, 0), True, waited), cur, None)
-        for p in level.forward:
-            if p.src == pipe and (p.s + 1, 0) > pos and reach(("at", p.dst, (p.w, 1), wrapped, True), cur, p):
+        forward, carried_pairs, nested = _pairs_from(level, pipe)
+        for p in forward:
+            if (p.s + 1, 0) > pos and reach(("at", p.dst, (p.w, 1), wrapped, True), cur, p):
                 return True
         if not wrapped:
-            for p in level.carried:
-                if p.src == pipe and (p.s + 1, 0) > pos and reach(("at", p.dst, (p.w, 1), True, True), cur, p):
+            for p in carried_pairs:
+                if (p.s + 1, 0) > pos and reach(("at", p.dst, (p.w, 1), True, True), cur, p):
                     return True
-        for at, pairs in level.nested.items():
+        for at, pairs, always in nested:
             for p in pairs:  # leave a nested loop through the wait after it
-                if (p.carried and p.src == pipe and (at, 0) > pos
-                        and reach(("at", p.dst, (at + 1, 1), wrapped, True), cur, p)):
+                if (at, 0) > pos and reach(("at", p.dst, (at + 1, 1), wrapped, True), cur, p):
                     return True
-            if at in level.always:  # through a loop that runs at least once: its first iteration
+            if always:  # through a loop that runs at least once: its first iteration
                 for r, _ in _inside(level, at, pipe, pos, waited):
                     if reach(("at", r, (at + 1, -1), wrapped, True), cur, None):
                         return True
     return False
+
+
+def _pairs_from(level: Level, pipe: isa.Pipe) -> tuple[list[Pair], list[Pair], list[tuple[int, list[Pair], bool]]]:
+    """The steps `implied` may take from a state on `pipe`, in the order it tries them:
+    the level's forward and carried pairs that set on it, and per nested loop (in order)
+    its carried pairs that do and whether it always runs (loops with neither are left
+    out). Kept on the level: a search tries them from every state it takes."""
+    got = level.by_src.get(pipe)
+    if got is None:
+        nested = [(at, [p for p in pairs if p.carried and p.src == pipe], at in level.always)
+                  for at, pairs in level.nested.items()]
+        got = level.by_src[pipe] = ([p for p in level.forward if p.src == pipe],
+                                    [p for p in level.carried if p.src == pipe],
+                                    [n for n in nested if n[1] or n[2]])
+    return got
 
 
 class Searches:
@@ -431,7 +455,8 @@ class Searches:
     reached by its second side, or `_enters` the loop holding the second side from such a
     state. The same answers as `implied`: a state that answers it is reached without
     passing one (so `implied` finds it too), and `_enters` only weakens as the point moves
-    later. A block's n instructions may have O(n^2) deps, but only O(n) starts."""
+    later. A block's n instructions may have O(n^2) deps, but only O(n) starts; the first
+    sides inside one loop that reach the same waits there share a search (`_ends`)."""
 
     def __init__(self, level: Level) -> None:
         self.level = level
@@ -455,10 +480,13 @@ class Searches:
         self.steps: dict[isa.Pipe, tuple[list[tuple], list[tuple]]] = {}
         for pipe, out in steps.items():
             out.sort(key=lambda step: step[0])
-            self.steps[pipe] = ([step[0] for step in out], out)
+            self.steps[pipe] = ([step[0] for step in out], _least_waits(out))
         # The always-running nested loops' last points before their bodies, ascending (a
         # state at a later point cannot enter them: `_inside`).
         self.loops = sorted((at, 1) for at in level.always if at in level.nested)
+        self.sets: dict[tuple, list[int]] = {}  # (pipe, x0) -> where the loop at x0's pairs on pipe set, ascending
+        self.waits: dict[tuple, dict] = {}  # `_inside_waits` by (pipe, x0, how many of those sets come before x1)
+        self.nodes: dict[tuple, tuple[dict, dict]] = {}  # `_search`es by (pipe, point after x0, waits inside, carried)
 
     def implied(self, dep: Dep) -> bool:
         if self.empty:
@@ -468,7 +496,7 @@ class Searches:
         key = (dep.src, xs[0], x1, carried)
         ends = self.ends.get(key)
         if ends is None:
-            ends = self.ends[key] = _search(level, self.steps, self.loops, dep.src, xs[0], x1, carried)
+            ends = self.ends[key] = self._ends(dep.src, xs[0], x1, carried)
         arrived, left = ends
         pos = arrived.get((dep.dst, carried))
         if pos is not None and pos <= (dep.ys[0], 2):
@@ -482,26 +510,94 @@ class Searches:
                                               for (pipe, waited, wrapped), pos in left.items())
         return hit
 
+    def _ends(self, src: isa.Pipe, x0: int, x1: int | None, carried: bool) -> tuple[dict, dict]:
+        """The search from a first side at x0 (x1 inside the loop there): from the point
+        after x0 and from the waits its pairs inside that loop reach. The first sides in
+        one loop that reach the same waits share one search (a loop's instructions reach
+        few distinct sets of waits)."""
+        waits = {}
+        if x1 is not None:
+            # Its pairs whose set follows x1 (those with s >= x1) are all the answer depends on.
+            sets = self.sets.get((src, x0))
+            if sets is None:
+                sets = self.sets[(src, x0)] = sorted(p.s for p in self.level.nested[x0] if p.src == src)
+            inside = (src, x0, bisect.bisect_left(sets, x1))
+            waits = self.waits.get(inside)
+            if waits is None:
+                waits = self.waits[inside] = _inside_waits(self.level.nested[x0], x0, x1, src)
+        key = (src, x0, frozenset(waits.items()), carried)
+        got = self.nodes.get(key)
+        if got is None:
+            starts = [(src, (x0 + 1, -1), False), *((pipe, pos, True) for pipe, pos in waits.items())]
+            got = self.nodes[key] = _search(self.level, self.steps, self.loops, starts, carried)
+        return got
 
-def _search(level: Level, steps: dict[isa.Pipe, tuple[list[tuple], list[tuple]]], loops: list[tuple],
-            src: isa.Pipe, x0: int, x1: int | None, carried: bool) -> tuple[dict, dict]:
-    """`implied`'s search from a first side at x0 (x1 inside it) on `src`, to its end:
-    (least point reached by a wait, by (pipe, wrapped); least point left from, by (pipe,
-    waited, wrapped)). A state at a later point than one already left from with the same
-    (pipe, waited, wrapped) reaches nothing more (every step's condition only weakens as
-    the point moves earlier, and where a step lands does not depend on the point), so the
-    states of the block are taken in order of (wrapped, point) -- every step from one goes
-    to a later point or wraps -- and each of those keys is left from once; a wait is
-    queued only when it is its (pipe, wrapped)'s least point so far (the waited state at
-    that least point is taken first and reaches all this one would). `steps` and `loops`
-    as `Searches` keeps them."""
-    inside: list[tuple] = [("in", src, (x1 + 1, -1), False, False)] if x1 is not None else []
-    seen = set(inside)
+
+def _least_waits(steps: list[tuple]) -> list[tuple[dict, dict]]:
+    """For each k, the least point each waiting pipe reaches through steps[k:] (one pipe's
+    steps by the point their set follows): (through forward pairs and nested loops'
+    carried pairs, through the block's carried pairs). A state takes every step after
+    its point, and only each pipe's least wait can matter (`_search`): one table row
+    instead of a pass over the steps."""
+    rows: list[tuple[dict, dict]] = [({}, {})] * (len(steps) + 1)
+    for k in range(len(steps) - 1, -1, -1):
+        _, kind, dst, to = steps[k]
+        plain, wrapping = rows[k + 1]
+        mins = wrapping if kind else plain
+        old = mins.get(dst)
+        if old is None or to < old:
+            mins = {**mins, dst: to}
+            rows[k] = (plain, mins) if kind else (mins, wrapping)
+        else:
+            rows[k] = rows[k + 1]
+    return rows
+
+
+def _inside_waits(pairs: list[Pair], x0: int, x1: int, src: isa.Pipe) -> dict[isa.Pipe, tuple]:
+    """The least point of the block each pipe waits at for a first side at x1 inside the
+    loop at x0 (whose pairs are `pairs`), in the first side's iteration: a wait inside the
+    loop orders everything after the loop too, a carried pair's wait after it does."""
+    waits: dict[isa.Pipe, tuple] = {}
+    todo: list[tuple] = [(src, (x1 + 1, -1))]
+    seen = set(todo)
+    while todo:
+        pipe, pos = todo.pop()
+        for p in pairs:
+            if p.src == pipe and (p.s + 1, 0) > pos:
+                to = (x0 + 1, 1) if p.carried else (x0 + 1, -1)
+                old = waits.get(p.dst)
+                if old is None or to < old:
+                    waits[p.dst] = to
+                if not p.carried:
+                    state = (p.dst, (p.w, 1))
+                    if state not in seen:
+                        seen.add(state)
+                        todo.append(state)
+    return waits
+
+
+def _search(level: Level, steps: dict[isa.Pipe, tuple[list[tuple], list[tuple[dict, dict]]]], loops: list[tuple],
+            starts: list[tuple[isa.Pipe, tuple, bool]], carried: bool) -> tuple[dict, dict]:
+    """`implied`'s search from `starts` (pipe, point of the block, waited: a wait there),
+    to its end: (least point reached by a wait, by (pipe, wrapped); least point left
+    from, by (pipe, waited, wrapped)). A state at a later point than one already left
+    from with the same (pipe, waited, wrapped) reaches nothing more (every step's
+    condition only weakens as the point moves earlier, and where a step lands does not
+    depend on the point), so the states of the block are taken in order of (wrapped,
+    point) -- every step from one goes to a later point or wraps -- and each of those keys
+    is left from once; a wait is queued only when it is its (pipe, wrapped)'s least point
+    so far (the waited state at that least point is taken first and reaches all this one
+    would), so a state takes only each pipe's least wait after its point (`_least_waits`).
+    `steps` and `loops` as `Searches` keeps them."""
     heap: list[tuple] = []
     tie = itertools.count()
     arrived: dict[tuple, tuple] = {}
     left: dict[tuple, tuple] = {}
     push = heapq.heappush
+    for pipe, pos, waited in starts:
+        if waited:
+            arrived[(pipe, False)] = pos  # (`_inside_waits` gives each pipe once)
+        push(heap, (False, pos, next(tie), pipe, waited))
 
     def reach(pipe: isa.Pipe, pos: tuple, wrapped: bool) -> None:
         """A wait: `pipe` has waited at pos."""
@@ -510,19 +606,6 @@ def _search(level: Level, steps: dict[isa.Pipe, tuple[list[tuple], list[tuple]]]
             arrived[(pipe, wrapped)] = pos
             push(heap, (wrapped, pos, next(tie), pipe, True))
 
-    push(heap, (False, (x0 + 1, -1), next(tie), src, False))
-    while inside:  # inside the loop at x0, in the iteration of the first side (its own points)
-        _, pipe, pos, _, _ = inside.pop()
-        for p in level.nested[x0]:
-            if p.src == pipe and (p.s + 1, 0) > pos:
-                if p.carried:
-                    reach(p.dst, (x0 + 1, 1), False)
-                    continue
-                reach(p.dst, (x0 + 1, -1), False)  # a wait inside the loop: everything after it comes later too
-                state = ("in", p.dst, (p.w, 1), False, True)
-                if state not in seen:
-                    seen.add(state)
-                    inside.append(state)
     while heap:
         wrapped, pos, _, pipe, waited = heapq.heappop(heap)
         if (pipe, waited, wrapped) in left:
@@ -532,11 +615,13 @@ def _search(level: Level, steps: dict[isa.Pipe, tuple[list[tuple], list[tuple]]]
             push(heap, (True, (-1, 0), next(tie), pipe, waited))
         out = steps.get(pipe)
         if out is not None:  # forward, carried and nested loops' carried pairs whose set follows pos
-            afters, pipe_steps = out
-            for k in range(bisect.bisect_right(afters, pos), len(afters)):
-                _, kind, dst, to = pipe_steps[k]
-                if not (kind and wrapped):
-                    reach(dst, to, wrapped or bool(kind))
+            afters, rows = out
+            plain, wrapping = rows[bisect.bisect_right(afters, pos)]
+            for dst, to in plain.items():
+                reach(dst, to, wrapped)
+            if not wrapped:
+                for dst, to in wrapping.items():
+                    reach(dst, to, True)
         for k in range(bisect.bisect_left(loops, pos), len(loops)):  # through a loop that runs at least once
             at = loops[k][0]
             for r, _ in _inside(level, at, pipe, pos, waited):
@@ -584,9 +669,20 @@ def _inside_body(inner: Level, pipe: isa.Pipe, before: bool, waited: bool) -> se
 def _enters(level: Level, pipe: isa.Pipe, pos: tuple, dst: isa.Pipe, ys: tuple[int, ...], waited: bool) -> bool:
     """Do pairs inside the loop at ys[0] of `level`'s block order the second side (at ys,
     inside that loop) after `pipe`'s work from `pos` on (a point before the loop), in
-    every iteration -- directly or further in?"""
+    every iteration -- directly or further in? The answer depends on pos only through
+    where it lies from the loop (before it, at it, after it: `_inside`), and only on the
+    loops' bodies, which are final: it is kept on the level (by that place)."""
     if len(ys) < 2:
         return False
+    at = ys[0]
+    key = (pipe, 0 if (at, 0) > pos else 1 if pos <= (at, 1) else 2, dst, ys, waited)
+    got = level.entered.get(key)
+    if got is None:
+        got = level.entered[key] = _enters_loop(level, pipe, pos, dst, ys, waited)
+    return got
+
+
+def _enters_loop(level: Level, pipe: isa.Pipe, pos: tuple, dst: isa.Pipe, ys: tuple[int, ...], waited: bool) -> bool:
     inner = level.inner.get(ys[0])
     for r, pt in _inside(level, ys[0], pipe, pos, waited):
         if r == dst and pt <= (ys[1], 2):
@@ -840,9 +936,10 @@ def _events(kernel: isa.KernelOp, pairs: list[Pair], event_ids: int, lin: Linear
 
 
 def _emit(pairs: list[Pair], ids: dict[Pair, int], barriers: list[tuple[Block, int, isa.Pipe]],
-          block_ops: dict[int, list[Operation]] | None = None) -> None:
+          block_ops: dict[int, list[Operation]] | None = None, make: _SyncOps | None = None) -> None:
     """Put the pairs' set/wait ops and the barriers in place; `block_ops`: each block's ops
-    by id(block) (as `insert_sync` keeps them), when the caller has them."""
+    by id(block) (as `insert_sync` keeps them), when the caller has them; `make`: the
+    pass's sync-op builder (its attributes shared by all kernels)."""
     block_ops = {} if block_ops is None else block_ops
 
     def ops_of(block: Block) -> list[Operation]:
@@ -883,7 +980,7 @@ def _emit(pairs: list[Pair], ids: dict[Pair, int], barriers: list[tuple[Block, i
     gaps: dict[Block, set[int]] = defaultdict(set)
     for b, g in (*sets, *waits, *bars):
         gaps[b].add(g)
-    make = _SyncOps()
+    make = _SyncOps() if make is None else make
     for block, used in gaps.items():
         ops = ops_of(block)
         for g in sorted(used):
@@ -973,9 +1070,10 @@ def _depth(block: Block) -> int:
 
 
 def insert_sync(kernel: isa.KernelOp, target: targets.Target, patterns: Patterns | None = None,
-                ops: list[Operation] | None = None) -> None:
+                ops: list[Operation] | None = None, make: _SyncOps | None = None) -> None:
     """Synchronize one kernel; `patterns`: the byte patterns' memo, shared by one pass's
-    kernels; `ops`: the kernel's `kernel_ops`, when the caller has them."""
+    kernels; `ops`: the kernel's `kernel_ops`, when the caller has them; `make`: the
+    pass's sync-op builder (an IntegerAttr per event id per kernel was half of `_emit`)."""
     ops = kernel_ops(kernel.body.block) if ops is None else ops
     if _has_sync(ops):
         return
@@ -1035,7 +1133,7 @@ def insert_sync(kernel: isa.KernelOp, target: targets.Target, patterns: Patterns
             if not _merge_closest(pairs, e.src, e.dst):
                 raise SyncError(f"insert-sync: {describe_kernel(kernel)}: more than {target.isa.event_ids} "
                                 f"{e.src.value} -> {e.dst.value} events are live at once") from None
-    _emit(pairs, ids, barriers, block_ops)
+    _emit(pairs, ids, barriers, block_ops, make)
 
 
 def _merge_closest(pairs: list[Pair], src: isa.Pipe, dst: isa.Pipe) -> bool:
@@ -1088,17 +1186,18 @@ class InsertSyncPass(ModulePass):
         shapes = [_shape(k) for k in kernels]
         counts = Counter(shapes)
         patterns = Patterns()  # (this pass's: no memo outlives it)
+        make = _SyncOps()
         for kernel, shape in zip(kernels, shapes):
             ops = kernel_ops(kernel.body.block)
             if _has_sync(ops):
                 continue
             if counts[shape] == 1:
-                insert_sync(kernel, target, patterns, ops)
+                insert_sync(kernel, target, patterns, ops, make)
                 continue
             key = structure_key(kernel)
             twin = done.get(key)
             if twin is None:
-                insert_sync(kernel, target, patterns, ops)
+                insert_sync(kernel, target, patterns, ops, make)
                 done[key] = kernel
             else:
                 replay_sync(twin.body.block, kernel.body.block)
