@@ -1661,6 +1661,63 @@ class VReduceMinOp(_VReduceOp):
     name = "isa.vreduce_min"
 
 
+class _VGroupReduceOp(_VectorOp):
+    """Group reduction (CCE vcgadd / vcgmax / vcgmin, Ascend C BlockReduceSum / Max / Min):
+    each 32-byte block of iteration r of src reduced to one element, the blocks' results of
+    an iteration consecutive: dst[dst_offset + r * rep_stride(dst) + i] = <op> over the
+    masked elements of block i (i < ceil(mask / elements per block); the dst repeat stride
+    counts elements, default the blocks of a repeat). One instruction gives 8 rows' partial
+    results when the blocks of a repeat are 8 rows (block stride = the row stride). f16 sums
+    accumulate in f32 and round once."""
+
+    dst = operand_def(MemRefType)
+    dst_offset = opt_operand_def(IndexType)
+    src = operand_def(MemRefType)
+    src_offset = opt_operand_def(IndexType)
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    assembly_format = _vector_format(("dst", "src"))
+    BUFFERS: ClassVar[tuple[str, ...]] = ("dst", "src")
+    SPACES: ClassVar = ((MemSpace.UB,),) * 2
+    ELEMENTWISE: ClassVar[tuple[str, ...]] = ("src",)
+
+    def dst_stride(self, target: targets.Target) -> int:
+        rep = ints(self.rep_stride, (-1, -1))[0] if self.rep_stride is not None else -1
+        return target.vector.bytes_per_repeat // target.vector.block_bytes if rep < 0 else rep
+
+    def groups(self, target: targets.Target) -> int:
+        """Elements written per iteration: the blocks the mask reaches."""
+        return -(-self.mask_of(target) // self.epb("src", target))
+
+    def strides_of(self, role: str, target: targets.Target) -> tuple[int, int]:
+        return super().strides_of(role, target) if role == "src" else (1, self.dst_stride(target))
+
+    def rects(self, target: targets.Target) -> dict[str, tuple[Rect, ...]]:
+        out = super().rects(target)
+        out["dst"] = (Rect(0, (self.repeats, self.groups(target)), (self.dst_stride(target), 1)),)
+        return out
+
+    def verify_types(self) -> None:
+        if _elem(self.dst) != _elem(self.src):
+            raise VerifyException(f"{self.name} keeps the element type: {_elem(self.src)} to {_elem(self.dst)}")
+        if self.blk_stride is not None and ints(self.blk_stride)[0] != 1:
+            raise VerifyException(f"{self.name} writes its results consecutively: dst block stride must be 1")
+
+
+@irdl_op_definition
+class VCGAddOp(_VGroupReduceOp):
+    name = "isa.vcgadd"
+
+
+@irdl_op_definition
+class VCGMaxOp(_VGroupReduceOp):
+    name = "isa.vcgmax"
+
+
+@irdl_op_definition
+class VCGMinOp(_VGroupReduceOp):
+    name = "isa.vcgmin"
+
+
 @irdl_op_definition
 class VBrcbOp(_VectorOp):
     """Broadcast to blocks: for r < repeat and each of the B blocks of an iteration
@@ -1776,7 +1833,9 @@ VECTOR_BINARY = (VAddOp, VSubOp, VMulOp, VDivOp, VMaxOp, VMinOp, VAndOp, VOrOp)
 VECTOR_UNARY = (VExpOp, VLnOp, VAbsOp, VSqrtOp, VRsqrtOp, VRecOp, VReluOp, VTanhOp, VErfOp, VNotOp)
 VECTOR_SCALAR = (VAddsOp, VMulsOp, VMaxsOp, VMinsOp)
 VECTOR_REDUCE = (VReduceSumOp, VReduceMaxOp, VReduceMinOp)
-VECTOR_OPS = (*VECTOR_BINARY, *VECTOR_UNARY, *VECTOR_SCALAR, *VECTOR_REDUCE, VDupOp, VConvOp, VBrcbOp, VCmpOp, VSelOp)
+VECTOR_GROUP_REDUCE = (VCGAddOp, VCGMaxOp, VCGMinOp)
+VECTOR_OPS = (*VECTOR_BINARY, *VECTOR_UNARY, *VECTOR_SCALAR, *VECTOR_REDUCE, *VECTOR_GROUP_REDUCE, VDupOp, VConvOp,
+              VBrcbOp, VCmpOp, VSelOp)
 INSTRUCTION_OPS = (*MOVE_OPS, LoadScalarOp, Img2colOp, MmadOp, BroadcastUbToL0cOp, *VECTOR_OPS)
 
 for _cls in VECTOR_OPS:  # every vector operand is in UB

@@ -21,13 +21,17 @@ How the region's values become instructions:
   row by a strided `copy_ub_to_ub`; what cannot be put on blocks (rows that do not start on
   a 32-byte block) is broadcast in full by one strided copy;
 - reductions (Softmax, LogSoftmax, LayerNorm, Reduce*, global pools on plain tensors) run on
-  f32 rows whose stride is a whole number of blocks: wider rows are folded into one repeat
-  with elementwise max/add by halving the chunk count (log2 dependent steps); then either
-  `vreduce_*` gives one value per row (14 cycles a row), or -- when there are enough rows --
-  each row's blocks are folded onto its first block with full-width instructions (a repeat
-  takes one block of 8 rows), that block column is transposed by one strided copy and
-  folded by three elementwise halvings; `vbrcb` spreads the values back to one block per
-  row; f16 data is converted to f32 first and back at the end. Softmax divides by one
+  f32 rows whose stride is a whole number of blocks. Rows of whole blocks take the cheapest
+  chain of dependent steps on the target's costs (`group_plan`): group reductions
+  (`vcgadd` / `vcgmax` / `vcgmin`, one value per 32-byte block: 8 blocks of a row per
+  repeat, a value per block -- rows of 768 f32 become rows of 96 values in one instruction),
+  elementwise folds of a row's upper blocks onto its lower ones (to half, or to whole
+  repeats: 12 blocks -> 8), and at one block per row one group reduction whose repeat takes
+  a block of each of 8 rows (one value per row); other rows are folded into one repeat by
+  halving the chunk count, then either `vreduce_*` gives one value per row, or each row's
+  blocks are folded onto its first block, that block column is transposed by one strided
+  copy and folded by three elementwise halvings; `vbrcb` spreads the values back to one
+  block per row; f16 data is converted to f32 first and back at the end. Softmax divides by one
   `vrec` per row and a `vmul`; a float Div by a constant is a `vmuls` by its reciprocal,
   by a one-element tensor a `vrec` of its block and a `vmul`;
 - a row op (rows against rows, a per-row value, a per-column row) is one `grid` op: the
@@ -53,6 +57,7 @@ ge.runtime.isa_kernels'.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -258,6 +263,8 @@ ROUNDING = {g.FloorOp: "floor", g.CeilOp: "ceil", g.RoundOp: "rint"}
 # Reduction combiner -> (whole-repeat reduction or None, elementwise fold).
 REDUCE = {"sum": (isa.VReduceSumOp, isa.VAddOp), "max": (isa.VReduceMaxOp, isa.VMaxOp),
           "min": (isa.VReduceMinOp, isa.VMinOp), "mul": (None, isa.VMulOp)}
+# Reduction combiner -> group reduction (one result per 32-byte block).
+GROUP_REDUCE = {"sum": isa.VCGAddOp, "max": isa.VCGMaxOp, "min": isa.VCGMinOp}
 COMBINER = {"add": "sum"}  # a Reduction interface's combiner -> its REDUCE row
 # Primitives with a sequence of their own: VectorLowering.op_<name>.
 SEQUENCES = (
@@ -1349,9 +1356,13 @@ class VectorLowering:
         elem = rows.buf.elem
         epb, per = self.epb(elem), self.bpr // isa.itemsize(elem)
         r8 = isa.align_up(rows.r, self.per_blocks)
+        plan = self.group_plan(kind, rows, scratch, consume, sides)
         out = self.temp([r8], elem)
         if r8 != rows.r:
             self.dup(out, 0.0)
+        if plan is not None:
+            yield from self.group_reduce_steps(kind, rows, scratch, consume, plan, out)
+            return out
         chunks = -(-rows.n // per)
         keep = chunks - chunks // 2
         acc = None
@@ -1403,6 +1414,149 @@ class VectorLowering:
         if acc is not None:
             self.release(acc.buf)
         return out
+
+    def group_plan(self, kind: str, rows: Rows, scratch: Tensor | None, consume: bool, sides: int = 1):
+        """The cheapest sequence of dependent steps that reduces rows of whole blocks with the
+        group reductions (vcgadd / vcgmax / vcgmin: one result per block, so one instruction
+        reduces 8 blocks -- of one row, or one block of each of 8 rows), on the target's
+        costs; None when it uses none of them (row_reduce_steps' other paths then). Steps:
+        "fold<k>" (each row's blocks from the k-th on onto its first ones, elementwise), "cg"
+        (each row's blocks to one value each, rows of b blocks -> rows of b values), "rows"
+        (rows of one block: 8 rows per repeat, one value per row), "tail" (block_columns:
+        the block column transposed by a copy, then halvings) and "vreduce" (one whole-repeat
+        reduction per row). `sides` reductions in lockstep share each step's start-up."""
+        if kind not in GROUP_REDUCE:
+            return None
+        elem = rows.buf.elem
+        size = isa.itemsize(elem)
+        epb, nb8, per = self.epb(elem), self.per_blocks, self.bpr // size
+        if rows.n % epb or rows.ld % epb or size not in (2, 4):
+            return None
+        name = "f16" if size == 2 else "f32"
+        cyc = self.target.vector_cycles
+        fold_c, cg_c = cyc(REDUCE[kind][1].name.split(".")[1], name), cyc(GROUP_REDUCE[kind].name.split(".")[1], name)
+        red_c = cyc(f"vreduce_{kind}", name)
+        step = self.startup / sides
+        r, r8 = rows.r, isa.align_up(rows.r, nb8)
+        halvings = (epb - 1).bit_length()
+        rc = isa.align_up(r, math.lcm(nb8, epb))
+        tail = (halvings + 1) * step + -(-r * epb * size // self.bpr)
+        left = epb
+        while left > 2:
+            tail += -(-(left // 2) * rc // per) * fold_c
+            left -= left // 2
+        tail += -(-r8 // per) * fold_c
+        room = SMALL_SCRATCH // size  # elements a temporary may take
+
+        @functools.cache
+        def best(b: int, ld: int, dense: bool, fresh: bool) -> tuple[float, tuple[str, ...]]:
+            """(cost, steps) from rows of b blocks stored every ld blocks; `fresh`: still the
+            caller's rows (a fold must not write them unless they are consumed)."""
+            options = []
+            if b == 1:
+                if ld <= MAX_REP_STRIDE and (size == 4 or (nb8 * ld <= MAX_REP_STRIDE and not (r % nb8 and r // nb8 % 2))):
+                    # (f16 results: each instruction's start on a block)
+                    options.append((step + -(-r // nb8) * cg_c, ("rows",)))
+                options.append((tail, ("tail",)))
+            if b * epb <= per and ld <= MAX_REP_STRIDE:
+                options.append((step + r * red_c, ("vreduce",)))
+            if b % nb8 == 0 and b % epb == 0 and r * b <= room and \
+                    (dense or (size == 4 and ld <= MAX_REP_STRIDE and b <= MAX_REP_STRIDE)):
+                c, p = best(b // epb, b // epb, True, False)
+                options.append((step + r * b // nb8 * cg_c + c, ("cg", *p)))
+            # a fold keeps the lower half (rounded up) or the whole repeats / blocks of values
+            # below b that reach it (12 blocks -> 8: one fold, then a group reduction)
+            keeps = {b - b // 2} | {m for m in (b - b % nb8, b - b % epb) if b - b // 2 <= m < b}
+            for keep in keeps if b > 1 else ():
+                h = b - keep
+                busy = min(r * -(-h // nb8), h * -(-r // nb8)) * fold_c
+                if not (fresh and not consume):
+                    c, p = best(keep, ld, False, False)
+                    options.append((step + busy + c, (f"fold{keep}", *p)))
+                elif (scratch is not None and scratch.elem == elem and scratch.size >= r * keep * epb) or \
+                        r * keep * epb <= room:
+                    c, p = best(keep, keep, True, False)
+                    options.append((step + busy + c, (f"fold{keep}", *p)))
+            return min(options) if options else (math.inf, ())
+
+        plan = best(rows.n // epb, rows.ld // epb, rows.ld == rows.n, True)[1]
+        if not plan or not ({"cg", "rows"} & set(plan)):
+            return None
+        return plan
+
+    def group_reduce_steps(self, kind: str, rows: Rows, scratch: Tensor | None, consume: bool, plan, out: Tensor):
+        """row_reduce_steps along a `group_plan`: out[i] = the fold of row i, yielding after
+        each dependent step."""
+        red_cls, fold_cls = REDUCE[kind]
+        cg_cls = GROUP_REDUCE[kind]
+        elem = rows.buf.elem
+        epb, nb8, per = self.epb(elem), self.per_blocks, self.bpr // isa.itemsize(elem)
+        r = rows.r
+        src, b, fresh = rows, rows.n // epb, not consume
+        temps: list[Tensor] = []
+        for op in plan:
+            if op.startswith("fold"):  # blocks [keep, b) of each row onto blocks [0, b - keep)
+                keep = int(op[4:])
+                h = b - keep
+                if fresh:  # the first halving into free memory: the rows stay intact
+                    if scratch is not None and scratch.elem == elem and scratch.size >= r * keep * epb:
+                        buf = scratch
+                    else:
+                        buf = self.temp([r * keep * epb], elem)
+                        temps.append(buf)
+                    dst = Rows(buf, r, keep * epb, keep * epb)
+                    if keep > h:  # the middle blocks have no partner
+                        self.copy(self.shifted(src.buf, h * epb), self.shifted(dst.buf, h * epb), [r, (keep - h) * epb],
+                                  [src.ld, 1], [dst.ld, 1])
+                else:
+                    dst = src
+                self.grid(fold_cls, [(dst.buf, dst.ld, 1), (src.buf, src.ld, 1),
+                                     (self.shifted(src.buf, keep * epb), src.ld, 1)], r, h * epb)
+                src, b, fresh = Rows(dst.buf, r, keep * epb, dst.ld), keep, False
+            elif op == "cg":
+                vals = self.temp([r * b], elem)
+                temps.append(vals)
+                reps = b // nb8  # repeats per row
+                if src.ld == src.n:  # dense rows: one run of repeats (in chunks whose results start on blocks)
+                    chunk = self.max_rep - self.max_rep % epb
+                    for d in range(0, r * reps, chunk):
+                        self.vec(cg_cls, [(vals, d * nb8), (src.buf, d * per)], min(chunk, r * reps - d))
+                else:
+                    for c in range(reps):
+                        for r0 in range(0, r, self.max_rep):
+                            self.vec(cg_cls, [(vals, r0 * b + c * nb8), (src.buf, r0 * src.ld + c * per)],
+                                     min(self.max_rep, r - r0), rep=[b, src.ld // epb])
+                src, b, fresh = Rows(vals, r, b, b), b // epb, False
+            elif op == "rows":
+                self.group_rows(cg_cls, src, out)
+            elif op == "tail":
+                yield from self.block_columns_steps(fold_cls, src, out)
+                continue
+            else:  # "vreduce"
+                group = self.max_rep // nb8 * nb8  # dst offsets stay on blocks
+                for r0 in range(0, r, group):
+                    self.vec(red_cls, [(out, r0), (src.buf, r0 * src.ld)], min(group, r - r0), mask=src.n, blk=[1, 1],
+                             rep=[1, src.ld // epb])
+            yield
+        for x in temps:
+            self.release(x)
+
+    def group_rows(self, cg_cls, src: Rows, out: Tensor) -> None:
+        """out[i] = the group reduction of row i's one block: the blocks of a repeat are 8
+        rows (block stride = the row stride), one repeat per 8 rows, one value per row."""
+        epb, nb8 = self.epb(src.buf.elem), self.per_blocks
+        ld = src.ld // epb
+        full, part = divmod(src.r, nb8)
+        if nb8 * ld <= MAX_REP_STRIDE:
+            chunk = self.max_rep - self.max_rep % 2  # (f16 results start on blocks)
+            for g0 in range(0, full, chunk):
+                self.vec(cg_cls, [(out, g0 * nb8), (src.buf, g0 * nb8 * src.ld)], min(chunk, full - g0),
+                         blk=[1, ld], rep=[nb8, nb8 * ld])
+        else:
+            for g in range(full):
+                self.vec(cg_cls, [(out, g * nb8), (src.buf, g * nb8 * src.ld)], 1, blk=[1, ld])
+        if part:
+            self.vec(cg_cls, [(out, full * nb8), (src.buf, full * nb8 * src.ld)], 1, mask=part * epb, blk=[1, ld])
 
     def fold_rows(self, fold_cls, rows: Rows, dst: Rows) -> Rows:
         """rows folded to one repeat (`per` elements) each by halving the chunk count: chunks
@@ -1666,10 +1820,19 @@ class VectorLowering:
         wide = self.widening_cast(o.results[0]) if rows.ld == n else None
         half = (wide is None and x.elem == o.results[0].type.element_type and x.itemsize == 2 and rows.ld == n
                 and n % self.epb(x.elem) == 0 and all(p.elem == x.elem and p.size == n for p in params))
-        # f32 rows of the scale and bias made first: independent of the statistics, they run
-        # beside its steps instead of as steps of their own before the rows' multiply and add
-        rows32 = [] if half else [self.norm_param(v, norm) for v in o.operands[1:]]
-        stats = self.normalize_one_pass(rows, eps) if x.itemsize == 2 else self.normalize(rows, eps)
+        # f32 rows of the scale and bias made beside the statistics' first step (independent of
+        # them: no step of their own before the rows' multiply and add)
+        rows32: list[Tensor] = []
+
+        def make_params() -> None:
+            if not half:
+                rows32.extend(self.norm_param(v, norm) for v in o.operands[1:])
+
+        if x.itemsize == 2:  # (the parameters' rows made beside the squares: no step of their own)
+            stats = self.normalize_one_pass(rows, eps, beside=make_params)
+        else:
+            make_params()
+            stats = self.normalize(rows, eps)
         if wide is not None:
             # an f16 LayerNorm whose only user widens it to f32 (force_fp16's cast back to the
             # model's output type): the scale and bias applied on the f32 rows straight into
@@ -1741,7 +1904,7 @@ class VectorLowering:
         self.row_op(isa.VMulOp, rows, [rows, ("bcast", vb)])
         return [mean, mb, var, vb]
 
-    def normalize_one_pass(self, rows: Rows, eps: float) -> list[Tensor]:
+    def normalize_one_pass(self, rows: Rows, eps: float, beside: Callable[[], None] | None = None) -> list[Tensor]:
         """`normalize` in one pass, as onnxruntime's LayerNorm computes it: the sums of x and
         of x^2 reduced side by side (`row_reduces`: one chain of dependent steps, not two),
         var = E[x^2] - mean^2 (kept >= 0), one vrsqrt, then the rows centered and scaled.
@@ -1750,23 +1913,29 @@ class VectorLowering:
         n = rows.n
         sq = Rows(self.temp([rows.r * rows.ld], f32), rows.r, n, rows.ld)
         self.row_op(isa.VMulOp, sq, [rows, rows])
+        if beside is not None:  # independent work (the scale and bias rows) in the squares' step
+            beside()
         per = self.bpr // isa.itemsize(f32)
         half = -(-n // per) - -(-n // per) // 2  # repeats per row after the first halving
         scratch = self.temp([rows.r * half * per], f32) if n > per else None  # x's first halving
         mean, var = self.row_reduces("sum", [(rows, scratch, False), (sq, None, True)])
         for tmp in (sq.buf, *([scratch] if scratch is not None else [])):
             self.release(tmp)
+        # the statistics' steps ordered by depth, each step's instructions side by side (one
+        # start-up per step): the mean's broadcast beside the variance's first steps, and the
+        # rows' centring beside its subtraction -- the chain takes no step of its own for them
         self.flat(isa.VMulsOp, mean, [mean], scalar=1.0 / n)
         self.flat(isa.VMulsOp, var, [var], scalar=1.0 / n)
         m2 = self.temp(mean.shape, f32)
         self.flat(isa.VMulOp, m2, [mean, mean])
         self.flat(isa.VAddsOp, var, [var], scalar=eps)
+        mb = self.brcb(mean)
         self.flat(isa.VSubOp, var, [var, m2])
+        self.row_op(isa.VSubOp, rows, [rows, ("bcast", mb)])
         self.flat(isa.VMaxsOp, var, [var], scalar=eps)  # E[x^2] - mean^2 may round below zero
         self.release(m2)
         self.flat(isa.VRsqrtOp, var, [var])
-        mb, vb = self.brcb(mean), self.brcb(var)
-        self.row_op(isa.VSubOp, rows, [rows, ("bcast", mb)])
+        vb = self.brcb(var)
         self.row_op(isa.VMulOp, rows, [rows, ("bcast", vb)])
         return [mean, mb, var, vb]
 

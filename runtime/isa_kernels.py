@@ -53,6 +53,7 @@ UNARY = {
 }
 SCALAR = {"isa.vadds": np.add, "isa.vmuls": np.multiply, "isa.vmaxs": np.maximum, "isa.vmins": np.minimum}
 REDUCE = {"isa.vreduce_sum": np.sum, "isa.vreduce_max": np.max, "isa.vreduce_min": np.min}
+GROUP_REDUCE = {"isa.vcgadd": np.sum, "isa.vcgmax": np.max, "isa.vcgmin": np.min}
 COMPARE = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater,
            "ge": np.greater_equal}
 ROUND = {"rint": np.rint, "floor": np.floor, "ceil": np.ceil, "trunc": np.trunc,
@@ -79,6 +80,18 @@ def scalar(name: str, x: np.ndarray, value: float) -> np.ndarray:
 def reduce(name: str, x: np.ndarray) -> np.ndarray:
     """One result per row of x = [repeat, mask]; f16 accumulates in f32."""
     return REDUCE[name](_wide(x), axis=-1)
+
+
+def group_reduce(name: str, x: np.ndarray, epb: int) -> np.ndarray:
+    """One result per block of each row of x = [repeat, mask] (blocks of `epb` elements,
+    the last one partial when the mask ends inside it): [repeat, ceil(mask / epb)]; f16
+    accumulates in f32."""
+    w, fn = _wide(x), GROUP_REDUCE[name]
+    full, rest = divmod(w.shape[-1], epb)
+    parts = [fn(w[:, :full * epb].reshape(w.shape[0], full, epb), axis=-1)] if full else []
+    if rest:
+        parts.append(fn(w[:, full * epb:], axis=-1, keepdims=True))
+    return parts[0] if len(parts) == 1 else np.concatenate(parts, axis=1)
 
 
 def convert(x: np.ndarray, dtype: np.dtype, mode: str | None = None) -> np.ndarray:

@@ -901,6 +901,11 @@ class KernelProgram:
         elif name in VECTOR_REDUCE:
             def compute(x):
                 return K.reduce(name, x["src"])[:, None]
+        elif name in VECTOR_GROUP_REDUCE:
+            group_epb = max(1, block // opnds["src"].itemsize)
+
+            def compute(x):
+                return K.group_reduce(name, x["src"], group_epb)
         elif name == isa.VBrcbOp.name:
             def compute(x):
                 return x["src"]
@@ -954,6 +959,7 @@ VECTOR_BINARY = {c.name for c in isa.VECTOR_BINARY}
 VECTOR_UNARY = {c.name for c in isa.VECTOR_UNARY}
 VECTOR_SCALAR = {c.name for c in isa.VECTOR_SCALAR}
 VECTOR_REDUCE = {c.name for c in isa.VECTOR_REDUCE}
+VECTOR_GROUP_REDUCE = {c.name for c in isa.VECTOR_GROUP_REDUCE}
 # the buffer roles an instruction writes, where not just "dst"
 WRITTEN_ROLES: dict[str, tuple[str, ...]] = {isa.MmadOp.name: ("c",), "isa.load_scalar": ()}
 

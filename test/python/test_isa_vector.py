@@ -476,9 +476,11 @@ def test_softmax_reduces_rows_without_a_vreduce_per_row(shape):
 
 
 def test_wide_rows_fold_by_halving():
-    # rows of 768 (12 repeats) fold in 4 halvings (6 + 3 + 1 + 1 chunks), not a chain of 11;
-    # a halving is one grid op: the first two instructions of 48 repeats with 8 rows on the
-    # blocks of a repeat (block stride = the row's 96 blocks), not 6 of 16 rows each
+    # rows of 768 (96 blocks): one group reduction over the whole rows (vcgadd, a value per
+    # block: 192 repeats), those 12 blocks of values per row folded onto 8 (one grid op: two
+    # instructions with 8 rows on the blocks of a repeat, block stride = the 12 blocks), a
+    # vcgadd per row (8 blocks) and one over a block of each of 8 rows -- not a chain of
+    # halvings; the row ops: 8 rows per instruction, the repeats along the row
     x, p = "tensor<16x768xf32>", "tensor<768xf32>"
     vop = region(f"""
     func.func @f(%x: {x}, %g: {p}, %b: {p}) -> {x} {{
@@ -486,12 +488,11 @@ def test_wide_rows_fold_by_halving():
       func.return %y : {x}
     }}""")
     res = run_region(vop, seed=4)
+    assert [op.repeats for op in res.vector_ops("isa.vcgadd")] == [192, 16, 2] * 2  # mean, then variance
     adds = res.vector_ops("isa.vadd")
-    assert len(adds) == 2 * 6 + 2  # two reductions of 2 + 2 + 1 + 1 fold instructions, the bias add's 2
-    first = adds[:2]
-    assert [op.repeats for op in first] == [48, 48]
-    assert {isa.static_index(op.offset_of("dst")) for op in first} == {0, 8 * 768}
-    assert all(list(op.blk_stride.get_values()) == [96, 96, 96] for op in first)
+    assert len(adds) == 2 * 2 + 2  # one fold (2 instructions) per reduction, the bias add's 2
+    assert all(op.repeats == 4 and list(op.blk_stride.get_values()) == [12, 12, 12] for op in adds[:4])
+    assert not res.vector_ops("isa.vreduce_sum")
     # the per-row and per-column row ops: 8 rows per instruction, the repeats along the row
     for name in ("isa.vsub", "isa.vmul"):
         ops = [op for op in res.vector_ops(name) if op.repeats > 1]
@@ -528,35 +529,34 @@ def _layer_norm_f16(rows: int = 16) -> t.VectorOp:
 
 def test_f16_layer_norm_sums_x_and_squares_in_lockstep():
     # f16 rows (BERT's LayerNorms): one pass as onnxruntime's -- the squares first, then the
-    # sums of x and x^2 folded side by side (each halving step: x's instructions, then the
-    # squares'; 8 rows: both vreduces in one step), var = E[x^2] - mean^2 >= 0, one vrsqrt
+    # sums of x and x^2 reduced side by side (each step: x's instructions, then the
+    # squares'; group reductions, no vreduce), var = E[x^2] - mean^2 >= 0, one vrsqrt
     res = run_region(_layer_norm_f16(8), seed=7)
     assert res.errors()[0] < 1e-3
     ops = res.vector_ops()
     names = [op.name for op in ops]
-    assert names.index("isa.vmul") < names.index("isa.vadd")  # x^2 before any fold
-    red = [i for i, n in enumerate(names) if n == "isa.vreduce_sum"]
-    assert len(red) == 2 and red[1] == red[0] + 1
-    folds = [op for op in ops[:red[0]] if op.name == "isa.vadd"]
-    assert len(folds) == 2 * 4  # 12 -> 6 -> 3 chunks, then 3 -> 1 (two adds) per side
-    x_rows, squares = folds[0].buffer("src0"), folds[1].buffer("src0")
-    assert x_rows is not squares
-    sides = [op.buffer("dst") is squares for op in folds]
-    assert sides == [False, True] * 4
+    assert names.index("isa.vmul") < names.index("isa.vcgadd")  # x^2 before any reduction
+    assert "isa.vreduce_sum" not in names
+    cg = res.vector_ops("isa.vcgadd")
+    assert [op.repeats for op in cg] == [96, 96, 8, 8, 1, 1]
+    x_rows, squares = cg[0].buffer("src"), cg[1].buffer("src")
+    assert x_rows is not squares and squares is ops[names.index("isa.vmul")].buffer("dst")
+    folds = [op for op in ops[:names.index("isa.vmuls")] if op.name == "isa.vadd"]
+    assert len(folds) == 2 and folds[0].buffer("src0") is cg[0].buffer("dst")  # 12 -> 8 blocks per side
+    assert folds[1].buffer("src0") is cg[1].buffer("dst")
     assert names.count("isa.vrsqrt") == 1 and "isa.vsqrt" not in names and "isa.vrec" not in names
     assert names.count("isa.vmaxs") == 1  # the variance kept >= 0 (>= eps after adding eps)
 
 
 def test_f16_layer_norm_16_rows_fold_block_columns_side_by_side():
-    # 16 rows: the two sums share each step's start-up, so the block columns (about seven
-    # steps of a few repeats) beat a vreduce per row (16 repeats of 14 cycles per side):
-    # no vreduce, the two transposing copies adjacent, fewer simulated cycles
+    # 16 rows: the two sums' group reductions side by side (each step's start-up shared), no
+    # vreduce per row and no transposing copy of a block column
     res = run_region(_layer_norm_f16(16), seed=7)
     assert res.errors()[0] < 1e-3
     names = [op.name for op in res.kernel.walk() if op.name.startswith("isa.v") or op.name == "isa.copy_ub_to_ub"]
-    assert "isa.vreduce_sum" not in names
-    copies = [i for i, n in enumerate(names) if n == "isa.copy_ub_to_ub"]
-    assert copies and len(copies) % 2 == 0 and all(b == a + 1 for a, b in zip(copies[::2], copies[1::2]))
+    assert "isa.vreduce_sum" not in names and "isa.copy_ub_to_ub" not in names
+    cg = [i for i, n in enumerate(names) if n == "isa.vcgadd"]
+    assert len(cg) == 6 and cg[1] == cg[0] + 1  # the x and x^2 passes over the rows adjacent
 
 
 def test_f16_layer_norm_one_pass_keeps_a_large_mean():
