@@ -41,6 +41,7 @@ from ge.dialects.dtypes import numpy_dtype
 from ge.dialects.interning import intern_scope, scope_memo
 from ge.dialects.layout import Format
 from ge.lowering import fusion_rules as fr
+from ge.lowering import to_isa
 from ge.lowering.isa_vector import MAX_REP_STRIDE
 from ge.lowering.tile_cost import (
     ELEMENTWISE,
@@ -87,6 +88,15 @@ UNROLLED_K = True
 # off, the model unrolls only 2-step chunks (for comparing with that insert-sync).
 TIGHT_FORWARD_SYNC = True
 MAX_UNROLLED_STEPS = 16  # the most K steps per chunk unrolled with TIGHT_FORWARD_SYNC (else 2)
+# Is a pipeline whose slowest stage is the Vector epilogue (the 910's read-out and vector
+# ops) charged at that stage's pace, without `CROWDED`'s p-norm? The Cube runs ahead into
+# its second L0C buffer and the Vector unit never waits (simulated: bert_base's FFN in,
+# 256 x 64 tiles, GELU epilogue 3.3k per tile against K loops of 3.1k: 6 tiles at the
+# Vector's pace, 31,909 cycles, where the p-norm charged 4.3k more than that). Matmuls only,
+# where it was measured (resnet50's convs: plans 1.6k cycles slower with it).
+VECTOR_PACED = True
+ROTATING_STEP = True  # does a one-step chunk's K loop pipeline across chunks (`_rotates`)?
+DIV_BY_RECIPROCAL = True  # is an epilogue's Div by one value charged as the vmul isa_vector runs (`_by_one_value`)?
 
 
 def _ceil(a: int, b: int) -> int:
@@ -549,9 +559,25 @@ def _epilogue_program(p: CubeProblem) -> tuple[tuple[str, str, int, bool], ...]:
         elif isinstance(op, g.CastOp):
             out.append(("vconv", elem_name(op.operands[0].type.element_type), max(size, _itemsize(op.operands[0])),
                         False))
+        elif isinstance(op, g.DivOp) and p.batch == 1 and _by_one_value(op):
+            # isa_vector: a multiply by the divisor's reciprocal, made once beside the first step
+            # (bert_base's GELU divides by sqrt(2): simulated vrec 43 + vmul 163, vdiv charged 547)
+            out.append(("vmul", elem, size, False))
         else:
             out.append((ELEMENTWISE.get(name, "default"), elem, size, "rows" if _row_vector(p, op) else False))
     return tuple(out)
+
+
+def _by_one_value(op: g.DivOp) -> bool:
+    """Is `op` a float Div by one value (a constant or a one-element tensor), which
+    isa_vector runs as a multiply by its reciprocal (`by_reciprocal` / `by_one_value`)?
+    (`_epilogue_program` asks it for unbatched matmuls and convs only: priced so, bert_base's
+    attention scores (batch 96, / 8) took an order-"nm" plan that simulated 1.4k cycles
+    slower than the one the vdiv price picks -- a miss of the batched plans' model, open.)"""
+    divisor = op.operands[1]
+    return (DIV_BY_RECIPROCAL and numpy_dtype(op.results[0].type.element_type).kind == "f"
+            and isinstance(divisor.type, TensorType) and math.prod(shape_of(divisor)) == 1
+            and math.prod(shape_of(op.results[0])) > 1)
 
 
 def _row_vector(p: CubeProblem, op: Operation) -> bool:
@@ -749,9 +775,12 @@ def cube_cost(p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl1: int
         return serial + pipelined(tiles, stages, len(stages) > 1, port=gm)
     stages = [*front, body, *epilogue]
     cost = pipelined(tiles, stages, True, port=gm)
-    if CROWDED and shared:
+    vector_bound = (p.kind == "matmul" and not mach.target.isa.fixpipe and max(stages) == read_out
+                    and read_out > body)
+    if CROWDED and shared and not (VECTOR_PACED and vector_bound):
         # pipes near their limit together (the L2 reads and the Vector epilogue) stall each
-        # other: the slowest stage as a p-norm of the stages
+        # other: the slowest stage as a p-norm of the stages -- not when the Vector epilogue
+        # is the slowest (`VECTOR_PACED`)
         slowest = max(stages)
         crowd = sum((x / slowest) ** CROWDED for x in stages) ** (1 / CROWDED) * slowest
         cost += tiles * (crowd - slowest)
@@ -898,6 +927,9 @@ def _k_loop(p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl1: int, 
     # iteration's wait for the last one; bert_base's q / k / v projections, 2 steps of 16
     # per chunk of 32: 312 -> 264 cycles per chunk, 11,842 -> 10,828 per kernel)
     fill = (0.0 if TIGHT_FORWARD_SYNC else 0.5) if _unrolls(steps, l0d) else 1.0
+    rotates = _rotates(p, mach, steps, kl1, l0d)
+    if rotates:
+        fill = 0.0
     if not (PIPELINED_K and l0d and _shares_reads(p, mach)):
         return pipelined(steps, [mte1, cube], l0d) - (1 - fill) * min(mte1, cube)
     # the pipes are pipelined (an instruction's start-up overlaps the previous one's data)
@@ -923,12 +955,28 @@ def _unrolls(steps: int, l0d: bool) -> bool:
     return UNROLLED_K and l0d and steps % 2 == 0 and 2 <= steps <= most
 
 
+def _rotates(p: CubeProblem, mach: Machine, steps: int, kl1: int, l0d: bool) -> bool:
+    """Is a chunk's K loop one step whose double L0 buffers rotate in the loop over chunks
+    (no step loop: `_maybe_loop`)? With TIGHT_FORWARD_SYNC a chunk's moves then wait only
+    for the mmad two chunks back, as unrolled steps do, and the loop over chunks drains once
+    per tile (`_k_fill`). (Simulated: bert_base's FFN out, 128 x 256 tiles, K steps of 32
+    in chunks of 32: 260 cycles per chunk, the mmad's pace, where a drain per chunk was
+    charged 508. The model takes steps of 16 in chunks of 16: FFN out 30,441 -> 30,201,
+    the q projection 10,173 -> 9,933 against 2 steps per chunk of 32.) Matmuls whose cores
+    share their reads, on the 910 only: on the 910B the twin of test/lowering/tile-cube.mlir's
+    matmul simulated one-step chunks of 16 slower than 2-step chunks of 32 (6,127 vs 5,985)."""
+    return (ROTATING_STEP and TIGHT_FORWARD_SYNC and PIPELINED_K and l0d and steps == 1 and kl1 < p.k
+            and p.kind == "matmul" and not mach.target.isa.fixpipe and _shares_reads(p, mach))
+
+
 def _k_fill(p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl1: int, s: _Sizes, l0d: bool) -> float:
-    """Cycles a tile's K loop adds once when its steps are unrolled (`_unrolls`) and it has
-    several chunks: the loop over chunks drains at its end (its flags are waited for after
-    it), so the next tile's first moves wait for this tile's last mmad. (One chunk: the
-    steps of consecutive tiles alternate their buffers in the loop over tiles, no fill.)"""
-    if not (TIGHT_FORWARD_SYNC and _unrolls(_ceil(kl1, tk), l0d)) or kl1 >= p.k:
+    """Cycles a tile's K loop adds once when its steps are unrolled (`_unrolls`) or rotate
+    (`_rotates`) and it has several chunks: the loop over chunks drains at its end (its
+    flags are waited for after it), so the next tile's first moves wait for this tile's
+    last mmad. (One chunk: the steps of consecutive tiles alternate their buffers in the
+    loop over tiles, no fill.)"""
+    steps = _ceil(kl1, tk)
+    if not (TIGHT_FORWARD_SYNC and (_unrolls(steps, l0d) or _rotates(p, mach, steps, kl1, l0d))) or kl1 >= p.k:
         return 0.0
     return min(mach.dma("l1_to_l0a", s.l0a) + mach.dma("l1_to_l0b", s.l0b), mach.cube(tm, tk, tn, elem_name(p.elem)))
 
@@ -936,14 +984,15 @@ def _k_fill(p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl1: int, 
 def _epilogue_stages(mach: Machine, s: _Sizes, tm: int, tn: int, blocks: int) -> tuple[float, float, float, float]:
     """Cycles of a tile's epilogue per pipe: the L0C read-out, the operand loads, the vector
     ops and the copy-out (in `s.epi_split` row slices: a start-up per slice). On a chip
-    without FixPipe an epilogue in one slice runs the program to-isa gives it there
-    (`l0c_epilogue_program`: the bias in L0C, the cast on the read-out); a sliced one keeps
-    its vector program: its slices' read-outs share one UB tile, which to-isa's
-    `_epilogue_reader` refuses (simulated: bert_base's q projection, 4 slices, still runs a
-    vconv of 291 cycles per slice)."""
+    without FixPipe an epilogue runs the program to-isa gives it there
+    (`l0c_epilogue_program`: the bias in L0C, the cast on the read-out) -- a sliced one
+    only without the bias in L0C (`to_isa._sliced_readers`: each slice's read-out converts;
+    a bias would go into L0C once per tile, so to-isa leaves such an epilogue to the Vector
+    unit). bert_base's q projection, 4 slices: a vconv of 291 cycles per slice less."""
     es = s.epi_split
-    program = s.program if es > 1 else mach.memo(("l0c_program", s.program),
-                                                 lambda: l0c_epilogue_program(mach, s.program))
+    program = mach.memo(("l0c_program", s.program), lambda: l0c_epilogue_program(mach, s.program))
+    if es > 1 and (not to_isa.SLICED_READ_OUT or (program and program[0][0] == "broadcast_ub_to_l0c")):
+        program = s.program
     return (mach.dma("l0c_to_ub", s.l0c, count=es), mach.dma("gm_to_ub", s.epi_in, blocks),
             es * epilogue_cycles(mach, program, tm // es, tn), mach.dma("ub_to_gm", s.out, blocks, count=es))
 
@@ -1132,7 +1181,8 @@ def plan_cube(p: CubeProblem, mach: Machine) -> CubePlan:
     key = (mach.target.name, p.kind, elem_name(p.elem), p.batch, p.groups, p.m, p.n, p.k, p.a_fmt, p.b_fmt,
            p.out_fmt, p.c0, geometry, _fixed(p), GEMV, SHARED_READS, PIPELINED_K, CROWDED, SLICED_DRAIN, SHARED_CONV,
            ODD_K_STEPS, BLOCK_MISSES, SHARED_FILL, UNROLLED_K,
-           TIGHT_FORWARD_SYNC, MAX_UNROLLED_STEPS)  # the switches change the plan
+           TIGHT_FORWARD_SYNC, MAX_UNROLLED_STEPS, to_isa.SLICED_READ_OUT, DIV_BY_RECIPROCAL, ROTATING_STEP,
+           VECTOR_PACED)  # the switches change the plan
     plan = memo.get(key)
     if plan is None:
         plan = memo[key] = _plan_cube(p, mach)

@@ -356,6 +356,31 @@ def _epilogue_reader(copy: t.CopyOp, acc: SSAValue) -> t.VectorOp | None:
     return vec if vec.parent_block() is copy.parent_block() else None
 
 
+def _sliced_readers(copy: t.CopyOp, acc: SSAValue) -> dict[t.CopyOp, t.VectorOp] | None:
+    """A sliced epilogue's read-outs (tile_cube's `epi_split`): in one block, L0C -> `acc`
+    copies each followed by the `tile.vector` that reads `acc` (through views too) before
+    the next copy -- nothing else uses `acc`. Its read-out pairs by copy, or None. (Each
+    slice's read-out converts on the way: `acc` is retyped for all of them at once.)"""
+    users = [u.operation for u in acc.uses]
+    views = [u for u in users if isinstance(u, t.ViewOp)]
+    view_results = {v.result for v in views}
+    ops = {u.operation for v in views for u in v.result.uses} | set(users)
+    ops -= set(views)
+    block = copy.parent_block()
+    if any(o.parent_block() is not block for o in ops):
+        return None
+    order = sorted(ops, key=block.get_operation_index)
+    pairs: dict[t.CopyOp, t.VectorOp] = {}
+    for c, v in zip(order[::2], order[1::2]):
+        if not (isinstance(c, t.CopyOp) and (c.dest is acc or c.dest in view_results)
+                and t.space_of(c.source.type) == t.MemSpace.L0C and isinstance(v, t.VectorOp)):
+            return None
+        pairs[c] = v
+    if len(order) % 2 or len(pairs) < 2 or copy not in pairs:
+        return None
+    return pairs
+
+
 def plan_fixquants(kernel: t.KernelOp, target: targets.Target) -> dict[Operation, FixQuant]:
     """Every L0C -> UB read-out of the kernel that FixPipe's quant mode can take, by its copy
     and by its vector op (FixPipe targets only)."""
@@ -378,6 +403,11 @@ def plan_fixquants(kernel: t.KernelOp, target: targets.Target) -> dict[Operation
 # --------------------------------------------------------------------------------------
 # The 910's epilogue: the bias in L0C, the cast (and ReLU) on the read-out
 # --------------------------------------------------------------------------------------
+
+
+# Does a sliced epilogue's every row slice convert f32 -> f16 on its read-out (`_sliced_readers`)?
+# bert_base's q projection (4 slices of 32 x 256): a vconv of 291 cycles per slice less.
+SLICED_READ_OUT = True
 
 
 @dataclass
@@ -517,9 +547,10 @@ def _defined_before(v: SSAValue, anchor: Operation) -> bool:
     return True
 
 
-def plan_l0c_bias(vector: t.VectorOp, copy: t.CopyOp, acc: SSAValue, c_alloc: SSAValue) -> L0cBias | None:
+def plan_l0c_bias(vector: t.VectorOp, copy: t.CopyOp, acc: SSAValue, c_alloc: SSAValue,
+                  slices: Sequence[Operation] = ()) -> L0cBias | None:
     """The 910 epilogue head (`L0cBias`) of `vector`, reading L0C tile `c_alloc` out by
-    `copy` into `acc`, if it matches."""
+    `copy` into `acc`, if it matches (`slices`: the other row slices' read-outs of the tile)."""
     block = vector.body.block
     args = [a for a, v in zip(block.args, vector.ins) if _alloc_of(v) is acc]
     if len(args) != 1 or _elem_of(args[0]) != f32:
@@ -535,7 +566,7 @@ def plan_l0c_bias(vector: t.VectorOp, copy: t.CopyOp, acc: SSAValue, c_alloc: SS
     views = [u for u in users if isinstance(u, t.ViewOp)]
     readers = users + [u.operation for v in views for u in v.result.uses]
     mmads = tuple(u for u in readers if isinstance(u, t.MmadOp))
-    if not mmads or any(not isinstance(u, t.MmadOp | t.ViewOp) and u is not copy for u in readers):
+    if not mmads or any(not isinstance(u, t.MmadOp | t.ViewOp) and u is not copy and u not in slices for u in readers):
         return None
     plan = L0cBias(copy, vector, acc, arg, chain["ops"], chain["value"], f16, relu=chain["relu"], c_alloc=c_alloc,
                    mmads=mmads)
@@ -580,6 +611,7 @@ def plan_l0c_biases(kernel: t.KernelOp, target: targets.Target) -> dict[Operatio
     plans: dict[Operation, L0cBias] = {}
     if target.isa.fixpipe:
         return plans
+    sliced: set[SSAValue] = set()  # the UB tiles of sliced epilogues already planned
     for op in kernel.walk():
         if not isinstance(op, t.CopyOp) or t.space_of(op.source.type) != t.MemSpace.L0C or \
                 t.space_of(op.dest.type) != t.MemSpace.UB or _elem_of(op.source) != f32:
@@ -588,6 +620,15 @@ def plan_l0c_biases(kernel: t.KernelOp, target: targets.Target) -> dict[Operatio
         if not isinstance(acc.owner, t.AllocOp) or not isinstance(c_alloc.owner, t.AllocOp):
             continue
         if (vec := _epilogue_reader(op, acc)) is None:
+            if SLICED_READ_OUT and acc not in sliced and (pairs := _sliced_readers(op, acc)) is not None:
+                sliced.add(acc)
+                # every slice converts on its read-out, or none does (`acc` is retyped once);
+                # a bias stays on the Vector unit (it would go into L0C once per tile, not per slice)
+                found = [plan_l0c_bias(v, c, acc, c_alloc, tuple(pairs)) for c, v in pairs.items()]
+                if all(q is not None and q.bias is None and q.into is found[0].into
+                       and _alloc_of(q.copy.source) is c_alloc for q in found):
+                    for q in found:
+                        plans[q.copy] = plans[q.vector] = q
             continue
         plan = plan_l0c_bias(vec, op, acc, c_alloc)
         if plan is None:

@@ -8,11 +8,13 @@
 // (B re-laid from NZ by a permuting copy) -> mmad over the K steps of each L1 chunk -> L0C ->
 // UB epilogue -> GM. The cores' reads of the same A rows / B columns hit the L2 after the
 // first reader (tile_cube.SHARED_READS), so the plans use many cores with small K chunks:
-// on the 910 and the 910B 2 M tiles x 8 N tiles of 128 x 48 on 16 cores, K in 8 L1 chunks
-// of 2 steps on the 910, 16 chunks of 2 steps of 16 on the 910B, each chunk unrolled over
+// on the 910 and the 910B 2 M tiles x 8 N tiles of 128 x 48 on 16 cores, K in 16 L1 chunks
+// of one step of 32 on the 910 (its L0 buffers rotating in the loop over chunks:
+// tile_cube.ROTATING_STEP; the twin below simulates 3,485 cycles, modeled 3,266, against
+// 3,641 for 8 chunks of 2 steps), 16 chunks of 2 steps of 16 on the 910B, each chunk unrolled over
 // two single L0 buffers (on the 910B an ONNX twin simulates 6,075 cycles, 6,153 with the
 // 910's K split, 6,954 for the plan of the model without shared reads). On the 910 the twin
-// simulates it at 3,657 cycles (modeled 3,348 with the bias in L0C: the first tile's bias
+// simulated the 2-step plan at 3,657 cycles (modeled 3,348 with the bias in L0C: the first tile's bias
 // arm -- copy, cast, 8 broadcasts -- runs before its loads, 323 cycles not modeled), while
 // 32 x 96 tiles on all 32 cores take 3,388 (modeled 3,560: the model over-predicts that
 // plan's 16 one-step K chunks, whose L1 slots recycle a load + its moves per 2 chunks --
@@ -27,7 +29,7 @@ func.func @matmul(%x: tensor<256x512xf16>) -> tensor<256x384xf16> {
   %r = graph.relu %a : tensor<256x384xf16>
   func.return %r : tensor<256x384xf16>
 }
-// CHECK:       tile.kernel @k0_y {{.*}} block_dim 16 kind "cube_epilogue" attributes {{{.*}}tile.plan = "m=128 n=48 k=32 k_l1=64 order=mn split=8 blocks=16 buffers l1=2 l0=2 l0c=2 ub=2; L1 45056, L0A 16384, L0B 6144, L0C 49152"
+// CHECK:       tile.kernel @k0_y {{.*}} block_dim 16 kind "cube_epilogue" attributes {{{.*}}tile.plan = "m=128 n=48 k=32 k_l1=32 order=mn split=8 blocks=16 buffers l1=2 l0=2 l0c=2 ub=2; L1 22528, L0A 16384, L0B 6144, L0C 49152"
 // B910:        tile.kernel @k0_y {{.*}} block_dim 16 kind "cube_epilogue" attributes {{{.*}}tile.plan = "m=128 n=48 k=16 k_l1=32 order=mn split=8 blocks=16 buffers l1=2 l0=2 l0c=2 ub=2; L1 22528, L0A 8192, L0B 3072, L0C 49152"
 // B910:          %[[A1:.*]] = tile.alloc buffers 2 : memref<1x128x32xf16, #tile.space<l1>>
 // B910-NEXT:     %[[B1:.*]] = tile.alloc buffers 2 : memref<1x3x2x16x16xf16, #tile.space<l1>>
