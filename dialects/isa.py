@@ -1615,10 +1615,9 @@ class VConvOp(_VUnaryOp):
             raise VerifyException(f"round must be one of {', '.join(self.ROUND_MODES)}, got '{self.round_mode.data}'")
 
 
-class _VReduceOp(_VectorOp):
-    """dst[dst_offset + r * rep_stride(dst)] = <op> over the `mask` elements of iteration r
-    of src (a whole-repeat reduction; the dst repeat stride counts elements, default 1).
-    f16 sums accumulate in f32 and round once."""
+class _VReduceOperands(_VectorOp):
+    """The operands, format and type rule the whole-repeat and the group reductions
+    share: one UB source reduced into a UB destination of the same element type."""
 
     dst = operand_def(MemRefType)
     dst_offset = opt_operand_def(IndexType)
@@ -1630,6 +1629,16 @@ class _VReduceOp(_VectorOp):
     SPACES: ClassVar = ((MemSpace.UB,),) * 2
     ELEMENTWISE: ClassVar[tuple[str, ...]] = ("src",)
 
+    def verify_types(self) -> None:
+        if _elem(self.dst) != _elem(self.src):
+            raise VerifyException(f"{self.name} keeps the element type: {_elem(self.src)} to {_elem(self.dst)}")
+
+
+class _VReduceOp(_VReduceOperands):
+    """dst[dst_offset + r * rep_stride(dst)] = <op> over the `mask` elements of iteration r
+    of src (a whole-repeat reduction; the dst repeat stride counts elements, default 1).
+    f16 sums accumulate in f32 and round once."""
+
     def dst_stride(self) -> int:
         return ints(self.rep_stride, (1, -1))[0] if self.rep_stride is not None else 1
 
@@ -1640,10 +1649,6 @@ class _VReduceOp(_VectorOp):
         out = super().rects(target)
         out["dst"] = (Rect(0, (self.repeats,), (self.dst_stride(),)),)
         return out
-
-    def verify_types(self) -> None:
-        if _elem(self.dst) != _elem(self.src):
-            raise VerifyException(f"{self.name} keeps the element type: {_elem(self.src)} to {_elem(self.dst)}")
 
 
 @irdl_op_definition
@@ -1661,7 +1666,7 @@ class VReduceMinOp(_VReduceOp):
     name = "isa.vreduce_min"
 
 
-class _VGroupReduceOp(_VectorOp):
+class _VGroupReduceOp(_VReduceOperands):
     """Group reduction (CCE vcgadd / vcgmax / vcgmin, Ascend C BlockReduceSum / Max / Min):
     each 32-byte block of iteration r of src reduced to one element, the blocks' results of
     an iteration consecutive: dst[dst_offset + r * rep_stride(dst) + i] = <op> over the
@@ -1669,16 +1674,6 @@ class _VGroupReduceOp(_VectorOp):
     counts elements, default the blocks of a repeat). One instruction gives 8 rows' partial
     results when the blocks of a repeat are 8 rows (block stride = the row stride). f16 sums
     accumulate in f32 and round once."""
-
-    dst = operand_def(MemRefType)
-    dst_offset = opt_operand_def(IndexType)
-    src = operand_def(MemRefType)
-    src_offset = opt_operand_def(IndexType)
-    irdl_options = (AttrSizedOperandSegments(as_property=True),)
-    assembly_format = _vector_format(("dst", "src"))
-    BUFFERS: ClassVar[tuple[str, ...]] = ("dst", "src")
-    SPACES: ClassVar = ((MemSpace.UB,),) * 2
-    ELEMENTWISE: ClassVar[tuple[str, ...]] = ("src",)
 
     def dst_stride(self, target: targets.Target) -> int:
         rep = ints(self.rep_stride, (-1, -1))[0] if self.rep_stride is not None else -1
@@ -1697,8 +1692,7 @@ class _VGroupReduceOp(_VectorOp):
         return out
 
     def verify_types(self) -> None:
-        if _elem(self.dst) != _elem(self.src):
-            raise VerifyException(f"{self.name} keeps the element type: {_elem(self.src)} to {_elem(self.dst)}")
+        super().verify_types()
         if self.blk_stride is not None and ints(self.blk_stride)[0] != 1:
             raise VerifyException(f"{self.name} writes its results consecutively: dst block stride must be 1")
 
