@@ -63,7 +63,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
-from xdsl.dialects.builtin import FloatAttr, StringAttr, TensorType, f32, f64, i1, i32, i64
+from xdsl.dialects.builtin import FloatAttr, StringAttr, TensorType, f16, f32, f64, i1, i32, i64
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.utils.exceptions import PassFailedException
 
@@ -1828,8 +1828,12 @@ class VectorLowering:
             if not half:
                 rows32.extend(self.norm_param(v, norm) for v in o.operands[1:])
 
+        # the widened result's f32 buffer holds the squares until the scale and bias write it
+        # (a tile of f32 rows less in UB: the tiler's estimate, VectorKernel.scratch_bytes)
+        wide_dst = self.dest(wide.results[0]) if wide is not None else None
+        sq = wide_dst if wide_dst is not None and wide_dst.elem == f32 and wide_dst.size >= rows.r * rows.ld else None
         if x.itemsize == 2:  # (the parameters' rows made beside the squares: no step of their own)
-            stats = self.normalize_one_pass(rows, eps, beside=make_params)
+            stats = self.normalize_one_pass(rows, eps, beside=make_params, sq_buf=sq)
         else:
             make_params()
             stats = self.normalize(rows, eps)
@@ -1838,7 +1842,7 @@ class VectorLowering:
             # model's output type): the scale and bias applied on the f32 rows straight into
             # the cast's f32 destination -- no rounding to f16 and conversion back (two
             # conversions, one dependent step), and closer to the f32 model
-            dst = self.dest(wide.results[0])
+            dst = wide_dst
             out = Rows(replace(dst, shape=(dst.size,)), rows.r, n, n)
             src = rows
             for p, cls in zip(rows32, (isa.VMulOp, isa.VAddOp)):
@@ -1904,14 +1908,17 @@ class VectorLowering:
         self.row_op(isa.VMulOp, rows, [rows, ("bcast", vb)])
         return [mean, mb, var, vb]
 
-    def normalize_one_pass(self, rows: Rows, eps: float, beside: Callable[[], None] | None = None) -> list[Tensor]:
+    def normalize_one_pass(self, rows: Rows, eps: float, beside: Callable[[], None] | None = None,
+                           sq_buf: Tensor | None = None) -> list[Tensor]:
         """`normalize` in one pass, as onnxruntime's LayerNorm computes it: the sums of x and
         of x^2 reduced side by side (`row_reduces`: one chain of dependent steps, not two),
         var = E[x^2] - mean^2 (kept >= 0), one vrsqrt, then the rows centered and scaled.
         For rows of f16 data: the cancellation's error, ~2^-24 (mean / std)^2, stays below
-        the f16 input's own rounding, 2^-11 mean / std, until mean / std is in the hundreds."""
+        the f16 input's own rounding, 2^-11 mean / std, until mean / std is in the hundreds.
+        `sq_buf`: an f32 buffer free until after the statistics for the squares (else a
+        temporary)."""
         n = rows.n
-        sq = Rows(self.temp([rows.r * rows.ld], f32), rows.r, n, rows.ld)
+        sq = Rows(self.temp([rows.r * rows.ld], f32) if sq_buf is None else sq_buf, rows.r, n, rows.ld)
         self.row_op(isa.VMulOp, sq, [rows, rows])
         if beside is not None:  # independent work (the scale and bias rows) in the squares' step
             beside()
@@ -1919,7 +1926,7 @@ class VectorLowering:
         half = -(-n // per) - -(-n // per) // 2  # repeats per row after the first halving
         scratch = self.temp([rows.r * half * per], f32) if n > per else None  # x's first halving
         mean, var = self.row_reduces("sum", [(rows, scratch, False), (sq, None, True)])
-        for tmp in (sq.buf, *([scratch] if scratch is not None else [])):
+        for tmp in ([sq.buf] if sq_buf is None else []) + ([scratch] if scratch is not None else []):
             self.release(tmp)
         # the statistics' steps ordered by depth, each step's instructions side by side (one
         # start-up per step): the mean's broadcast beside the variance's first steps, and the
@@ -2211,6 +2218,37 @@ class Rows:
     r: int
     n: int
     ld: int
+
+
+class _PlanOnly(VectorLowering):
+    """A VectorLowering without a region or a builder: the target's figures only, for
+    the plans the tiler asks about before any IR exists (`row_plan`)."""
+
+    def __init__(self, target):  # (no region: VectorLowering.__init__ needs one)
+        vec = target.vector
+        self.target, self.startup = target, target.startup.vector
+        self.bpr, self.block, self.max_rep = vec.bytes_per_repeat, vec.block_bytes, vec.max_repeats
+        self.per_blocks = self.bpr // self.block
+
+
+# (the target object kept beside its plan: an id reused by another target is not a hit)
+_ROW_PLANS: dict[tuple, tuple[object, tuple[str, ...] | None]] = {}
+
+
+def row_plan(target, kind: str, r: int, n: int, scratch: int = 0, consume: bool = False, sides: int = 1,
+             elem: str = "f32"):
+    """`group_plan` for `r` dense rows of `n` elements of `elem` ("f32" / "f16"; `scratch`:
+    the elements of a free buffer beside them): what the tiler's UB and cost estimates need
+    to know of a row reduction before the region is lowered (tile_vector.VectorKernel.
+    scratch_bytes, tile_cost.op_program)."""
+    key = (id(target), kind, r, n, scratch, consume, sides, elem)
+    hit = _ROW_PLANS.get(key)
+    if hit is None or hit[0] is not target:
+        ty = {"f32": f32, "f16": f16}[elem]
+        rows = Rows(Tensor(None, 0, (r * n,), ty), r, n, n)
+        buf = Tensor(None, 0, (scratch,), ty) if scratch else None
+        hit = _ROW_PLANS[key] = (target, _PlanOnly(target).group_plan(kind, rows, buf, consume, sides))
+    return hit[1]
 
 
 def lower_vector(k, op: t.VectorOp, fixed=None) -> None:

@@ -24,7 +24,7 @@ as the Ascend C paradigms run it:
 
 - A vector op costs what the simulator charges for the instructions `to-isa` emits for
   it (`op_program`): a row reduction (Softmax, LayerNorm) is a handful of f32
-  instructions plus one fold per repeat-wide slice of its rows; the per-instruction cost
+  instructions plus the steps of its group-reduction plan; the per-instruction cost
   (start-up + repeats x the op's cycles per repeat for its element type) is the
   simulator's own (`ge.runtime.sim_timing.CostModel.vector`).
 - A kernel pays the chip's launch overhead once (`launch`, added by `tile`).
@@ -274,13 +274,17 @@ def l0c_epilogue_program(mach: Machine, program: Sequence[tuple]) -> tuple:
     return tuple(head + rest)
 
 
-def op_program(mach: Machine, op, tile_shape: Sequence[int]) -> list[tuple[str, str, int]]:
+def op_program(mach: Machine, op, tile_shape: Sequence[int], widened: bool = False) -> list[tuple[str, str, int]]:
     """The vector instructions (op, element type, repeats) `to-isa` emits for graph op `op`
     on a tile of `tile_shape` (its largest operand or result): one instruction over the
-    tile for an elementwise op; for Softmax / LogSoftmax / LayerNorm the f32 row program of
-    lowering/isa_vector.py (conversions, rows wider than a repeat folded by halving, a
-    `vreduce` per reduction, `vbrcb` broadcasts, the elementwise steps; Softmax divides by
-    one `vrec` per row and a `vmul`)."""
+    tile for an elementwise op; for Softmax / LogSoftmax / LayerNorm the row program of
+    lowering/isa_vector.py (conversions; each reduction on the group-reduction plan the
+    lowering takes, `isa_vector.row_plan`: one entry per dependent step -- else rows wider
+    than a repeat folded by halving and a `vreduce` per row; `vbrcb` broadcasts, the
+    elementwise steps; Softmax divides by one `vrec` per row and a `vmul`; dense f16 Softmax
+    rows stay f16 but for their sum, `isa_vector.softmax_centred_f16`). A conversion is
+    priced on its source type. `widened`: an f16 LayerNorm computed in f32 straight into
+    the result of the cast to f32 after it (tile_vector.widened; the cast costs nothing)."""
     name = op.name.split(".", 1)[1]
     ty = op.operands[0].type if op.operands else op.results[0].type
     elem = elem_name(ty.element_type)
@@ -293,11 +297,17 @@ def op_program(mach: Machine, op, tile_shape: Sequence[int]) -> list[tuple[str, 
     row = math.prod(tile_shape[axis:]) if name == "layer_norm" else tile_shape[axis]
     rows = max(n // max(row, 1), 1)
     per = bpr // 4  # f32 per repeat
+    nb8 = bpr // mach.target.vector.block_bytes  # blocks per repeat: a vbrcb repeat spreads 8 values
     whole = ("f32", rows * math.ceil(row / per))  # an f32 row op: one repeat per slice of each row
     one = ("f32", math.ceil(rows * 4 / bpr))  # an op on one value per row
-    conv = [("vconv", "f16", whole[1])] if elem != "f32" else []
+    conv = [("vconv", elem, whole[1])] if elem != "f32" else []  # the rows widened to f32
+    back = [("vconv", "f32", whole[1])] if elem != "f32" else []  # and narrowed back (costed on their source)
 
-    def reduce(kind: str, sides: int = 1) -> list[tuple[str, str, int]]:
+    def reduce(kind: str, sides: int = 1, on: str = "f32", scratch: int = 0, consume: bool = False):
+        # the group reductions' plan when isa_vector takes one (`grouped`), else:
+        grouped = _grouped(mach, kind, rows, row, sides, on, scratch, consume)
+        if grouped is not None:
+            return grouped + [("default", "f32", sides * -(-rows // nb8))]
         # rows wider than a repeat fold by halving their slice count: per halving, h folds
         # issued back to back (one dependent step), then a vreduce per row -- or, when
         # cheaper (isa_vector.transposed_pays), the blocks of 8 rows at a time halved, one
@@ -317,10 +327,10 @@ def op_program(mach: Machine, op, tile_shape: Sequence[int]) -> list[tuple[str, 
             blocks -= h
         cols += [("default", "f32", 2 * groups)] + [(kind, "f32", math.ceil(groups / 2))] * 3
         cheaper = row % 8 == 0 and mach.program(cols) < mach.program([red])
-        return steps + (cols if cheaper else [red]) + [("default", "f32", sides * rows)]
+        return steps + (cols if cheaper else [red]) + [("default", "f32", sides * -(-rows // nb8))]
 
     if name == "layer_norm" and elem == "f16":  # one pass: the sums of x and x^2 side by side (isa_vector)
-        steps = [("vmul", *whole), *reduce("vadd", 2), ("vmuls", "f32", 2 * one[1]), ("vmul", *one),
+        steps = [("vmul", *whole), *reduce("vadd", 2, scratch=n), ("vmuls", "f32", 2 * one[1]), ("vmul", *one),
                  ("vsub", *one), ("vmaxs", *one), ("vrsqrt", *one), ("vsub", *whole), ("vmul", *whole),
                  ("vmul", *whole), ("vadd", *whole)]
     elif name == "layer_norm":
@@ -328,21 +338,70 @@ def op_program(mach: Machine, op, tile_shape: Sequence[int]) -> list[tuple[str, 
                  ("vmuls", *one), ("vadds", *one), ("vsqrt", *one), ("vrec", *one), ("default", *one),
                  ("vmul", *whole), ("vmul", *whole), ("vadd", *whole)]
     if name == "layer_norm":
+        params = [("vconv", elem, math.ceil(row * 2 / bpr))] * 2 if elem != "f32" else []
+        if elem == "f16" and widened:  # scale and bias on the f32 rows, into the cast's result
+            return conv + params + steps
         if elem == "f16":  # normalized rows rounded into the f16 result, scale and bias on f16 (isa_vector)
-            return conv + steps[:-2] + [("vconv", "f16", whole[1])] + [(op, "f16", math.ceil(whole[1] / 2))
-                                                                      for op in ("vmul", "vadd")]
-        params = [("vconv", "f16", math.ceil(row * 2 / bpr))] * 2 if elem != "f32" else []
-        return conv + params + steps + conv
+            return conv + steps[:-2] + back + [(op, "f16", math.ceil(whole[1] / 2)) for op in ("vmul", "vadd")]
+        return conv + params + steps + back
     # the sum's reciprocal once per row, then one multiply (isa_vector: no vdiv per repeat)
+    half = ("f16", math.ceil(n * 2 / bpr))
+    if name == "softmax" and elem == "f16" and rows > 1 and row % 16 == 0:
+        # dense f16 rows (isa_vector.softmax_centred_f16): the max of the f16 values (the result's
+        # buffer its scratch), subtracted and exponentiated on f16, only the exponentials
+        # converted to f32 for their sum, one reciprocal per row, the multiply on f16
+        return [*reduce("vmax", on="f16", scratch=n), ("vsub", *half), ("vexp", *half), ("vconv", elem, whole[1]),
+                *reduce("vadd", consume=True), ("vrec", *one), ("vconv", "f32", one[1]), ("vmul", *half)]
     if name == "softmax" and elem == "f16":  # exponentials rounded into the f16 result, the multiply on f16
         # (rows of at most one repeat: the max subtracted on the f16 rows before their conversion)
         sub = ("vsub", "f16", math.ceil(whole[1] / 2)) if row * 2 <= bpr and row % 32 == 0 else ("vsub", *whole)
-        return conv + [*reduce("vmax"), sub, ("vexp", *whole), ("vconv", "f16", whole[1]),
+        return conv + [*reduce("vmax"), sub, ("vexp", *whole), ("vconv", elem, whole[1]),
                        *reduce("vadd"), ("vrec", *one), ("vmul", "f16", math.ceil(whole[1] / 2))]
     steps = [*reduce("vmax"), ("vsub", *whole), ("vexp", *whole), *reduce("vadd"), ("vrec", *one), ("vmul", *whole)]
     if name == "log_softmax":
         steps[-2:] = [("vln", *one), ("vsub", *whole)]
-    return conv + steps + conv
+    return conv + steps + back
+
+
+def _grouped(mach: Machine, kind: str, rows: int, row: int, sides: int, elem: str, scratch: int,
+             consume: bool) -> list[tuple[str, str, int]] | None:
+    """The instructions (one entry per dependent step, `sides` reductions' repeats together)
+    of isa_vector's group-reduction plan for `rows` dense rows of `row` elements of `elem`
+    (`isa_vector.row_plan`), None when it takes none; its block-column tail as the halvings
+    it costs."""
+    from ge.lowering.isa_vector import row_plan
+
+    if elem != "f32" and elem != "f16":
+        return None
+    vec = mach.target.vector
+    epb, nb8 = vec.block_bytes // numpy_dtype_size(elem), vec.bytes_per_repeat // vec.block_bytes
+    red = {"vmax": "max", "vadd": "sum", "vmin": "min"}[kind]
+    return _group_steps(mach, kind, rows, row, sides, elem, epb, nb8,
+                        row_plan(mach.target, red, rows, row, scratch, consume, sides, elem))
+
+
+def _group_steps(mach: Machine, kind: str, r: int, row: int, sides: int, elem: str, epb: int, nb8: int, plan):
+    if plan is None or row % epb:
+        return None
+    fold, cg = kind, {"vmax": "vcgmax", "vadd": "vcgadd", "vmin": "vcgmin"}[kind]
+    red = f"vreduce_{'max' if kind == 'vmax' else 'sum'}"
+    b, out = row // epb, []
+    for step in plan:
+        if step.startswith("fold"):
+            keep = int(step[4:])
+            h = b - keep
+            out.append((fold, elem, sides * min(r * -(-h // nb8), h * -(-r // nb8))))
+            b = keep
+        elif step == "cg":
+            out.append((cg, elem, sides * r * b // nb8))
+            b //= epb
+        elif step == "rows":
+            out.append((cg, elem, sides * -(-r // nb8)))
+        elif step == "vreduce":
+            out.append((red, elem, sides * r))
+        else:  # "tail": a transposing copy and a halving per bit of the block's values
+            out += [("default", elem, sides * -(-r * epb // (nb8 * epb)))] * epb.bit_length()
+    return out
 
 
 def pool_program(mach: Machine, pool, out_tile: Sequence[int], positions: int) -> list[tuple[str, str, int]]:

@@ -449,8 +449,9 @@ class VectorKernel:
             total += sum(align(nbytes(v, self.shape(v, tiles)), alignment) for v in self.inputs if v in self.chunk.axis)
             total += align(nbytes(red, self.shape(red, tiles)), alignment) * 2
             if self.chunk.extent % self.chunk_size:  # the short chunk's body has scratch of its own
-                total += self.scratch_bytes(tiles)
-        return total + self.temp_bytes(tiles) + self.scratch_bytes(tiles) + self.pool_scratch_bytes(tiles, target)
+                total += self.scratch_bytes(tiles, target)
+        return total + self.temp_bytes(tiles, target) + self.scratch_bytes(tiles, target) + \
+            self.pool_scratch_bytes(tiles, target)
 
     def pool_scratch_bytes(self, tiles: Sequence[int], target: Target) -> int:
         """The UB the vpool's lowering declares beside its source and dest (not double
@@ -464,12 +465,13 @@ class VectorKernel:
                                   self.shape(y, tiles), g.get_ints(props, "kernel_shape"), g.get_ints(props, "strides"),
                                   g.get_ints(props, "dilations", (1, 1)), x.type.element_type, target)
 
-    def scratch_bytes(self, tiles: Sequence[int]) -> int:
+    def scratch_bytes(self, tiles: Sequence[int], target: Target) -> int:
         """UB the vector lowering of a reduction takes beside its operands and result (an
         estimate, from lowering/isa_vector.py): a reduction's input as f32 rows (its result
         is small); an f32 copy of a narrower input; a normalization's f32 rows (an f16
         input is converted straight into them) and one more f32 row buffer for the squares
-        of a LayerNorm or the exponentials of a LogSoftmax."""
+        of a LayerNorm or the exponentials of a LogSoftmax (an f16 LayerNorm's in detail:
+        `layer_norm_scratch`)."""
         need = 0
         for op in self.region_ops:
             norm = g.has_trait(op, g.Normalization)
@@ -479,21 +481,53 @@ class VectorKernel:
             elems = math.prod(self.shape(x, tiles))
             wide = numpy_dtype(x.type.element_type).itemsize == 4
             copies = 1 + (not isinstance(op, g.SoftmaxOp)) if norm else (not wide) + 1
+            if isinstance(op, g.LayerNormOp) and numpy_dtype(x.type.element_type).itemsize == 2:
+                need = max(need, self.layer_norm_scratch(op, tiles, target))
+                continue
             need = max(need, 4 * elems * copies)
-            if isinstance(op, g.LayerNormOp) and not wide:  # f16 rows, one pass: + the first halving
-                need = max(need, 4 * elems * copies + 2 * elems)  # of the rows' sum beside the squares
         return need
+
+    def layer_norm_scratch(self, op: g.LayerNormOp, tiles: Sequence[int], target: Target) -> int:
+        """isa_vector's one-pass LayerNorm of f16 rows beside its operands: the f32 rows, their
+        squares (in the f32 result of a widening cast, its only user, when there is one:
+        `widened`), the rows' first halving when their sum's plan starts with one
+        (isa_vector.row_plan), the two sums' group-reduction values (at most a seventh of
+        the rows each) and the scale and bias as f32 rows."""
+        from ge.lowering.isa_vector import row_plan
+
+        shape = self.shape(op.operands[0], tiles)
+        n = math.prod(shape[op.axis.value.data % len(shape):])
+        r = math.prod(shape) // max(n, 1)
+        f32_block = target.vector.block_bytes // 4
+        ld = n if r == 1 else align(n, f32_block)
+        need = 4 * r * ld * (1 if widened(op, r, n, f32_block) else 2)
+        per = target.vector.bytes_per_repeat // 4
+        if n > per:
+            half = -(-n // per) - -(-n // per) // 2
+            plan = row_plan(target, "sum", r, n, r * half * per, False, 2)
+            if plan is None or plan[0].startswith("fold"):
+                need += 4 * r * half * per
+        return need + 2 * 4 * -(-r * ld // 7) + 2 * 4 * n
 
     def stored(self) -> list[SSAValue]:
         """Values copied out: the outputs, each once."""
         return list(dict.fromkeys(self.outputs))
 
-    def temp_bytes(self, tiles: Sequence[int]) -> int:
+    def temp_bytes(self, tiles: Sequence[int], target: Target) -> int:
         """The peak of the region's live intermediate values; a yielded Softmax / LayerNorm
         result is computed in its out buffer (isa_vector's row programs), already counted
         among the stored buffers. (Other yielded values keep their temporary: densenet121's
         BatchNorm + ReLU groups overflowed UB when counted without it.)"""
         stored = {v for v in self.outputs if isinstance(v, OpResult) and g.has_trait(v.op, g.Normalization)}
+        for op in self.region_ops:  # an f16 LayerNorm computed straight into its widening cast's result
+            if isinstance(op, g.LayerNormOp):
+                shape = self.shape(op.operands[0], tiles)
+                n = math.prod(shape[op.axis.value.data % len(shape):])
+                if widened(op, math.prod(shape) // max(n, 1), n, target.vector.block_bytes // 4):
+                    stored.add(op.results[0])
+                    cast = next(iter(op.results[0].uses)).operation.results[0]
+                    if cast in self.outputs:  # (computed in its out buffer)
+                        stored.add(cast)
         last: dict[SSAValue, int] = {}
         for i, op in enumerate(self.region_ops):
             for v in op.operands:
@@ -525,9 +559,18 @@ class VectorKernel:
         if self.pool is not None:
             k = g.get_ints(self.pool.properties, "kernel_shape")
             vec += mach.program(pool_program(mach, self.pool, self.shape(self.pool.results[0], tiles), k[0] * k[1]))
+        absorbed: set[Operation] = set()  # casts an f16 LayerNorm computes on its way (`widened`)
         for op in self.region_ops:
+            if op in absorbed:
+                continue
             shapes = [self.shape(v, tiles) for v in (*op.operands, *op.results) if v in self.maps.maps]
-            vec += mach.program(op_program(mach, op, max(shapes, key=math.prod, default=())))
+            wide = False
+            if isinstance(op, g.LayerNormOp):
+                shape = self.shape(op.operands[0], tiles)
+                n = math.prod(shape[op.axis.value.data % len(shape):])
+                if wide := widened(op, math.prod(shape) // max(n, 1), n, mach.target.vector.block_bytes // 4):
+                    absorbed.add(next(iter(op.results[0].uses)).operation)
+            vec += mach.program(op_program(mach, op, max(shapes, key=math.prod, default=()), wide))
         mte3 = sum(mach.dma("ub_to_gm", nbytes(v, self.shape(v, tiles)), blocks) for v in self.stored())
         gm = mach.hbm(sum(nbytes(v, self.shape(v, tiles)) for v in (*self.inputs, *self.stored()) if v not in once), blocks)
         per_core = math.ceil(math.prod(counts) / blocks)
@@ -537,7 +580,17 @@ class VectorKernel:
         # an odd count's last tile runs after the paired loop (isa_builder.pipelined), its
         # Vector work after the stores before it: the leftover does not overlap them
         rest = mte3 if double and per_core > 1 and per_core % 2 else 0.0
-        return hoisted + pipelined(per_core, [mte2, vec, mte3], double, port=gm) + rest
+        cost = hoisted + pipelined(per_core, [mte2, vec, mte3], double, port=gm) + rest
+        if double and per_core > 1 and self.pool is None and vec >= max(mte2, mte3, gm):
+            # A Vector-bound loop of several tiles (its row programs priced as the simulator
+            # runs them, op_program; a pool's estimate is coarser): the cores' first loads
+            # shared the HBM and staggered their starts, so their last stores -- the drain and
+            # the one an odd count's leftover waits for -- meet few others and move at the
+            # core's own rate, not at a 1 / blocks share (the simulator: bert_base k8_mask's
+            # last 32 KB store takes 345 cycles, 874 at a 1/32 share)
+            own = sum(mach.dma("ub_to_gm", nbytes(v, self.shape(v, tiles)), 1) for v in self.stored())
+            cost -= (mte3 - own) * (2 if rest else 1)
+        return cost
 
 
 def _sizes(extent: int) -> list[int]:
@@ -924,6 +977,17 @@ def emit_vector(b: KernelBuilder, kern: VectorKernel, plan: VectorPlan, gm: dict
             b.add(vec)
         for v in kern.stored():
             b.copy(ub[v], [0] * len(dims[v]), gm[v], offsets(v), kern.shape(v, tiles))
+
+
+def widened(op: Operation, r: int, n: int, f32_block: int) -> bool:
+    """Does isa_vector compute the f16 LayerNorm `op` (r rows of n) in f32 straight into the
+    result of the cast to f32 that is its only user (isa_vector.widening_cast, on dense rows:
+    one row, or rows of whole blocks of `f32_block` f32)?"""
+    uses = list(op.results[0].uses)
+    if len(uses) != 1 or not isinstance(uses[0].operation, g.CastOp) or (r > 1 and n % f32_block):
+        return False
+    res, out = op.results[0].type.element_type, uses[0].operation.results[0].type.element_type
+    return numpy_dtype(res).kind == "f" and numpy_dtype(res).itemsize < 4 and numpy_dtype(out) == np.float32
 
 
 def _may_leave(dims: list[Dim], shape: Sequence[int], plan: VectorPlan) -> bool:
