@@ -15,8 +15,11 @@ block-diagonal GEMM with C0-aligned channels (the weights are rebuilt at compile
 
 Loops: one flattened loop over (batch, group, outer tiles) split over `block_dim` cores;
 inner tiles; K chunks in L1; K steps in L0. The outer dim is M or N (`order`); when K fits
-one L1 chunk, the outer operand's L1 load is hoisted out of the inner loop. Tile sizes,
-order, chunking and buffer counts come from the cost model (lowering/tile_cost.py).
+one L1 chunk, the outer operand's L1 load is hoisted out of the inner loop (and a matmul's
+copies go in K pieces, so the first mmads need not wait for the whole operand). A conv
+whose image is smaller than an M tile may stack several images along H in one tile
+(`_stacked`). Tile sizes, order, chunking, stacking and buffer counts come from the cost
+model (lowering/tile_cost.py).
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ import math
 from bisect import bisect_right
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from xdsl.dialects import arith
@@ -97,6 +100,17 @@ MAX_UNROLLED_STEPS = 16  # the most K steps per chunk unrolled with TIGHT_FORWAR
 VECTOR_PACED = True
 ROTATING_STEP = True  # does a one-step chunk's K loop pipeline across chunks (`_rotates`)?
 DIV_BY_RECIPROCAL = True  # is an epilogue's Div by one value charged as the vmul isa_vector runs (`_by_one_value`)?
+# May a conv whose image is smaller than an M tile stack several images along H into one
+# (`_stacked`: ResNet's 7 x 7 layers at batch 16, M = 49 padded to 64 per image)? The Cube
+# then shares each L0B weight move among the images: one image per tile moved a 48 x 128
+# weight step per 64 rows, MTE1 at its limit (simulated 88% busy, the Cube 72%).
+STACK = True
+# Does a matmul whose K fits one L1 chunk copy its operands in K pieces (`_pieces`), so the
+# first tile's mmads start when the first piece has arrived, not the whole hoisted operand?
+# (Simulated: bert_base's FFN in, a 256 x 768 A tile hoisted per core, all 32 cores loading
+# at once: the first mmad at 7.6k cycles; in 4 pieces, A's and B's, at 5.0k; 31,909 -> 29,250.)
+PROGRESSIVE = True
+PIECES = 4  # the most K pieces of such a copy
 
 
 def _ceil(a: int, b: int) -> int:
@@ -446,6 +460,7 @@ class CubePlan:
     batch_inner: bool = False  # order "nm": the images run in the inner loop (weights loaded once per N tile)
     a_whole: bool = False  # order "mn", several K chunks: A's whole K stays in L1 (loaded once per M tile)
     epi_split: int = 1  # the epilogue runs on the L0C tile in this many row slices (UB holds one slice)
+    stack: int = 1  # a conv's images stacked along H per M tile (`_stacked`)
 
     def describe(self) -> str:
         used = ", ".join(f"{s.upper()} {b}" for s, b in self.usage)
@@ -453,6 +468,7 @@ class CubePlan:
         split += " batch_inner" if self.batch_inner else ""
         split += " a_whole" if self.a_whole else ""
         split += f" epi_split={self.epi_split}" if self.epi_split > 1 else ""
+        split += f" stack={self.stack}" if self.stack > 1 else ""
         return (f"m={self.tm} n={self.tn} k={self.tk} k_l1={self.kl1} order={self.order}{split} blocks={self.blocks} "
                 f"buffers l1={self.l1_buffers} l0={self.l0_buffers} l0c={self.l0c_buffers} ub={self.ub_buffers}; {used}")
 
@@ -465,6 +481,49 @@ def _fm_geometry(cv: dict) -> tuple[int, int, tuple[int, int]]:
     if cv.get("sub"):
         return cv["oh"], cv["ow"], (1, 1)
     return cv["h"], cv["w"], tuple(cv["strides"])
+
+
+def _stacked(p: CubeProblem, s: int) -> CubeProblem:
+    """Conv `p` with `s` images stacked along H into one (GE has no such format; it is the
+    tile's view of s images): image j's rows start at row j * S_in of a taller map (S_in
+    a multiple of the H stride, at least the image's rows plus its larger H pad, so a
+    window never reaches two images and the rows between them read as zeros), its output
+    rows at j * S_out (S_out = S_in / stride; the S_out - oh rows between two images' outputs
+    are computed and dropped). The problem has batch / s images of that map; the emitter
+    copies each real image in and out (`_CubeEmitter.stacked_rows`)."""
+    cv = p.conv
+    h, _, (st, _) = _fm_geometry(cv)
+    pads = cv["pads"]
+    s_out = max(_ceil(h + max(pads[0], pads[2]), st), cv["oh"])
+    s_in = s_out * st
+    oh = (s - 1) * s_out + cv["oh"]
+    conv = dict(cv, n=cv["n"] // s, oh=oh, stack=s, stack_rows=(s_in, s_out), image_oh=cv["oh"])
+    if not cv.get("sub"):  # (a subsampled map's rows are its output rows: `_fm_geometry`)
+        conv["h"] = (s - 1) * s_in + cv["h"]
+    return replace(p, batch=p.batch // s, m=oh * cv["ow"], conv=conv)
+
+
+def _stack_options(p: CubeProblem, m0: int) -> tuple[int, ...]:
+    """Image counts a conv's M tile may stack (`_stacked`): divisors of the batch whose
+    stacked map still fits one M tile of `TM`; NC1HWC0 in and out, one group, and epilogue
+    operands per channel or per pixel in NC1HWC0 with the output's C0 (copied per image; one
+    per image and channel only -- broadcast along H and W -- would differ along the tile)."""
+    cv = p.conv
+    if not (STACK and p.kind == "conv" and p.batch > 1 and p.groups == 1 and not cv.get("c04")
+            and p.a_fmt == "nc1hwc0" and p.out_fmt == "nc1hwc0" and p.b_fmt == "fz"):
+        return (1,)
+    for v in epilogue_operands(p):
+        enc, shape = lt.layout_of(v.type), shape_of(v)
+        if math.prod(shape) == 1 or tuple(shape) == (cv["co"],):
+            continue
+        if enc is None or enc.fmt != Format.NC1HWC0 or shape[4] != p.oc0 or shape[2] * shape[3] != p.m:
+            return (1,)
+    out = [1]
+    for s in _divisors(p.batch)[1:]:
+        if _round(_stacked(p, s).m, m0) > TM[-1]:
+            break
+        out.append(s)
+    return tuple(out)
 
 
 def _fmap_rows(p: CubeProblem, tm: int) -> int:
@@ -661,7 +720,8 @@ def _epi_splits(p: CubeProblem, tm: int, tn: int, f: _Fixed) -> tuple[int, ...]:
     64 channels and no operand that follows the rows (a residual): a sliced NC1HWC0 epilogue
     of wider tiles costs the Vector unit more than the model counts (a resnet50 layer-2
     conv at batch 16: modeled 23,681, simulated 28,735 cycles)."""
-    if p.out_fmt == "nchw" or (p.conv and (tn > 64 or any(n > p.conv["co"] for _, n in f.epi))):
+    if p.out_fmt == "nchw" or (p.conv and (tn > 64 or any(n > p.conv["co"] for _, n in f.epi)
+                                             or p.conv.get("stack"))):
         return (1,)
     return tuple(e for e in (1, 2, 4, 8) if tm % (e * FRACTAL) == 0)
 
@@ -752,6 +812,15 @@ def cube_cost(p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl1: int
         outer_n = _ceil(p.m, tm) if order == "mn" else n_tiles
         firsts = _first_tiles(mach, p.kind == "conv", p.batch, p.groups, outer_n, order, blocks, split, batch_inner)
         fill = max(hoisted, firsts * (s.a_l1 if order == "mn" or a_whole else s.b_l1) / mach.hbm_bytes_per_cycle())
+    pieces = _pieces(p, kl1, tk, l0d)
+    if pieces > 1 and order == "mn":
+        # the first tile's K loop runs while A's later pieces arrive (measured with A
+        # hoisted; with B hoisted -- order "nm" -- the fill is the cores' distinct weight
+        # tiles from the HBM, which the model undercounts already: not discounted)
+        fill = max(fill / pieces, fill - chunk * (pieces - 1) / pieces)
+    if pieces > 1:  # each copy's later pieces start up again (the hoisted one's and every tile's)
+        fill += (pieces - 1) * mach.target.startup.mte2
+        mte2 += (pieces - 1) * mach.target.startup.mte2
     serial = fill if spread else per_core * fill
     if chunks == 1:
         load, body = mte2 + (hoisted / inner if spread else 0.0), chunk
@@ -969,6 +1038,16 @@ def _rotates(p: CubeProblem, mach: Machine, steps: int, kl1: int, l0d: bool) -> 
             and p.kind == "matmul" and not mach.target.isa.fixpipe and _shares_reads(p, mach))
 
 
+def _pieces(p: CubeProblem, kl1: int, tk: int, l0d: bool) -> int:
+    """K pieces the copies of a one-chunk matmul take (`PROGRESSIVE`): the most of `PIECES`
+    that divide its unrolled K steps (a piece holds whole steps, so a step reads one piece
+    and insert-sync makes it wait for that piece's copy only); 1 otherwise."""
+    steps = _ceil(kl1, tk)
+    if not (PROGRESSIVE and p.kind == "matmul" and kl1 >= p.k and _unrolls(steps, l0d)):
+        return 1
+    return max(d for d in range(1, PIECES + 1) if steps % d == 0)
+
+
 def _k_fill(p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl1: int, s: _Sizes, l0d: bool) -> float:
     """Cycles a tile's K loop adds once when its steps are unrolled (`_unrolls`) or rotate
     (`_rotates`) and it has several chunks: the loop over chunks drains at its end (its
@@ -1117,6 +1196,8 @@ def _divisors(n: int) -> list[int]:
 
 
 def _m_candidates(p: CubeProblem, m0: int) -> list[int]:
+    if p.conv and p.conv.get("stack"):  # one M tile holds the stacked images (`_stacked`)
+        return [_round(p.m, m0)]
     if p.a_fmt == "nz_t":  # M runs along the stored matrix's C0-wide columns
         m0 = math.lcm(m0, p.c0)
     top = _round(p.m, m0)
@@ -1182,7 +1263,7 @@ def plan_cube(p: CubeProblem, mach: Machine) -> CubePlan:
            p.out_fmt, p.c0, geometry, _fixed(p), GEMV, SHARED_READS, PIPELINED_K, CROWDED, SLICED_DRAIN, SHARED_CONV,
            ODD_K_STEPS, BLOCK_MISSES, SHARED_FILL, UNROLLED_K,
            TIGHT_FORWARD_SYNC, MAX_UNROLLED_STEPS, to_isa.SLICED_READ_OUT, DIV_BY_RECIPROCAL, ROTATING_STEP,
-           VECTOR_PACED)  # the switches change the plan
+           VECTOR_PACED, STACK, PROGRESSIVE, PIECES)  # the switches change the plan
     plan = memo.get(key)
     if plan is None:
         plan = memo[key] = _plan_cube(p, mach)
@@ -1199,6 +1280,22 @@ def plans_planned() -> Iterator[dict[tuple, CubePlan]]:
 
 
 def _plan_cube(p: CubeProblem, mach: Machine) -> CubePlan:
+    """The cheapest plan of `p` and of its stacked forms (`_stack_options`)."""
+    best, short = None, None
+    for s in _stack_options(p, mach.fractal(elem_name(p.elem))[0]):
+        try:
+            plan = _plan_one(_stacked(p, s) if s > 1 else p, mach)
+        except CapacityShortfall as e:
+            short = short or e
+            continue
+        if best is None or plan.cycles < best.cycles:
+            best = replace(plan, stack=s) if s > 1 else plan
+    if best is None:
+        raise short
+    return best
+
+
+def _plan_one(p: CubeProblem, mach: Machine) -> CubePlan:
     tg = mach.target
     m0, k0, n0 = mach.fractal(elem_name(p.elem))
     cores = mach.cores(cube=True)
@@ -1629,9 +1726,17 @@ def build_epilogue(p: CubeProblem, tm: int, tn: int, operands: list[SSAValue], t
 
 
 class _CubeEmitter:
-    def __init__(self, b: KernelBuilder, p: CubeProblem, plan: CubePlan, gm: dict[SSAValue, SSAValue]):
+    def __init__(self, b: KernelBuilder, p: CubeProblem, plan: CubePlan, gm: dict[SSAValue, SSAValue],
+                 image: CubeProblem | None = None):
         self.b, self.p, self.plan, self.gm = b, p, plan, gm
         self.elem = p.elem
+        self.image = image  # a stacked plan's problem of one image (`_stacked`; `p` is the stacked one)
+
+    def stacked_rows(self, per_image: int, total: int) -> list[tuple[int, int, int]]:
+        """(image in the stack, first row, rows) of each image's part of a stacked tile of
+        `total` rows whose images start `per_image` rows apart (the last takes the rest)."""
+        s = self.plan.stack
+        return [(j, j * per_image, per_image if j < s - 1 else total - j * per_image) for j in range(s)]
 
     # -- GM views of the operands ------------------------------------------------------
 
@@ -1701,7 +1806,23 @@ class _CubeEmitter:
             "nz_t": (1, pl.kl1 // p.c0, pl.tn // FRACTAL, FRACTAL, p.c0),
         }[p.b_fmt]
 
-    def load_a(self, a_gm, a_l1, bi, gi, m0, kc) -> None:
+    def copy_k(self, src, offsets: list, dst, shape: tuple[int, ...], fmt: str, operand: str, pieces: int) -> None:
+        """An operand's L1 copy in `pieces` along K (`_pieces`): K is dim 2 of A ("nd"),
+        dim 1 of A^T, and so on (an NZ dim counts C0 columns or 16-row fractals: a piece of
+        whole K steps is whole ones)."""
+        b = self.b
+        dim = {("a", "nd"): 2, ("a", "nd_t"): 1, ("a", "nz"): 1, ("a", "nz_t"): 2,
+               ("b", "nd"): 1, ("b", "nd_t"): 2, ("b", "nz"): 2, ("b", "nz_t"): 1}[operand, fmt]
+        if pieces == 1 or shape[dim] % pieces:
+            b.copy(src, offsets, dst, None, shape, pad=0.0)
+            return
+        part = shape[dim] // pieces
+        for j in range(pieces):
+            offs, into, size = list(offsets), [0] * len(shape), list(shape)
+            offs[dim], into[dim], size[dim] = b.add_(offs[dim], j * part) if j else offs[dim], j * part, part
+            b.copy(src, offs, dst, into, size, pad=0.0)
+
+    def load_a(self, a_gm, a_l1, bi, gi, m0, kc, pieces: int = 1) -> None:
         p, b, pl = self.p, self.b, self.plan
         shape = self.a_l1_shape()
         if p.kind == "conv":
@@ -1711,6 +1832,12 @@ class _CubeEmitter:
             self.h = row  # in the map's rows (`_fm_geometry`)
             sh, sw = cv.get("sub", (1, 1))
             cstart = b.add_(b.mul(gi, cv["cg_e"]), b.mul(kc, ncb * p.c0))
+            if self.image is not None:  # each image's rows (and the zero rows after it) at its place
+                c1 = _div_exact(b, cstart, p.c0)
+                for j, first, rows in self.stacked_rows(cv["stack_rows"][0], shape[2]):
+                    b.copy(a_gm, [b.add_(b.mul(bi, pl.stack), j), c1, b.mul(row, sh), 0, 0], a_l1, [0, 0, first, 0, 0],
+                           (1, ncb, rows, shape[3], p.c0), strides=(1, 1, sh, sw, 1), pad=0.0)
+                return
             if p.a_fmt == "nc1hwc0":
                 offs, steps = [bi, _div_exact(b, cstart, p.c0), b.mul(row, sh), 0, 0], (1, 1, sh, sw, 1)
             else:
@@ -1727,7 +1854,7 @@ class _CubeEmitter:
             offs = [ba, _div_exact(b, m0, p.c0), _div_exact(b, k, FRACTAL), 0, 0]
         else:
             offs = [ba, _div_exact(b, k, p.c0), _div_exact(b, m0, FRACTAL), 0, 0]
-        b.copy(a_gm, offs, a_l1, None, shape, pad=0.0)
+        self.copy_k(a_gm, offs, a_l1, shape, p.a_fmt, "a", pieces)
 
     def operand_batch(self, bi: Index, strides: tuple[int, ...] | None) -> Index:
         """The batch index of an operand at output batch `bi` (the same index unless the
@@ -1741,7 +1868,7 @@ class _CubeEmitter:
             index = b.add_(index, b.mul(c, stride))
         return index
 
-    def load_b(self, b_gm, b_l1, bi, gi, n0, kc) -> None:
+    def load_b(self, b_gm, b_l1, bi, gi, n0, kc, pieces: int = 1) -> None:
         p, b, pl = self.p, self.b, self.plan
         shape = self.b_l1_shape()
         if p.kind == "conv" and p.b_fmt == "nchw":
@@ -1765,7 +1892,7 @@ class _CubeEmitter:
             "nz": lambda: [bb, _div_exact(b, n0, p.c0), _div_exact(b, k, FRACTAL), 0, 0],
             "nz_t": lambda: [bb, _div_exact(b, k, p.c0), _div_exact(b, n0, FRACTAL), 0, 0],
         }[p.b_fmt]()
-        b.copy(b_gm, offs, b_l1, None, shape, pad=0.0)
+        self.copy_k(b_gm, offs, b_l1, shape, p.b_fmt, "b", pieces)
 
     # -- L0 ------------------------------------------------------------------------------
 
@@ -1911,7 +2038,7 @@ class _CubeEmitter:
             channel_only = (isinstance(anchor, CONV_OPS) and v is anchor.bias) or any(
                 isinstance(o, g.BatchNormOp) and v in o.operands[1:] for o in p.epilogue_ops) or (
                 p.kind == "conv" and any(isinstance(o, g.DequantizeOp) and v is o.scale for o in p.epilogue_ops))
-            tiles[v] = _operand_tile(p, v, te, tn, channel_only)
+            tiles[v] = _operand_tile(self.image or p, v, te, tn, channel_only)
             if es > 1 and _operand_tile(p, v, tm, tn, channel_only).sizes != tiles[v].sizes:
                 per_slice.add(v)  # its tile follows the slice's rows
         op_ub = {v: b.alloc(t.MemSpace.UB, tiles[v].sizes, v.type.element_type, pl.ub_buffers,
@@ -1946,10 +2073,11 @@ class _CubeEmitter:
             def scaled(i: Index, size: int) -> Index:
                 return b.mul(i, size)
 
+            pieces = _pieces(p, pl.kl1, tk, pl.l0_buffers == 2) if hoist else 1
             if a_once and first_tile:
-                self.load_a(a_gm, a_l1, bi, gi, scaled(oi, tm), 0)
+                self.load_a(a_gm, a_l1, bi, gi, scaled(oi, tm), 0, pieces)
             elif hoist:
-                self.load_b(b_gm, b_l1, bi, gi, scaled(oi, tn), 0)
+                self.load_b(b_gm, b_l1, bi, gi, scaled(oi, tn), 0, pieces)
             inner_lo = b.mul(part, per_part)
             inner_hi = b.min_(b.add_(inner_lo, per_part), inner_n) if pl.split > 1 else inner_n
             with self._maybe_loop(inner_n, "inner", inner_lo, inner_hi) as ii:
@@ -1959,9 +2087,9 @@ class _CubeEmitter:
                 m0, n0 = scaled(mi, tm), scaled(ni, tn)
                 with self._maybe_loop(chunks, "chunk") as kc:
                     if not (a_once and first_tile):
-                        self.load_a(a_gm, a_l1, bi, gi, m0, kc)
+                        self.load_a(a_gm, a_l1, bi, gi, m0, kc, pieces)
                     if not (hoist and not first_tile):
-                        self.load_b(b_gm, b_l1, bi, gi, n0, kc)
+                        self.load_b(b_gm, b_l1, bi, gi, n0, kc, pieces)
                     if len(l0a) == 2:
                         for kj in range(steps):
                             self.step(a_l1, b_l1, l0a[kj % 2], l0b[kj % 2], l0c, m0, kc, kj)
@@ -1979,7 +2107,14 @@ class _CubeEmitter:
                     for v in operands:
                         if ei and v not in per_slice:
                             continue
-                        b.copy(op_gm[v], tiles[v].offsets(bi, gi, me, n0, b), op_ub[v], None, tiles[v].sizes, pad=0.0)
+                        sizes = tiles[v].sizes
+                        if self.image is not None and len(sizes) == 4 and sizes[2] == te:  # per pixel: per image
+                            for j, first, rows in self.stacked_rows(p.conv["stack_rows"][1] * p.conv["ow"], te):
+                                image = b.add_(b.mul(bi, pl.stack), j)
+                                b.copy(op_gm[v], tiles[v].offsets(image, gi, 0, n0, b), op_ub[v], [0, 0, first, 0],
+                                       (*sizes[:2], rows, sizes[3]), pad=0.0)
+                        else:
+                            b.copy(op_gm[v], tiles[v].offsets(bi, gi, me, n0, b), op_ub[v], None, sizes, pad=0.0)
                         if (cv := tiles[v].convert) is not None:
                             src_view, perm, _ = cv
                             b.copy(b.view(op_ub[v], src_view), [0] * len(src_view), op_in[v], None, src_view, perm=perm)
@@ -1987,7 +2122,14 @@ class _CubeEmitter:
                         b.add(t.VectorOp([acc_ub, *[op_in[v] for v in operands]], [out_ub[v] for v in outs],
                                          region.clone() if ei else region))
                     for v in outs:
-                        b.copy(out_ub[v], [0] * len(ub_shape), out_gm[v], self.out_offsets(bi, gi, me, n0), ub_shape)
+                        if self.image is None:
+                            b.copy(out_ub[v], [0] * len(ub_shape), out_gm[v], self.out_offsets(bi, gi, me, n0), ub_shape)
+                            continue
+                        pixels = p.conv["image_oh"] * p.conv["ow"]  # each image's own rows of the stacked tile
+                        for j, first, _ in self.stacked_rows(p.conv["stack_rows"][1] * p.conv["ow"], te):
+                            image = b.add_(b.mul(bi, pl.stack), j)
+                            b.copy(out_ub[v], [0, 0, first, 0], out_gm[v], self.out_offsets(image, gi, 0, n0),
+                                   (*ub_shape[:2], pixels, ub_shape[3]))
 
     def step(self, a_l1, b_l1, l0a, l0b, l0c, m0, kc, kj) -> None:
         """K step `kj` of chunk `kc`: its L1 -> L0 moves and its mmad."""
@@ -2017,5 +2159,8 @@ def _unrolled_steps(plan: CubePlan, steps: int) -> bool:
 
 
 def emit_cube(b: KernelBuilder, p: CubeProblem, plan: CubePlan, gm: dict[SSAValue, SSAValue]) -> None:
-    _CubeEmitter(b, p, plan, gm).emit()
+    if plan.stack > 1:
+        _CubeEmitter(b, _stacked(p, plan.stack), plan, gm, image=p).emit()
+    else:
+        _CubeEmitter(b, p, plan, gm).emit()
 
