@@ -76,6 +76,15 @@ def structure_key(kernel: Operation, blind: tuple[frozenset, frozenset] = (froze
     return op_key(kernel, KERNEL_OWN | blind[0], blind[1])
 
 
+def blind_key(key: tuple, blind: tuple[frozenset, frozenset]) -> tuple:
+    """`structure_key(kernel, blind)` from `structure_key(kernel)` (`key`): the same tuple
+    without the top-level properties and attributes `blind` names (the sorted pairs stay
+    sorted), instead of a second walk of the kernel."""
+    name, props, attrs, *rest = key
+    return (name, tuple(kv for kv in props if kv[0] not in blind[0]),
+            tuple(kv for kv in attrs if kv[0] not in blind[1]), *rest)
+
+
 def defined_values(op: Operation):
     """The SSA values defined inside `op`, in the order `structure_key` numbers them."""
     for r in op.regions:
@@ -270,7 +279,7 @@ class DistinctKernels:
             if names is None:  # a representative (or a twin whose names do not map)
                 self.rep[k] = k
                 self.reps.append(k)
-                probe = probes.get((target, structure_key(k, PROBE_BLIND))) if probes else None
+                probe = probes.get((target, blind_key(key, PROBE_BLIND))) if probes else None
                 probe_names = None if probe is None else hint_map(probe[0], k)
                 if probe_names is None:
                     lowered.append(k)

@@ -42,6 +42,12 @@ The analysis is conservative: what it cannot prove disjoint or ordered gets a pa
 barrier. A kernel that already has sync ops is left as it is. Kernels whose bodies are the
 same but for SSA names (repeated layers: resnet50's 58 kernels are 29 different ones) are
 analysed once; the others get the same sync ops at the same places.
+
+Steps 1-5 only read the IR and end in a `SyncPlan` per kernel (plain data: which sync ops
+go before which op of which block); emitting the plans is the last, separate step (`_put`,
+HIVM's codegen). Kernels are planned independently, so with several CPU cores forked
+worker processes plan shares of them (`_plans`, the pass's `jobs`) and send their plans
+back: the same IR as planning every kernel in this process.
 """
 
 from __future__ import annotations
@@ -51,6 +57,10 @@ import contextlib
 import gc
 import heapq
 import itertools
+import os
+import pickle
+import signal
+import threading
 from collections import Counter, defaultdict
 from collections.abc import Hashable, Iterator
 from dataclasses import dataclass, field, replace
@@ -777,7 +787,7 @@ def _prune(candidates: dict[Pair, list[Dep]], nested: dict[int, list[Pair]], inn
 
 class Barriers:
     """The barriers placed so far in one kernel (block -> pipe -> gaps holding one), and
-    its blocks' op lists and always-running loops (the ops do not move until `_emit`)."""
+    its blocks' op lists and always-running loops (the ops do not move until `_put`)."""
 
     def __init__(self, block_ops: dict[int, list[Operation]] | None = None) -> None:
         self.at: dict[Block, dict[isa.Pipe, list[int]]] = {}  # sorted gaps
@@ -906,7 +916,7 @@ def _barriers(deps: list[Dep], level: Level, bars: Barriers) -> list[tuple[Block
 
 def _events(kernel: isa.KernelOp, pairs: list[Pair], event_ids: int, lin: Linear | None = None) -> dict[Pair, int]:
     """An event id per pair (step 5), out of the chip's `event_ids` per pipe pair; `lin`:
-    the kernel's `Linear` (the ops do not move until `_emit`), when the caller has it."""
+    the kernel's `Linear` (the ops do not move until `_put`), when the caller has it."""
     lin = Linear.of(kernel) if lin is None else lin
 
     def span(p: Pair) -> tuple[float, float]:
@@ -935,58 +945,86 @@ def _events(kernel: isa.KernelOp, pairs: list[Pair], event_ids: int, lin: Linear
     return ids
 
 
-def _emit(pairs: list[Pair], ids: dict[Pair, int], barriers: list[tuple[Block, int, isa.Pipe]],
-          block_ops: dict[int, list[Operation]] | None = None, make: _SyncOps | None = None) -> None:
-    """Put the pairs' set/wait ops and the barriers in place; `block_ops`: each block's ops
-    by id(block) (as `insert_sync` keeps them), when the caller has them; `make`: the
-    pass's sync-op builder (its attributes shared by all kernels)."""
-    block_ops = {} if block_ops is None else block_ops
+@dataclass
+class SyncPlan:
+    """Where one kernel's sync ops go, as plain data (it crosses from a worker process:
+    `_plans`): (block number, gap) -> the (set pipe, wait pipe, event) keys of the
+    set_flags and of the wait_flags there, and the pipes of the barriers. A block's number
+    is its place in `_blocks` (the same in every process: the IR is the same)."""
 
-    def ops_of(block: Block) -> list[Operation]:
-        got = block_ops.get(id(block))
-        if got is None:
-            got = block_ops[id(block)] = list(block.ops)
-        return got
+    sets: dict[tuple[int, int], list[tuple[isa.Pipe, isa.Pipe, int]]]
+    waits: dict[tuple[int, int], list[tuple[isa.Pipe, isa.Pipe, int]]]
+    barriers: dict[tuple[int, int], list[isa.Pipe]]
 
+
+def _blocks(kernel: isa.KernelOp, ops: list[Operation]) -> list[Block]:
+    """The kernel's blocks, numbered for `SyncPlan`: its body, then the regions' blocks of
+    `ops` (its `kernel_ops`) in order."""
+    return [kernel.body.block, *(b for op in ops for r in op.regions for b in r.blocks)]
+
+
+def _places(pairs: list[Pair], ids: dict[Pair, int], barriers: list[tuple[Block, int, isa.Pipe]],
+            blocks: list[Block], block_ops: dict[int, list[Operation]]) -> SyncPlan:
+    """The pairs' set/wait places and the barriers' as a `SyncPlan`; `block_ops`: each
+    block's ops by id(block) (they do not move until `_put`)."""
+    number = {id(b): i for i, b in enumerate(blocks)}
     where: dict[int, dict[int, int]] = {}  # id(block) -> id(op) -> its index
 
     def index_of(block: Block, op: Operation) -> int:
         got = where.get(id(block))
         if got is None:
-            got = where[id(block)] = {id(o): i for i, o in enumerate(ops_of(block))}
+            got = where[id(block)] = {id(o): i for i, o in enumerate(_ops_of(block, block_ops))}
         return got[id(op)]
 
-    sets: dict[tuple[Block, int], list] = defaultdict(list)
-    waits: dict[tuple[Block, int], list] = defaultdict(list)
-    bars: dict[tuple[Block, int], list] = defaultdict(list)
+    sets: dict[tuple[int, int], list] = defaultdict(list)
+    waits: dict[tuple[int, int], list] = defaultdict(list)
+    bars: dict[tuple[int, int], list] = defaultdict(list)
     for p in pairs:
         key = (p.src, p.dst, ids[p])
-        sets[(p.block, p.s + 1)].append(key)
-        waits[(p.block, p.w)].append(key)
+        b = number[id(p.block)]
+        sets[(b, p.s + 1)].append(key)
+        waits[(b, p.w)].append(key)
         if p.carried:
             assert p.loop is not None
             parent = p.loop.parent_block()
             assert parent is not None
             at = index_of(parent, p.loop)
-            sets[(parent, at)].append(key)
-            waits[(parent, at + 1)].append(key)
+            sets[(number[id(parent)], at)].append(key)
+            waits[(number[id(parent)], at + 1)].append(key)
     for block, g, pipe in barriers:
-        bars[(block, g)].append(pipe)
+        bars[(number[id(block)], g)].append(pipe)
+    return SyncPlan(dict(sets), dict(waits), dict(bars))
+
+
+def _ops_of(block: Block, block_ops: dict[int, list[Operation]]) -> list[Operation]:
+    got = block_ops.get(id(block))
+    if got is None:
+        got = block_ops[id(block)] = list(block.ops)
+    return got
+
+
+def _put(plan: SyncPlan, blocks: list[Block], block_ops: dict[int, list[Operation]] | None = None,
+         make: _SyncOps | None = None) -> None:
+    """Put a plan's set/wait ops and barriers in place; `block_ops`: each block's ops by
+    id(block), when the caller has them; `make`: the pass's sync-op builder (its
+    attributes shared by all kernels)."""
+    block_ops = {} if block_ops is None else block_ops
     order = {p: i for i, p in enumerate(isa.PIPES)}
 
     def sort_key(k):
         return order[k[0]], order[k[1]], k[2]
 
-    gaps: dict[Block, set[int]] = defaultdict(set)
-    for b, g in (*sets, *waits, *bars):
+    gaps: dict[int, set[int]] = defaultdict(set)
+    for b, g in (*plan.sets, *plan.waits, *plan.barriers):
         gaps[b].add(g)
     make = _SyncOps() if make is None else make
-    for block, used in gaps.items():
-        ops = ops_of(block)
+    for b, used in gaps.items():
+        block = blocks[b]
+        ops = _ops_of(block, block_ops)
         for g in sorted(used):
-            new: list[Operation] = [make.flag(isa.SetFlagOp, k) for k in sorted(sets.get((block, g), []), key=sort_key)]
-            new += [make.flag(isa.WaitFlagOp, k) for k in sorted(waits.get((block, g), []), key=sort_key)]
-            new += [make.barrier(p) for p in sorted(bars.get((block, g), []), key=order.__getitem__)]
+            new: list[Operation] = [make.flag(isa.SetFlagOp, k) for k in sorted(plan.sets.get((b, g), []), key=sort_key)]
+            new += [make.flag(isa.WaitFlagOp, k) for k in sorted(plan.waits.get((b, g), []), key=sort_key)]
+            new += [make.barrier(p) for p in sorted(plan.barriers.get((b, g), []), key=order.__getitem__)]
             _link(block, new, ops[g - 1] if g > 0 else None, ops[g] if g < len(ops) else None)
 
 
@@ -1073,16 +1111,26 @@ def insert_sync(kernel: isa.KernelOp, target: targets.Target, patterns: Patterns
                 ops: list[Operation] | None = None, make: _SyncOps | None = None) -> None:
     """Synchronize one kernel; `patterns`: the byte patterns' memo, shared by one pass's
     kernels; `ops`: the kernel's `kernel_ops`, when the caller has them; `make`: the
-    pass's sync-op builder (an IntegerAttr per event id per kernel was half of `_emit`)."""
+    pass's sync-op builder (an IntegerAttr per event id per kernel was half of emitting)."""
     ops = kernel_ops(kernel.body.block) if ops is None else ops
     if _has_sync(ops):
         return
+    block_ops: dict[int, list[Operation]] = {}
+    _put(plan_sync(kernel, target, patterns, ops, block_ops), _blocks(kernel, ops), block_ops, make)
+
+
+def plan_sync(kernel: isa.KernelOp, target: targets.Target, patterns: Patterns | None, ops: list[Operation],
+              block_ops: dict[int, list[Operation]] | None = None) -> SyncPlan:
+    """Steps 1-5 of the module docstring for one kernel without sync ops (`ops`: its
+    `kernel_ops`): where its sync ops go. The IR is not changed; `block_ops` (a dict),
+    when given, gets each block's ops by id(block), for `_put`."""
     try:
         instrs = instructions(kernel, target, patterns, ops)
     except UnplacedBufferError as e:
         raise SyncError(f"insert-sync: {describe_kernel(kernel)}: {e}; run plan-local-memory first") from None
-    # Each block's ops, in order (they do not move until `_emit`), from the one walk.
-    block_ops: dict[int, list[Operation]] = {id(kernel.body.block): []}
+    # Each block's ops, in order (they do not move until `_put`), from the one walk.
+    block_ops = {} if block_ops is None else block_ops
+    block_ops[id(kernel.body.block)] = []
     for op in ops:
         block_ops[id(op.parent)].append(op)
         for r in op.regions:
@@ -1091,7 +1139,7 @@ def insert_sync(kernel: isa.KernelOp, target: targets.Target, patterns: Patterns
     by_block: dict[int, list[Dep]] = defaultdict(list)  # by id(block) (a block's own hash is a Python call)
     for d in dependencies(kernel, instrs, ops):
         by_block[id(d.block)].append(d)
-    blocks = [kernel.body.block, *(b for op in ops for r in op.regions for b in r.blocks)]
+    blocks = _blocks(kernel, ops)
     placed: dict[Block, list[Pair]] = {}
     levels: dict[Block, Level] = {}
     bars = Barriers(block_ops)
@@ -1133,7 +1181,7 @@ def insert_sync(kernel: isa.KernelOp, target: targets.Target, patterns: Patterns
             if not _merge_closest(pairs, e.src, e.dst):
                 raise SyncError(f"insert-sync: {describe_kernel(kernel)}: more than {target.isa.event_ids} "
                                 f"{e.src.value} -> {e.dst.value} events are live at once") from None
-    _emit(pairs, ids, barriers, block_ops, make)
+    return _places(pairs, ids, barriers, blocks, block_ops)
 
 
 def _merge_closest(pairs: list[Pair], src: isa.Pipe, dst: isa.Pipe) -> bool:
@@ -1170,11 +1218,17 @@ def _merge_closest(pairs: list[Pair], src: isa.Pipe, dst: isa.Pipe) -> bool:
 @dataclass(frozen=True)
 class InsertSyncPass(ModulePass):
     """Order every cross-pipe dependency of each isa kernel with set_flag / wait_flag and
-    every same-pipe one with pipe_barrier (see the module docstring)."""
+    every same-pipe one with pipe_barrier (see the module docstring). `jobs`: processes
+    that plan the kernels (`_plans`; 0: one per CPU core this process may use, for enough
+    work; 1: this process alone) -- the same IR either way."""
 
     name = "insert-sync"
 
+    jobs: int = 0
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.jobs < 0:
+            raise SyncError(f"insert-sync: jobs={self.jobs}: expected 0 (one per core) or more")
         with _old_objects_frozen():
             self._apply(op)
 
@@ -1185,22 +1239,124 @@ class InsertSyncPass(ModulePass):
         # Only kernels that share a cheap signature can be twins: the others are not keyed.
         shapes = [_shape(k) for k in kernels]
         counts = Counter(shapes)
-        patterns = Patterns()  # (this pass's: no memo outlives it)
-        make = _SyncOps()
+        todo: list[tuple[isa.KernelOp, list[Operation]]] = []  # the kernels to plan
+        steps: list[tuple[isa.KernelOp, isa.KernelOp | None]] = []  # (kernel, its twin planned before or None)
         for kernel, shape in zip(kernels, shapes):
             ops = kernel_ops(kernel.body.block)
             if _has_sync(ops):
                 continue
-            if counts[shape] == 1:
-                insert_sync(kernel, target, patterns, ops, make)
-                continue
-            key = structure_key(kernel)
-            twin = done.get(key)
+            twin = None
+            if counts[shape] > 1:
+                key = structure_key(kernel)
+                twin = done.setdefault(key, kernel)
+            if twin is None or twin is kernel:
+                todo.append((kernel, ops))
+                twin = None
+            steps.append((kernel, twin))
+        plans = _plans(todo, target, self.jobs)
+        make = _SyncOps()
+        for kernel, twin in steps:
             if twin is None:
-                insert_sync(kernel, target, patterns, ops, make)
-                done[key] = kernel
+                plan, ops, block_ops = plans[kernel]
+                _put(plan, _blocks(kernel, ops), block_ops, make)
             else:
                 replay_sync(twin.body.block, kernel.body.block)
+
+
+# Planning in other processes pays (a fork, the plans' bytes back) from about this many ops
+# to analyse (densenet121's distinct kernels: 12k instructions, 3 s of planning).
+PARALLEL_MIN_OPS = 2000
+
+
+def _plans(todo: list[tuple[isa.KernelOp, list[Operation]]], target: targets.Target,
+           jobs: int) -> dict[isa.KernelOp, tuple[SyncPlan, list[Operation], dict | None]]:
+    """Each kernel's plan (with its ops, and its blocks' ops when planned here). The kernels are independent, so with several
+    processes (`_processes`) each forked worker plans a share of them (by op count) and
+    sends the plans back through a pipe as plain data, while this process plans its own
+    share; a worker that fails or dies leaves its kernels to this process (which raises
+    their errors). Forked, a worker sees the module as it is (copy-on-write)."""
+    n = _processes(todo, jobs)
+    shares: list[list[int]] = [[] for _ in range(n)]
+    load = [0] * n
+    for i in sorted(range(len(todo)), key=lambda i: -len(todo[i][1])):  # the biggest first, to the least loaded
+        k = load.index(min(load))
+        shares[k].append(i)
+        load[k] += len(todo[i][1])
+    pending = [_fork(todo, target, share) for share in shares[1:]]
+    got: dict[int, SyncPlan] = {}
+    here: dict[int, dict] = {}  # the blocks' ops of the kernels planned here
+    try:
+        patterns = Patterns()  # (this pass's: no memo outlives it)
+        for i in sorted(shares[0]):
+            got[i] = plan_sync(todo[i][0], target, patterns, todo[i][1], here.setdefault(i, {}))
+        while pending:
+            got.update(_collect(*pending.pop(0)))
+        for i in range(len(todo)):  # a worker's failures: planned here (raising their errors)
+            if i not in got:
+                got[i] = plan_sync(todo[i][0], target, patterns, todo[i][1])
+    finally:
+        for pid, fd in pending:  # left by an error here: stopped
+            os.close(fd)
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+    return {todo[i][0]: (got[i], todo[i][1], here.get(i)) for i in range(len(todo))}
+
+
+def _processes(todo: list[tuple[isa.KernelOp, list[Operation]]], jobs: int) -> int:
+    """How many processes plan `todo`: `jobs`, or with 0 one per CPU core this process may
+    use when there is enough work; one where a process cannot fork safely (no `os.fork`,
+    or other threads running: a forked copy of a thread's locks may stay locked)."""
+    if jobs == 1 or len(todo) < 2 or not hasattr(os, "fork") or threading.active_count() > 1:
+        return 1
+    if jobs == 0:
+        if sum(len(ops) for _, ops in todo) < PARALLEL_MIN_OPS:
+            return 1
+        jobs = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, min(jobs, len(todo)))
+
+
+def _fork(todo: list[tuple[isa.KernelOp, list[Operation]]], target: targets.Target, share: list[int]) -> tuple[int, int]:
+    """A worker process planning the kernels `share` of `todo`: (its pid, the pipe it writes
+    {index: plan} to, pickled; a kernel it could not plan is left out)."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid:
+        os.close(w)
+        return pid, r
+    code = 1
+    try:  # the worker: never returns into the caller
+        os.close(r)
+        patterns = Patterns()
+        out: dict[int, SyncPlan] = {}
+        for i in share:
+            try:
+                out[i] = plan_sync(todo[i][0], target, patterns, todo[i][1])
+            except Exception:  # planned again by the parent, which reports it
+                pass
+        with os.fdopen(w, "wb") as f:
+            pickle.dump(out, f, protocol=pickle.HIGHEST_PROTOCOL)
+        code = 0
+    finally:
+        os._exit(code)
+
+
+def _collect(pid: int, fd: int) -> dict[int, SyncPlan]:
+    """A worker's plans (none when it failed); the worker is waited for (stopped when
+    reading its pipe is interrupted)."""
+    data = None
+    try:
+        with os.fdopen(fd, "rb") as f:
+            data = f.read()
+    finally:
+        if data is None:
+            os.kill(pid, signal.SIGKILL)
+        _, status = os.waitpid(pid, 0)
+    if status != 0 or not data:
+        return {}
+    try:
+        return pickle.loads(data)
+    except Exception:  # a truncated pipe: planned here instead
+        return {}
 
 
 def _kernels(op: Operation) -> list[isa.KernelOp]:

@@ -238,6 +238,7 @@ def instructions(kernel: isa.KernelOp, target: targets.Target, memo: Patterns | 
     out = []
     memo = Patterns() if memo is None else memo
     locations: dict[SSAValue, tuple[tuple, int, int] | None] = {}
+    sizes: dict[SSAValue, int] = {}  # each buffer's element size
     forms: dict[tuple, Affine] = {}  # many instructions share an offset or a window bound, or parts of them
 
     def form(v: SSAValue | None) -> Affine:
@@ -268,14 +269,26 @@ def instructions(kernel: isa.KernelOp, target: targets.Target, memo: Patterns | 
         for a in op.accesses(target):
             if a.buffer not in locations:
                 locations[a.buffer] = buffer_location(a.buffer, target)
+                sizes[a.buffer] = isa.itemsize(a.buffer.type)
             loc = locations[a.buffer]
             if loc is None:
                 raise UnplacedBufferError(f"{op.name} uses a buffer without an offset")
             key, base, _ = loc
-            size = isa.itemsize(a.buffer.type)
+            size = sizes[a.buffer]
             rects = _windowed(op, a, form, bounds)
-            lo, hi = min(r.lo for r in rects), max(r.hi for r in rects)
-            accesses.append(MemAccess(key, base, size, form(a.offset), lo, hi, a.write, a.buffer, rects, memo))
+            if len(rects) == 1:  # (most accesses: no generator)
+                lo, hi = rects[0].lo, rects[0].hi
+            else:
+                lo, hi = min(r.lo for r in rects), max(r.hi for r in rects)
+            offset = form(a.offset)
+            access = MemAccess(key, base, size, offset, lo, hi, a.write, a.buffer, rects, memo)
+            # `span` (as `_span` computes it) from the kernel's ranges by terms: the range
+            # of the byte form is the offset's range times the element size
+            r = bounds(offset.terms) if offset.terms else (0, 0)
+            start = base + offset.const * size
+            access.__dict__["span"] = None if r is None else (start + r[0] * size + lo * size,
+                                                             start + r[1] * size + hi * size)
+            accesses.append(access)
         out.append(Instr(op, op.PIPE, path, accesses, len(out)))
     return out
 
