@@ -9,8 +9,8 @@ loops that may run zero times, once or many, and buffers that share bytes."""
 
 from __future__ import annotations
 
-import itertools
 import random
+import sys
 from pathlib import Path
 
 import pytest
@@ -23,6 +23,9 @@ from ge.transforms import insert_sync as sync
 from ge.transforms import isa_analysis as ia
 from ge.transforms.isa_analysis import Instr
 from ge.transforms.plan_local_memory import module_target
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_insert_sync_scaling import _random_kernel as random_kernel
 
 HERE = Path(__file__).parent
 LIT_CASES = [c for c in (HERE.parent / "transforms" / "insert-sync.mlir").read_text().split("// -----")
@@ -235,56 +238,10 @@ def ref_dependencies(kernel: isa.KernelOp, instrs: list[Instr], ops: list[Operat
 
 
 def _random_kernel(rng: random.Random) -> str:
-    """A kernel of copies in and out and vector ops on UB buffers that may share bytes
-    (random offsets, two slots of one buffer), at constant offsets or offsets over loop
-    counters, in loops of 1, 2 or 4 trips or an unknown count (maybe none), nested up to
-    three deep: cross-pipe pairs inside loops that the blocks around them chain through."""
-    gm, ub = "memref<256xf32, #isa.space<gm>>", "memref<64xf32, #isa.space<ub>>"
-    bufs = ["%u0", "%u1", "%s0", "%s1"]
-    lines = [f"    %c{c} = arith.constant {c} : index" for c in (0, 1, 2, 4, 8, 16, 32)]
-    lines += [f"    %u0 = isa.buffer offset {rng.choice([0, 128, 256])} : {ub}",
-              f"    %u1 = isa.buffer offset {rng.choice([0, 256, 512])} : {ub}",
-              f"    %s0, %s1 = isa.buffer offset {rng.choice([256, 768])} slots 2 : {ub}",
-              "    %n = isa.block_idx : index"]
-    count = itertools.count()
-
-    def body(depth: int, ivs: list[str], indent: str) -> list[str]:
-        out = []
-        for _ in range(rng.randint(1, 7)):
-            offs = ["%c0", "%c8", "%c16", "%c32"]
-            if ivs and rng.random() < 0.5:
-                o = f"%o{next(count)}"
-                out.append(f"{indent}{o} = arith.muli {rng.choice(ivs)}, %c{rng.choice([8, 16])} : index")
-                offs = [o]
-
-            def off(offs: list[str] = offs) -> str:
-                return rng.choice(offs) if rng.random() < 0.8 else rng.choice(["%c0", "%c8", "%c16"])
-
-            kind = rng.random()
-            if depth < 3 and kind < 0.25:
-                iv = f"%i{next(count)}"
-                out.append(f"{indent}scf.for {iv} = %c0 to {rng.choice(['%c1', '%c2', '%c4', '%n'])} step %c1 {{")
-                out += body(depth + 1, [*ivs, iv], indent + "  ")
-                out.append(f"{indent}}}")
-            elif kind < 0.45:
-                out.append(f"{indent}isa.copy_gm_to_ub %x[{off()}] to {rng.choice(bufs)} sizes [16] : {gm} to {ub}")
-            elif kind < 0.6:
-                out.append(f"{indent}isa.copy_ub_to_gm {rng.choice(bufs)} to %y[{off()}] sizes [16] : {ub} to {gm}")
-            elif kind < 0.8:
-                a, b = rng.choice(bufs), rng.choice(bufs)
-                out.append(f"{indent}isa.vabs {a}[{off()}], {b}[{off()}] repeat 1 mask 16 : {ub}, {ub}")
-            else:
-                a, b, c = (rng.choice(bufs) for _ in range(3))
-                out.append(f"{indent}isa.vadd {a}[{off()}], {b}[{off()}], {c}[{off()}] repeat 2 mask 8 "
-                           f"blk_stride [1, 1, 1] rep_stride [2, 2, 2] : {ub}, {ub}, {ub}")
-        return out
-
-    lines += body(0, [], "    ")
-    return f"""builtin.module attributes {{ge.target = "ascend910"}} {{
-  isa.kernel @k ins(%x: {gm}) outs(%y: {gm}) block_dim 1 {{
-{chr(10).join(lines)}
-  }}
-}}"""
+    """test_insert_sync_scaling's random kernels, bigger: up to 7 statements per body, loops
+    nested three deep -- cross-pipe pairs inside loops that the blocks around them chain
+    through."""
+    return random_kernel(rng, statements=7, depth_limit=3, cuts=(0.25, 0.45, 0.6, 0.8))
 
 
 KERNELS = [_random_kernel(random.Random(seed)) for seed in range(1700, 1760)]

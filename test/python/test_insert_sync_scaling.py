@@ -264,10 +264,13 @@ def test_batched_searches_answer_as_implied_on_the_lit_kernels(text, monkeypatch
     assert _searched(text, monkeypatch)[2] == _searched(text, monkeypatch, plain=True)[2]
 
 
-def _random_kernel(rng: random.Random) -> str:
+def _random_kernel(rng: random.Random, statements: int = 5, depth_limit: int = 2,
+                   cuts: tuple[float, float, float, float] = (0.2, 0.4, 0.55, 0.75)) -> str:
     """A small kernel of copies and vector ops on UB buffers that may share bytes (offsets
     drawn at random, two slots of one buffer), at constant offsets or offsets over loop
-    counters, in loops with constant or unknown bounds, nested up to twice."""
+    counters, in loops of 1, 2 or 4 trips or an unknown count (maybe none), nested up to
+    `depth_limit` deep, 1 to `statements` statements per body; `cuts`: the cumulative
+    chances of a loop, a load, a store and a vabs (else a vadd)."""
     gm, ub = "memref<256xf32, #isa.space<gm>>", "memref<64xf32, #isa.space<ub>>"
     bufs = ["%u0", "%u1", "%s0", "%s1"]
     lines = [f"    %c{c} = arith.constant {c} : index" for c in (0, 1, 2, 4, 8, 16, 32)]
@@ -279,7 +282,7 @@ def _random_kernel(rng: random.Random) -> str:
 
     def body(depth: int, ivs: list[str], indent: str) -> list[str]:
         out = []
-        for _ in range(rng.randint(1, 5)):
+        for _ in range(rng.randint(1, statements)):
             offs = ["%c0", "%c8", "%c16", "%c32"]
             if ivs and rng.random() < 0.5:
                 o = f"%o{next(count)}"
@@ -290,16 +293,16 @@ def _random_kernel(rng: random.Random) -> str:
                 return rng.choice(offs) if rng.random() < 0.8 else rng.choice(["%c0", "%c8", "%c16"])
 
             kind = rng.random()
-            if depth < 2 and kind < 0.2:
+            if depth < depth_limit and kind < cuts[0]:
                 iv = f"%i{next(count)}"
                 out.append(f"{indent}scf.for {iv} = %c0 to {rng.choice(['%c1', '%c2', '%c4', '%n'])} step %c1 {{")
                 out += body(depth + 1, [*ivs, iv], indent + "  ")
                 out.append(f"{indent}}}")
-            elif kind < 0.4:
+            elif kind < cuts[1]:
                 out.append(f"{indent}isa.copy_gm_to_ub %x[{off()}] to {rng.choice(bufs)} sizes [16] : {gm} to {ub}")
-            elif kind < 0.55:
+            elif kind < cuts[2]:
                 out.append(f"{indent}isa.copy_ub_to_gm {rng.choice(bufs)} to %y[{off()}] sizes [16] : {ub} to {gm}")
-            elif kind < 0.75:
+            elif kind < cuts[3]:
                 a, b = rng.choice(bufs), rng.choice(bufs)
                 out.append(f"{indent}isa.vabs {a}[{off()}], {b}[{off()}] repeat 1 mask 16 : {ub}, {ub}")
             else:
