@@ -68,8 +68,9 @@ def test_sliced_read_outs_convert_and_drop_the_vconv(monkeypatch):
     """The q projection's plan slices its epilogue in 4: with the switch every slice's
     read-out writes f16 (no vconv left in the kernel); without it each slice reads out f32
     and a vconv follows. The same plan either way (K steps of 16 in chunks of 32, the
-    one-step chunks of `ROTATING_STEP` off) is at least 7% faster simulated (11,232 ->
-    10,173 cycles) and the tiler's cost is within 15% of it."""
+    one-step chunks of `ROTATING_STEP` off) is at least 4% faster simulated (10,720 ->
+    10,173 cycles: the dropped vconvs' f32 -> f16 repeats at 1 cycle each, PTO-ISA's
+    figure -- 11,232 at the earlier 2) and the tiler's cost is within 15% of it."""
     x = feed()
     _, ((cycles, plan, kernel),) = compile_run(bert_part("qkv"), x, monkeypatch, ROTATING_STEP=False)
     _, ((old_cycles, old_plan, old_kernel),) = compile_run(bert_part("qkv"), x, monkeypatch, sliced=False,
@@ -78,7 +79,7 @@ def test_sliced_read_outs_convert_and_drop_the_vconv(monkeypatch):
     assert (plan.tm, plan.tn, plan.blocks) == (old_plan.tm, old_plan.tn, old_plan.blocks)
     assert not ops_named(kernel, "isa.vconv") and len(ops_named(old_kernel, "isa.vconv")) >= 4
     assert len(ops_named(kernel, "isa.copy_l0c_to_ub")) == len(ops_named(old_kernel, "isa.copy_l0c_to_ub")) >= 4
-    assert cycles < 0.93 * old_cycles, (cycles, old_cycles)
+    assert cycles < 0.96 * old_cycles, (cycles, old_cycles)
     assert plan.cycles + 1000 == pytest.approx(cycles, rel=0.15)  # + the launch's dispatch
     assert plan.cycles < old_plan.cycles  # the tiler charges the read-out's conversion, not the vconv
 
@@ -119,19 +120,22 @@ def test_sliced_read_outs_match_onnxruntime(kind, monkeypatch):
 @pytest.mark.parametrize("kind", ["qkv", "ffn"])
 def test_projections_against_the_old_plans(kind, monkeypatch):
     """BERT-base's matmuls, cold L2, against the plans and codegen before (`BEFORE` and
-    `SLICED_READ_OUT` off): the q projection 11,232 -> 9,933 cycles (converting slice
+    `SLICED_READ_OUT` off): the q projection 10,720 -> 9,933 cycles (converting slice
     read-outs; one K step of 16 per chunk, its L0 buffers rotating in the loop over chunks:
-    `ROTATING_STEP`), FFN in 34,180 -> 31,909 (256 x 64 tiles whose GELU epilogue paces
-    the pipeline: `VECTOR_PACED`, and its Div by sqrt(2) charged as a vmul) and FFN out
-    31,605 -> 30,201. Each new plan's modeled cost within 15% of its simulated cycles."""
+    `ROTATING_STEP`), FFN in 30,891 -> 29,250 (256 x 64 tiles whose GELU epilogue paces
+    the pipeline: `VECTOR_PACED`, its Div by sqrt(2) charged as a vmul; K copied in pieces)
+    and FFN out 31,093 -> 30,201 (the old sides with vconv's f32 -> f16 at PTO-ISA's 1 cycle
+    per repeat; 11,232, 34,180 and 31,605 at the earlier 2). Each new plan's modeled cost
+    within 15% of its simulated cycles."""
     x = feed()
     _, new = compile_run(bert_part(kind), x, monkeypatch)
     _, old = compile_run(bert_part(kind), x, monkeypatch, sliced=False, **BEFORE)
-    bounds = {"qkv": [0.9], "ffn": [0.95, 0.97]}[kind]
+    bounds = {"qkv": [0.95], "ffn": [0.96, 0.98]}[kind]
     for (cycles, plan, _), (old_cycles, old_plan, _), most in zip(new, old, bounds, strict=True):
         assert cycles < most * old_cycles, (cycles, old_cycles, plan.describe(), old_plan.describe())
         assert plan.cycles + 1000 == pytest.approx(cycles, rel=0.15)  # + the launch's dispatch
     if kind == "qkv":
         assert new[0][1].kl1 == new[0][1].tk < old[0][1].kl1  # one K step per chunk
     else:
-        assert (new[0][1].tm, new[0][1].tn) != (old[0][1].tm, old[0][1].tn)
+        # 256 x 64 tiles (the old switches pick them too since the Vector prices of PTO-ISA)
+        assert (new[0][1].tm, new[0][1].tn) == (256, 64)
