@@ -728,7 +728,7 @@ def _epi_splits(p: CubeProblem, tm: int, tn: int, f: _Fixed) -> tuple[int, ...]:
 
 def cube_cost(p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl1: int, order: str, blocks: int,
               l1d: bool, l0d: bool, epid: bool, split: int = 1, s: _Sizes | None = None,
-              batch_inner: bool = False, a_whole: bool = False) -> float:
+              batch_inner: bool = False, a_whole: bool = False, parts: _TileParts | None = None) -> float:
     """Cycles of the slowest core: its tiles pipelined through their stages -- the L1
     loads (the next tile's overlap this tile's K loop when L1 is double-buffered), the K
     loop (L1 -> L0 moves and mmads, overlapped when L0 is double-buffered; K chunks of L1
@@ -739,8 +739,10 @@ def cube_cost(p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl1: int
     none of the HBM share. A matmul or conv whose cores share their reads (`_shares_reads`):
     the reads after the first reader's hit the L2 at the core's share of its bandwidth
     (`_block_misses`), the loads' start-ups overlap, stages near the slowest one add to it
-    (`CROWDED`) and the slices of a sliced epilogue pipeline."""
+    (`CROWDED`) and the slices of a sliced epilogue pipeline. `parts`: the tiling's
+    `_TileParts` (`_cheapest` shares them among a tiling's schedules)."""
     s = s or sizes(p, tm, tn, tk, kl1)
+    parts = parts or _TileParts(p, mach, tm, tn, tk, kl1, s, l0d)
     n_tiles = _ceil(p.n, tn)
     per_core, inner = _core_tiles(p, tm, tn, order, blocks, split, batch_inner)
     chunks = _ceil(p.k, kl1)
@@ -754,8 +756,7 @@ def cube_cost(p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl1: int
     # fractal in L1); after the first read they hit the L2 (where there is one), at the L2
     # path's rate or the core's share of the L2 bandwidth, outside the HBM budget
     a_miss, a_rate = 1.0, l2_rate
-    is_gemv = gemv(p, mach)
-    shared = _shares_reads(p, mach)
+    is_gemv, shared = parts.gemv, parts.shared
     if shared:
         if BLOCK_MISSES:
             outer_n, inner_n = (_ceil(p.m, tm), n_tiles)[:: 1 if order == "mn" else -1]
@@ -791,9 +792,9 @@ def cube_cost(p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl1: int
         else:
             hoisted, b_in = load(0, b_in), 0
     mte2 = load(a_in, b_in)
-    chunk = _k_loop(p, mach, tm, tn, tk, kl1, s, l0d)
-    k_fill = _k_fill(p, mach, tm, tn, tk, kl1, s, l0d)
-    fix, epi_in, vec, mte3 = _epilogue_stages(mach, s, tm, tn, blocks)
+    chunk, k_fill = parts.chunk, parts.k_fill()
+    fix, vec = parts.fix, parts.vec
+    epi_in, mte3 = _epilogue_traffic(mach, s, blocks)
     hoisted_bytes = (s.a_l1 * a_miss if order == "mn" else s.b_l1 * miss) if chunks == 1 or a_whole else 0
     gm = mach.hbm(chunks * (a_in * a_miss + b_in * miss) + hoisted_bytes / inner + s.epi_in + s.out, blocks)  # reads + writes
     # without FixPipe (the 910) the L0C read-out runs on the Vector pipe, with the epilogue
@@ -812,7 +813,7 @@ def cube_cost(p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl1: int
         outer_n = _ceil(p.m, tm) if order == "mn" else n_tiles
         firsts = _first_tiles(mach, p.kind == "conv", p.batch, p.groups, outer_n, order, blocks, split, batch_inner)
         fill = max(hoisted, firsts * (s.a_l1 if order == "mn" or a_whole else s.b_l1) / mach.hbm_bytes_per_cycle())
-    pieces = _pieces(p, kl1, tk, l0d)
+    pieces = parts.pieces()
     if pieces > 1 and order == "mn":
         # the first tile's K loop runs while A's later pieces arrive (measured with A
         # hoisted; with B hoisted -- order "nm" -- the fill is the cores' distinct weight
@@ -1068,27 +1069,72 @@ def _epilogue_stages(mach: Machine, s: _Sizes, tm: int, tn: int, blocks: int) ->
     only without the bias in L0C (`to_isa._sliced_readers`: each slice's read-out converts;
     a bias would go into L0C once per tile, so to-isa leaves such an epilogue to the Vector
     unit). bert_base's q projection, 4 slices: a vconv of 291 cycles per slice less."""
+    fix, vec = _epilogue_compute(mach, s, tm, tn)
+    epi_in, mte3 = _epilogue_traffic(mach, s, blocks)
+    return fix, epi_in, vec, mte3
+
+
+def _epilogue_compute(mach: Machine, s: _Sizes, tm: int, tn: int) -> tuple[float, float]:
+    """(L0C read-out, vector ops) of `_epilogue_stages`: the same for every schedule of a tiling."""
     es = s.epi_split
     program = mach.memo(("l0c_program", s.program), lambda: l0c_epilogue_program(mach, s.program))
     if es > 1 and (not to_isa.SLICED_READ_OUT or (program and program[0][0] == "broadcast_ub_to_l0c")):
         program = s.program
-    return (mach.dma("l0c_to_ub", s.l0c, count=es), mach.dma("gm_to_ub", s.epi_in, blocks),
-            es * epilogue_cycles(mach, program, tm // es, tn), mach.dma("ub_to_gm", s.out, blocks, count=es))
+    return mach.dma("l0c_to_ub", s.l0c, count=es), es * epilogue_cycles(mach, program, tm // es, tn)
+
+
+def _epilogue_traffic(mach: Machine, s: _Sizes, blocks: int) -> tuple[float, float]:
+    """(operand loads, copy-out) of `_epilogue_stages` on one of `blocks` cores."""
+    return mach.dma("gm_to_ub", s.epi_in, blocks), mach.dma("ub_to_gm", s.out, blocks, count=s.epi_split)
+
+
+class _TileParts:
+    """The terms of `cube_cost` that one tiling's schedules share (its K loop, L0C read-out
+    and vector ops; its K fill and copy pieces when first asked), and the problem's
+    `_shares_reads` / `gemv`. Why: a plan search costs a tiling's schedules one after
+    another and bounds every tiling it visits (`_tile_floor`): computed once per tiling,
+    not per schedule -- the same numbers, so the same plans."""
+
+    __slots__ = ("_k_fill", "_pieces", "chunk", "fix", "gemv", "kl1", "l0d", "mach", "p", "s", "shared", "tk",
+                 "tm", "tn", "vec")
+
+    def __init__(self, p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl1: int, s: _Sizes, l0d: bool,
+                 shared: bool | None = None, is_gemv: bool | None = None) -> None:
+        self.p, self.mach, self.tm, self.tn, self.tk, self.kl1, self.s, self.l0d = p, mach, tm, tn, tk, kl1, s, l0d
+        self.shared = _shares_reads(p, mach) if shared is None else shared
+        self.gemv = gemv(p, mach) if is_gemv is None else is_gemv
+        self.chunk = _k_loop(p, mach, tm, tn, tk, kl1, s, l0d)
+        self.fix, self.vec = _epilogue_compute(mach, s, tm, tn)
+        self._k_fill: float | None = None
+        self._pieces: int | None = None
+
+    def k_fill(self) -> float:
+        if self._k_fill is None:
+            self._k_fill = _k_fill(self.p, self.mach, self.tm, self.tn, self.tk, self.kl1, self.s, self.l0d)
+        return self._k_fill
+
+    def pieces(self) -> int:
+        if self._pieces is None:
+            self._pieces = _pieces(self.p, self.kl1, self.tk, self.l0d)
+        return self._pieces
+
+    def floor(self) -> tuple[int, float]:
+        """`_tile_floor` of the tiling."""
+        chunks = _ceil(self.p.k, self.kl1)
+        return chunks, max(chunks * self.chunk, self.fix, self.vec)
 
 
 def _tile_floor(p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl1: int, l0d: bool,
                 s: _Sizes) -> tuple[int, float]:
     """(K chunks, the cycles one of a tile's stages surely takes whatever its schedule): the
     K loops of all its chunks, its L0C read-out or its epilogue's vector ops."""
-    chunks = _ceil(p.k, kl1)
-    fix, _, vec, _ = _epilogue_stages(mach, s, tm, tn, 1)
-    return chunks, max(chunks * _k_loop(p, mach, tm, tn, tk, kl1, s, l0d), fix, vec)
+    return _TileParts(p, mach, tm, tn, tk, kl1, s, l0d).floor()
 
 
 def cube_cost_bound(p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl1: int, order: str, blocks: int,
                     l1d: bool, l0d: bool, epid: bool, split: int = 1, s: _Sizes | None = None,
                     batch_inner: bool = False, a_whole: bool = False,
-                    floor: tuple[int, float] | None = None) -> float:
+                    floor: tuple[int, float] | None = None, parts: _TileParts | None = None) -> float:
     """A lower bound of `cube_cost` with the same arguments, at a fraction of its price
     (`floor`: the candidate's `_tile_floor`, shared by the schedules of one tiling): the
     slowest core's tiles times a stage every tile surely has (`_tile_floor`, or the A
@@ -1096,21 +1142,52 @@ def cube_cost_bound(p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl
     the GM bytes every tile surely moves (those A bytes, the epilogue operands and outputs)
     at the core's HBM share. Each is a term of the cost's stages or of its port (and
     rounding is monotone), so the bound is exact: `_cheapest` skips a candidate whose bound
-    exceeds a cost found."""
+    exceeds a cost found. (`parts`: the tiling's `_TileParts`, for the problem's traits.)"""
     s = s or sizes(p, tm, tn, tk, kl1)
     chunks, stage = floor or _tile_floor(p, mach, tm, tn, tk, kl1, l0d, s)
     per_core, inner = _core_tiles(p, tm, tn, order, blocks, split, batch_inner)
+    shared, is_gemv = (_shares_reads(p, mach), gemv(p, mach)) if parts is None else (parts.shared, parts.gemv)
+    return per_core * inner * _bound_stage(p, mach, order, blocks, s, a_whole, chunks, stage, shared, is_gemv)
+
+
+def _shared_loads_bound(p: CubeProblem, mach: Machine, tm: int, tn: int, order: str, blocks: int, split: int,
+                        batch_inner: bool, chunks: int, s: _Sizes) -> float:
+    """A lower bound of `cube_cost` when the cores share their reads, tighter than
+    `cube_cost_bound` and dearer: the slowest core's tiles times the loads of a tile's K
+    chunks that are not hoisted, at the schedule's L2 misses -- `cube_cost`'s MTE2 stage
+    `load`, part of a stage every tile has (less a rounding margin). Why: the loads are most
+    convs' slowest stage, which `cube_cost_bound` takes at the faster read rate; asked only
+    of the candidates that bound lets through (densenet121: 49k costed -> 33k)."""
+    per_core, inner = _core_tiles(p, tm, tn, order, blocks, split, batch_inner)
+    if BLOCK_MISSES:
+        outer_n, inner_n = (_ceil(p.m, tm), _ceil(p.n, tn))[:: 1 if order == "mn" else -1]
+        a_miss, miss = _block_misses(mach, p.kind == "conv", p.batch, p.groups, outer_n, inner_n, order, blocks,
+                                     split, batch_inner, chunks == 1)
+    else:
+        a_miss, miss = _shared_miss(p, order, blocks, split, per_core)
+    tg = mach.target
+    l2_rate = min(tg.bytes_per_cycle(tg.dma.l2_to_l1), tg.bytes_per_cycle(tg.dma.l2_total) / blocks)
+    a = 0 if chunks == 1 and order == "mn" else s.a_l1  # hoisted: loaded once per outer tile (`cube_cost`)
+    b = 0 if chunks == 1 and order == "nm" else s.b_l1
+    load = mach.dma("gm_to_l1", a * a_miss + b * miss, blocks, count=0) + b * (1 - miss) / l2_rate \
+        + a * (1 - a_miss) / l2_rate
+    return per_core * inner * (chunks * load * (1 - 1e-9))
+
+
+def _bound_stage(p: CubeProblem, mach: Machine, order: str, blocks: int, s: _Sizes, a_whole: bool, chunks: int,
+                 stage: float, shared: bool, is_gemv: bool) -> float:
+    """The cycles each tile surely takes in `cube_cost_bound`: `stage`, the A loads of its K
+    chunks, its shared reads, or its GM bytes at the core's HBM share."""
     # (a C04 conv's feature-map rows partly hit the L2: no A term)
     # (nor when the cores share their reads: A's mostly hit the L2)
-    shared = _shares_reads(p, mach)
-    a_in = 0 if a_whole or (chunks == 1 and order == "mn") or gemv(p, mach) or (p.conv or {}).get("c04") \
+    a_in = 0 if a_whole or (chunks == 1 and order == "mn") or is_gemv or (p.conv or {}).get("c04") \
         or shared else s.a_l1
     reads = 0.0
     if shared:  # the loads not hoisted, each byte from the HBM or the L2, at the faster share (`load`)
         reads = chunks * (s.a_l1 + s.b_l1 if chunks > 1 else s.b_l1 if order == "mn" else s.a_l1) \
             / _fastest_read(mach, blocks)
-    return per_core * inner * max(stage, chunks * mach.dma("gm_to_l1", a_in, blocks), reads,
-                                  mach.hbm(chunks * a_in + s.epi_in + s.out, blocks))
+    return max(stage, chunks * mach.dma("gm_to_l1", a_in, blocks), reads,
+               mach.hbm(chunks * a_in + s.epi_in + s.out, blocks))
 
 
 @machine_memo
@@ -1123,16 +1200,17 @@ def _fastest_read(mach: Machine, blocks: int) -> float:
 
 
 def _tiling_bound(p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl1: int, blocks: int, s: _Sizes,
-                  a_whole: bool) -> float:
+                  a_whole: bool, traits: tuple[bool, bool] | None = None) -> float:
     """A lower bound of `cube_cost_bound` for every schedule of one tiling on at most
     `blocks` cores, cheaper than its `_tile_floor`: the slowest core runs at least its
     share of all the tiles, each taking its mmads (the Cube's part of its K loops) or the A
     loads of its K chunks (several: A is not hoisted), or the tiles' GM bytes at the chip's
-    HBM rate (less a rounding margin: a schedule's bound multiplies in another order)."""
+    HBM rate (less a rounding margin: a schedule's bound multiplies in another order).
+    `traits`: the problem's (`_shares_reads`, `gemv`), asked once per search."""
     tiles = p.batch * p.groups * _ceil(p.m, tm) * _ceil(p.n, tn)
     chunks = _ceil(p.k, kl1)
-    shared = _shares_reads(p, mach)
-    a_in = s.a_l1 if chunks > 1 and not a_whole and not gemv(p, mach) and not (p.conv or {}).get("c04") \
+    shared, is_gemv = traits or (_shares_reads(p, mach), gemv(p, mach))
+    a_in = s.a_l1 if chunks > 1 and not a_whole and not is_gemv and not (p.conv or {}).get("c04") \
         and not shared else 0
     mmads = _ceil(kl1, tk) * mach.cube(tm, tk, tn, elem_name(p.elem))
     reads = 0.0
@@ -1151,32 +1229,38 @@ def _cheapest(p: CubeProblem, mach: Machine, found: Sequence[tuple]) -> tuple[in
     Tilings are visited in increasing order of `_tiling_bound`, their schedules in
     increasing order of `cube_cost_bound`, and a candidate is costed only while its
     bounds are at most the cheapest cost found so far: one skipped costs more than the plan
-    chosen."""
+    chosen. A tiling's shared terms are computed once (`_TileParts`); when the cores share
+    their reads, a candidate passes `_shared_loads_bound` too before it is costed."""
     if not isinstance(found, _Candidates):
         found = _Candidates.of(found)
     most_of: dict[int, int] = {}  # the most cores of a tile shape's schedules (by the tuple's id)
+    traits = shared, is_gemv = _shares_reads(p, mach), gemv(p, mach)
     tilings = []  # (bound, tiling, most cores)
     for tiling in found.tilings:
         _, tm, tn, tk, kl1, _, _, _, s, whole, schedules = tiling
         most = most_of.get(id(schedules))
         if most is None:
             most = most_of[id(schedules)] = max(blocks for _, blocks, _, _ in schedules)
-        tilings.append((_tiling_bound(p, mach, tm, tn, tk, kl1, most, s, whole), tiling, most))
+        tilings.append((_tiling_bound(p, mach, tm, tn, tk, kl1, most, s, whole, traits), tiling, most))
     tilings.sort(key=lambda t: t[0])
     best_i, best = -1, math.inf
     for bound, (lo, tm, tn, tk, kl1, l1d, l0d, epid, s, whole, schedules), most in tilings:
         if bound > best:
             break
-        floor = _tile_floor(p, mach, tm, tn, tk, kl1, l0d, s)
+        parts = _TileParts(p, mach, tm, tn, tk, kl1, s, l0d, shared, is_gemv)
+        floor = parts.floor()
         if _ceil(p.batch * p.groups * _ceil(p.m, tm) * _ceil(p.n, tn), most) * floor[1] > best:
             continue  # every schedule's tiles x the floor: at most cube_cost_bound
         bounds = sorted((cube_cost_bound(p, mach, tm, tn, tk, kl1, order, blocks, l1d, l0d, epid, split, s, bin_, whole,
-                                         floor=floor), lo + k) for k, (order, blocks, split, bin_) in enumerate(schedules))
+                                         floor=floor, parts=parts), lo + k)
+                        for k, (order, blocks, split, bin_) in enumerate(schedules))
         for bound, j in bounds:
             if bound > best:
                 break
             order, blocks, split, bin_ = schedules[j - lo]
-            cyc = cube_cost(p, mach, tm, tn, tk, kl1, order, blocks, l1d, l0d, epid, split, s, bin_, whole)
+            if shared and _shared_loads_bound(p, mach, tm, tn, order, blocks, split, bin_, floor[0], s) > best:
+                continue
+            cyc = cube_cost(p, mach, tm, tn, tk, kl1, order, blocks, l1d, l0d, epid, split, s, bin_, whole, parts)
             if best_i < 0 or cyc < best or (cyc == best and j < best_i):
                 best_i, best = j, cyc
     return best_i, best

@@ -1,0 +1,97 @@
+"""The Cube plan search's shared terms and second bound change no cost and no plan
+(lowering/tile_cube.py `_TileParts`, `_shared_loads_bound`; issue 17, compile speed).
+
+`_cheapest` computes a tiling's K loop, L0C read-out and vector ops once for all its
+schedules (`_TileParts`) and, when the cores share their reads, skips a candidate whose
+loads at its L2 misses (`_shared_loads_bound`) already cost more than the cheapest plan
+found. Checked on every candidate of real kernels' searches (test_plan_search_speed's
+ResNet-50 convs and transformer / GEMV matmuls, on the 910 and the 910B), each on a fresh
+`Machine`: a cost with the shared parts is bit-identical to one without; the second
+bound never exceeds the cost, is at least `cube_cost_bound`'s share of loads and prunes
+candidates that bound lets through; the chosen plan is the first cheapest of a plain scan.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_plan_search_speed import conv_model, matmul_model
+
+import ge
+from ge.lowering import tile_cube
+from ge.lowering.tile_cost import Machine
+
+
+@pytest.fixture(scope="module", params=["ascend910", "ascend910b"])
+def searches(request):
+    """(problem, machine, candidates, chosen index, chosen cost) of every search of the two models."""
+    out = []
+    real = tile_cube._cheapest
+
+    def spy(p, mach, found):
+        i, cyc = real(p, mach, found)
+        out.append((p, mach, list(found), i, cyc))
+        return i, cyc
+
+    mp = pytest.MonkeyPatch()
+    mp.setattr(tile_cube, "_cheapest", spy)
+    try:
+        for model in (conv_model(), matmul_model()):
+            ge.compile(model, ge.CompileOptions(soc_version=request.param, keep_ir_text=False))
+    finally:
+        mp.undo()
+    return out
+
+
+def _tilings(found):
+    """Candidate indices by tiling (the schedules sharing one `_Sizes`)."""
+    out: dict[int, list[int]] = {}
+    for j, args in enumerate(found):
+        out.setdefault(id(args[10]), []).append(j)
+    return out.values()
+
+
+def test_shared_parts_cost_as_the_plain_cost(searches):
+    checked = 0
+    for p, mach, found, *_ in searches:
+        for js in _tilings(found):
+            tm, tn, tk, kl1, _, _, _, l0d, _, _, s, _, _ = found[js[0]]
+            parts = tile_cube._TileParts(p, Machine(mach.target), tm, tn, tk, kl1, s, l0d)
+            assert parts.floor() == tile_cube._tile_floor(p, Machine(mach.target), tm, tn, tk, kl1, l0d, s)
+            for j in js[:: max(1, len(js) // 3)]:
+                plain = tile_cube.cube_cost(p, Machine(mach.target), *found[j])
+                assert tile_cube.cube_cost(p, Machine(mach.target), *found[j], parts) == plain
+                assert tile_cube.cube_cost_bound(p, Machine(mach.target), *found[j], parts=parts) == \
+                    tile_cube.cube_cost_bound(p, Machine(mach.target), *found[j])
+                checked += 1
+    assert checked > 1000
+
+
+def test_shared_loads_bound_never_exceeds_the_cost(searches):
+    tighter = shared = 0
+    for p, mach, found, *_ in searches:
+        fresh = Machine(mach.target)
+        if not tile_cube._shares_reads(p, fresh):
+            continue
+        shared += 1
+        for args in found:
+            tm, tn, _, kl1, order, blocks, _, _, _, split, s, batch_inner, _ = args
+            chunks = -(-p.k // kl1)
+            loads = tile_cube._shared_loads_bound(p, fresh, tm, tn, order, blocks, split, batch_inner, chunks, s)
+            cost = tile_cube.cube_cost(p, fresh, *args)
+            assert 0 < loads <= cost, args[:10]
+            tighter += loads > tile_cube.cube_cost_bound(p, fresh, *args)
+    assert shared >= 2  # the convs (and the 910's unbatched matmul)
+    assert tighter > 100  # it prunes what cube_cost_bound lets through
+
+
+def test_the_plan_is_the_first_cheapest_of_a_plain_scan(searches):
+    for p, mach, found, i, cyc in searches:
+        fresh = Machine(mach.target)
+        costs = [tile_cube.cube_cost(p, fresh, *args) for args in found]
+        best = min(costs)
+        assert (i, cyc) == (costs.index(best), best)
