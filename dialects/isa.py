@@ -93,7 +93,6 @@ from xdsl.traits import (
     MemoryReadEffect,
     MemoryWriteEffect,
     Pure,
-    SymbolTable,
 )
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
@@ -103,7 +102,7 @@ from ge.dialects import dtypes
 from ge.dialects.fast_verify import install as install_fast_verify
 from ge.dialects.interning import int_array as int_array  # (i64, interned: re-exported)
 from ge.dialects.interning import int_attr, segment_sizes
-from ge.dialects.kernel_base import KernelBase
+from ge.dialects.kernel_base import KernelBase, lookup_symbol
 from ge.dialects.lazy_format import irdl_op_definition  # (the assembly format compiled on first use)
 
 # The instruction encoding has eight event ids per (set pipe, wait pipe) pair, as HIVM's
@@ -391,7 +390,7 @@ class LaunchOp(IRDLOperation):
         Operation.__init__(self, operands=plain[0], properties=props)  # (as InstructionOp's: IRDL's op, unchecked)
 
     def verify_(self) -> None:
-        kernel = SymbolTable.lookup_symbol(self, self.callee)
+        kernel = lookup_symbol(self, self.callee)
         if not isinstance(kernel, KernelOp):
             raise VerifyException(f"no isa.kernel named {self.callee}")
 

@@ -7,15 +7,82 @@ a subclass adds its own keywords after `block_dim` through `_parse_extra` / `_pr
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 
-from xdsl.dialects.builtin import I64, FunctionType, IntegerAttr, StringAttr, i64
-from xdsl.ir import Attribute, Block, Region, SSAValue
+from xdsl.dialects.builtin import I64, FunctionType, IntegerAttr, StringAttr, SymbolRefAttr, i64
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.irdl import IRDLOperation, prop_def, region_def, traits_def
 from xdsl.parser import Parser
 from xdsl.printer import Printer
-from xdsl.traits import IsolatedFromAbove, NoTerminator, SymbolOpInterface
+from xdsl.traits import IsolatedFromAbove, NoTerminator, SymbolOpInterface, SymbolTable
 from xdsl.utils.exceptions import VerifyException
+
+# Inside `symbols_indexed()`: per symbol table op, its symbols by name (built at the first
+# lookup). None outside: every lookup scans.
+_INDEX: ContextVar[dict[Operation, dict[StringAttr, Operation]] | None] = ContextVar("ge_symbol_index", default=None)
+
+
+@contextmanager
+def symbols_indexed() -> Iterator[None]:
+    """Within this scope `lookup_symbol` finds a symbol through an index of its table, built
+    at the table's first lookup, instead of scanning the table's ops. Why: every launch's
+    verifier looks up its kernel, so verifying a module's launches scanned its symbols once
+    per launch (densenet121: 244 launches among ~250 symbols). For a scope without
+    insertions of symbols (a verify): a symbol added later is found by a scan, a removed or
+    renamed one is not taken from the index."""
+    token = _INDEX.set({})
+    try:
+        yield
+    finally:
+        _INDEX.reset(token)
+
+
+def lookup_symbol(op: Operation, name: SymbolRefAttr) -> Operation | None:
+    """`SymbolTable.lookup_symbol(op, name)`: the first op of the nearest symbol table that
+    names `name`, each op class's symbol trait found once per call (xDSL's per-op
+    `get_trait` was most of a scan), through the table's index in `symbols_indexed()`."""
+    if name.nested_references.data:
+        return SymbolTable.lookup_symbol(op, name)
+    anchor: Operation | None = op
+    while anchor is not None and not anchor.has_trait(SymbolTable):
+        anchor = anchor.parent_op()
+    if anchor is None:
+        raise ValueError(f"Operation {op} has no SymbolTable ancestor")
+    want = name.root_reference
+    block = anchor.regions[0].block
+    indexes = _INDEX.get()
+    if indexes is not None:
+        index = indexes.get(anchor)
+        if index is None:
+            index = indexes[anchor] = {}
+            for o, sym in _symbols(block):
+                index.setdefault(sym, o)
+        found = index.get(want)
+        if found is not None and found.parent is block and _symbol_of(found) == want:
+            return found
+    for o, sym in _symbols(block):
+        if sym == want:
+            return o
+    return None
+
+
+def _symbol_of(op: Operation) -> StringAttr | None:
+    trait = op.get_trait(SymbolOpInterface)
+    return None if trait is None else trait.get_sym_attr_name(op)
+
+
+def _symbols(block: Block) -> Iterator[tuple[Operation, StringAttr]]:
+    """(op, its symbol name) of each symbol op of `block`, in order."""
+    traits: dict[type, SymbolOpInterface | None] = {}
+    for o in block.ops:
+        cls = type(o)
+        trait = traits.get(cls, traits)
+        if trait is traits:
+            trait = traits[cls] = o.get_trait(SymbolOpInterface)
+        if trait is not None and (sym := trait.get_sym_attr_name(o)) is not None:
+            yield o, sym
 
 
 class KernelBase(IRDLOperation):

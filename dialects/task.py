@@ -61,12 +61,12 @@ from xdsl.traits import (
     NoTerminator,
     Pure,
     SymbolOpInterface,
-    SymbolTable,
 )
 from xdsl.utils.exceptions import VerifyException
 
 from ge.dialects.dtypes import numpy_dtype
 from ge.dialects.fast_verify import install as install_fast_verify
+from ge.dialects.kernel_base import lookup_symbol
 from ge.dialects.lazy_format import irdl_op_definition  # (the assembly format compiled on first use)
 
 REGIONS = ("weights", "inputs", "outputs", "workspace")
@@ -442,7 +442,7 @@ class LaunchOp(_TaskOp):
     def verify_(self) -> None:
         if self.block_dim.value.data < 1:
             raise VerifyException(f"block_dim must be >= 1, got {self.block_dim.value.data}")
-        kernel = SymbolTable.lookup_symbol(self, self.callee)
+        kernel = lookup_symbol(self, self.callee)
         signature = kernel_signature(kernel) if kernel is not None else None
         if signature is None:
             raise VerifyException(f"no kernel named {self.callee} (a func.func or a kernel op) in the module")

@@ -86,7 +86,6 @@ from xdsl.traits import (
     MemoryWriteEffect,
     Pure,
     RecursiveMemoryEffect,
-    SymbolTable,
 )
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
@@ -94,7 +93,7 @@ from xdsl.utils.str_enum import StrEnum
 from ge.dialects import dtypes
 from ge.dialects.fast_verify import install as install_fast_verify
 from ge.dialects.fusion import KINDS
-from ge.dialects.kernel_base import KernelBase
+from ge.dialects.kernel_base import KernelBase, lookup_symbol
 from ge.dialects.lazy_format import irdl_op_definition  # (the assembly format compiled on first use)
 
 
@@ -230,7 +229,7 @@ class LaunchOp(IRDLOperation):
         super().__init__(operands=[list(ins), list(outs)], properties={"callee": SymbolRefAttr(callee)})
 
     def verify_(self) -> None:
-        kernel = SymbolTable.lookup_symbol(self, self.callee)
+        kernel = lookup_symbol(self, self.callee)
         if not isinstance(kernel, KernelOp):
             raise VerifyException(f"no tile.kernel named {self.callee}")
         got = ([v.type for v in self.ins], [v.type for v in self.outs])

@@ -243,6 +243,7 @@ class _Pipeline:
         (directory / f"{prefix}{number:02d}_{stage}.mlir").write_text(print_module(module))
 
     def gear(self, gear) -> _GearResult:
+        from ge.dialects.kernel_base import symbols_indexed
         from ge.ir import make_context
         from ge.lowering.build_model import BuildOptions, build_model
 
@@ -261,11 +262,12 @@ class _Pipeline:
             on = module if once is None else once.work
             check = self.verifies(stages, number - 1)
             with probes if stage in ("fuse", "tile") else contextlib.nullcontext():  # tile copies the probes' tilings
-                self.timed(stage, lambda p=p, on=on, check=check: (p.apply(ctx, on), check and on.verify()))
+                self.timed(stage, lambda p=p, on=on, check=check: (p.apply(ctx, on), check and _verify(on)))
             if once is not None and stage == ISA_STAGES[1]:
                 self.untimed("kernel-copies", once.add_probe_kernels)
             if once is not None and stage == ISA_STAGES[-1]:
-                self.untimed("kernel-copies", once.finish)
+                with symbols_indexed():  # (it verifies the launches it lowers)
+                    self.untimed("kernel-copies", once.finish)
                 result.stats["distinct_kernels"], result.stats["twins"], once = once.distinct, once.twins(), None
             self.dump(module, prefix, number, stage)
             if stage == "graph-optimize":
@@ -277,6 +279,15 @@ class _Pipeline:
         self.dump(module, prefix, number + 1, "build-model")
         result.stats["build"] = reports[0]
         return result
+
+
+def _verify(module: ModuleOp) -> None:
+    """`module.verify()`, its launches finding their kernels through an index of the
+    module's symbols (`symbols_indexed`: xDSL's lookup scans them once per launch)."""
+    from ge.dialects.kernel_base import symbols_indexed
+
+    with symbols_indexed():
+        module.verify()
 
 
 def _distinct_kernels(module: ModuleOp, probes):
