@@ -33,7 +33,11 @@ How the region's values become instructions:
   copy and folded by three elementwise halvings; `vbrcb` spreads the values back to one
   block per row; f16 data is converted to f32 first and back at the end. Softmax divides by one
   `vrec` per row and a `vmul`; a float Div by a constant is a `vmuls` by its reciprocal,
-  by a one-element tensor a `vrec` of its block and a `vmul`;
+  by a one-element tensor a `vrec` of its block and a `vmul`; a constant on the left of a
+  commutative Add / Mul / Max / Min is moved right (a vadds, not a vdup and a vadd); the row
+  slices of a sliced Cube epilogue share what the first copied from their inputs (a one-value
+  input spread over a block and its reciprocal, a bias row repeated: `blocks`,
+  to_isa.slice_blocks), so the next slice starts with its first compute step;
 - a row op (rows against rows, a per-row value, a per-column row) is one `grid` op: the
   cheapest of rows on the repeat axis, 8 rows on the blocks of a repeat with the repeats
   along the row, one block column per instruction, a row per instruction, or flat. The
@@ -330,8 +334,12 @@ class _Pool:
 class VectorLowering:
     """Emits the instructions of one `tile.vector` (see the module docstring)."""
 
-    def __init__(self, k, op: t.VectorOp, fixed=None):
+    def __init__(self, k, op: t.VectorOp, fixed=None, blocks: dict | None = None):
         self.k, self.b, self.target, self.op = k, k.b, k.target, op
+        # scratch buffer -> (source input buffer, its offset, copy sizes, copy strides, "copy" | "rec"):
+        # what a copy from an input (`input_copy`) left there, maybe in the previous row slice
+        # of a sliced Cube epilogue (to_isa.slice_blocks); updated for the next one
+        self.blocks: dict = {} if blocks is None else blocks
         self.fixed = fixed  # a to_isa.FixQuant: the region's head that FixPipe computed on the way out of L0C
         vec = self.target.vector
         self.bpr, self.block, self.max_rep = vec.bytes_per_repeat, vec.block_bytes, vec.max_repeats
@@ -355,18 +363,38 @@ class VectorLowering:
     def epb(self, elem: Attribute) -> int:
         return max(1, self.block // isa.itemsize(elem))
 
-    def temp(self, shape: Sequence[int], elem: Attribute) -> Tensor:
-        """A temporary row-major tensor (a dead temporary's buffer when one is big enough)."""
+    def temp(self, shape: Sequence[int], elem: Attribute, keep: bool = False) -> Tensor:
+        """A temporary row-major tensor (a dead temporary's buffer when one is big enough);
+        what it held is forgotten (`blocks`) unless `keep` (`input_copy` checks it)."""
         n = max(1, math.prod(shape))
         fits = [x for x in self.pool.free if x.elem == elem and x.size >= n]
         if fits:
             best = min(fits, key=lambda x: x.size)
             self.pool.free.remove(best)
-            return Tensor(best.buf, 0, tuple(shape), elem)
-        size = isa.align_up(n, self.epb(elem))
-        self.pool.count += 1
-        (buf,) = self.b.buffer(UB, [size], elem, name=f"vt{self.pool.count}")
+            buf = best.buf
+        else:
+            size = isa.align_up(n, self.epb(elem))
+            self.pool.count += 1
+            (buf,) = self.b.buffer(UB, [size], elem, name=f"vt{self.pool.count}")
+        if not keep:
+            self.blocks.pop(buf, None)
         return Tensor(buf, 0, tuple(shape), elem)
+
+    def input_copy(self, x: Tensor, shape: Sequence[int], sizes: Sequence[int], strides: Sequence[int],
+                   want: str = "copy") -> Tensor:
+        """A temporary of `shape` filled from `x` by one strided copy (`copy` with
+        `strides`), or the same temporary with no copy when it already holds that (a region
+        input, unchanged since the previous row slice copied it: `blocks`; `want` "rec": or
+        its reciprocal, made in place by that slice)."""
+        y = self.temp(shape, x.elem, keep=True)
+        held = (x.buf, x.off, tuple(sizes), tuple(strides))
+        if x.buf in self.inputs and isinstance(x.off, int) and self.blocks.get(y.buf) == (*held, want):
+            return y
+        self.blocks.pop(y.buf, None)
+        self.copy(x, y, sizes, strides)
+        if x.buf in self.inputs and isinstance(x.off, int):
+            self.blocks[y.buf] = (*held, "copy")
+        return y
 
     def release(self, x: Tensor) -> None:
         if not any(f.buf is x.buf for f in self.pool.free):
@@ -492,8 +520,7 @@ class VectorLowering:
             if s:
                 out.append(x)
                 continue
-            y = self.temp([k * n1 * epb], x.elem)
-            self.copy(x, y, [k, n1 * epb], [0, 1])
+            y = self.input_copy(x, [k * n1 * epb], [k, n1 * epb], [0, 1])
             temps.append(y)
             out.append(y)
         return out, new, nb8 * epb, temps
@@ -519,12 +546,13 @@ class VectorLowering:
 
         run(0, [0] * len(tensors))
 
-    def block_of(self, x: Tensor) -> Tensor:
-        """A one-element tensor spread over one block (its value in every lane)."""
+    def block_of(self, x: Tensor, want: str = "copy") -> Tensor:
+        """A one-element tensor spread over one block (its value in every lane; `want`:
+        `input_copy`'s)."""
         if x.block_splat:
             return x
-        blk = self.temp([self.epb(x.elem)], x.elem)
-        self.copy(x, blk, [self.epb(x.elem)], [0])
+        epb = self.epb(x.elem)
+        blk = self.input_copy(x, [epb], [epb], [0], want)
         return replace(blk, shape=(1,), block_splat=True)
 
     def ewise(self, cls, dst: Tensor, srcs: Sequence[Tensor], **props) -> None:
@@ -587,11 +615,13 @@ class VectorLowering:
         block = self.op.body.block
         yield_op = block.last_op
         assert isinstance(yield_op, t.YieldOp)
+        self.inputs: set[SSAValue] = set()  # the region's input buffers (`input_copy`)
         for arg, v in zip(block.args, self.op.ins):
             if self.fixed is not None and arg is self.fixed.arg:
                 continue  # the i32 accumulator never reached UB
             buf, off = self.k.buffer(v)
             self.env[arg] = Tensor(buf, off, tensor_shape(arg), arg.type.element_type)
+            self.inputs.add(buf)
         self.outs: dict[SSAValue, Tensor] = {}
         for val, v in zip(yield_op.values, self.op.outs):
             if val not in self.outs and val not in block.args:
@@ -618,6 +648,8 @@ class VectorLowering:
                     blk = self.env[arg]
                     self.flat(isa.VRecOp, blk, [blk], self.epb(blk.elem))
                     self.recips[arg] = blk
+                    if blk.buf in self.blocks:
+                        self.blocks[blk.buf] = (*self.blocks[blk.buf][:4], "rec")
             for v in set(o.operands):
                 if last.get(v) == i and v in self.owned and v not in yield_op.values:
                     self.release(self.owned.pop(v))
@@ -644,12 +676,17 @@ class VectorLowering:
             users = [u.operation for u in arg.uses]
             if all(isinstance(u, arith) and u in ops for u in users):
                 one.append(arg)
-        for arg in one:
-            self.env[arg] = self.block_of(self.env[arg])
-        return [arg for arg in one if all(  # divisors only (their block becomes the reciprocal)
+        divisors = [arg for arg in one if all(  # divisors only (their block becomes the reciprocal)
             isinstance(u.operation, g.DivOp) and u.index == 1 and math.prod(tensor_shape(u.operation.operands[0])) > 1
             and u.operation.operands[0].type.element_type == self.env[arg].elem and u.operation is not ops[0]
             for u in arg.uses)]
+        for arg in one:
+            # a divisor's block may still hold the reciprocal the previous row slice made
+            want = "rec" if arg in divisors else "copy"
+            self.env[arg] = blk = self.block_of(self.env[arg], want)
+            if want == "rec" and self.blocks.get(blk.buf, ("",))[-1] == "rec":
+                self.recips[arg] = blk
+        return [arg for arg in divisors if arg not in self.recips]
 
     def store_value(self, x: Value, out: Tensor) -> None:
         if isinstance(x, Splat):
@@ -832,6 +869,9 @@ class VectorLowering:
         vals = [self.env[v] for v in o.operands]
         if name is g.SubOp and isinstance(vals[1], Splat):
             vals, name = [vals[0], replace(vals[1], value=-vals[1].value)], g.AddOp
+        operands = list(o.operands)
+        if name in SCALAR and len(vals) == 2 and isinstance(vals[0], Splat) and isinstance(vals[1], Tensor):
+            vals, operands = vals[::-1], operands[::-1]  # c + x as x + c: one vadds, not a vdup and a vadd
         made: list[Tensor] = []
         if name is g.DivOp and o.operands[1] in self.recips:  # (its block holds 1 / c: hoist_one_values)
             vals, name = [vals[0], self.recips[o.operands[1]]], g.MulOp
@@ -841,7 +881,7 @@ class VectorLowering:
             made.append(self.reciprocal_block(vals[1]))
             vals, name = [vals[0], made[0]], g.MulOp
         # only the first two operands may be overwritten: a third is read after the first step
-        firsts = list(zip(o.operands, vals))[:2]
+        firsts = list(zip(operands, vals))[:2]
         dst = self.dest(r, [v for v, x in firsts if isinstance(x, Tensor) and x.shape == tensor_shape(r)])
         acc: Tensor | None = None
         for x in vals:
@@ -2251,11 +2291,12 @@ def row_plan(target, kind: str, r: int, n: int, scratch: int = 0, consume: bool 
     return hit[1]
 
 
-def lower_vector(k, op: t.VectorOp, fixed=None) -> None:
+def lower_vector(k, op: t.VectorOp, fixed=None, blocks: dict | None = None) -> None:
     """Emit the isa vector instructions that compute `op`'s region (see the module
     docstring), except the head `fixed` (a to_isa.FixQuant) that FixPipe computed; raises
-    VectorLoweringError naming every op it cannot lower."""
-    VectorLowering(k, op, fixed).run()
+    VectorLoweringError naming every op it cannot lower. `blocks`: what scratch buffers hold
+    from the previous row slice's input copies (to_isa.slice_blocks), updated in place."""
+    VectorLowering(k, op, fixed, blocks).run()
 
 
 __all__ = ["SUPPORTED", "VectorLoweringError", "lower_vector"]

@@ -26,7 +26,9 @@ as the Ascend C paradigms run it:
   it (`op_program`): a row reduction (Softmax, LayerNorm) is a handful of f32
   instructions plus the steps of its group-reduction plan; the per-instruction cost
   (start-up + repeats x the op's cycles per repeat for its element type) is the
-  simulator's own (`ge.runtime.sim_timing.CostModel.vector`).
+  simulator's own (`ge.runtime.sim_timing.CostModel.vector`); an op with a one-value
+  constant operand costs its scalar form (`scalar_form`: vadds / vmuls / vmaxs / vmins),
+  the constant nothing.
 - A kernel pays the chip's launch overhead once (`launch`, added by `tile`).
 
 The model ignores bank conflicts, L2 hits, scalar overhead and instruction issue limits;
@@ -251,6 +253,36 @@ ELEMENTWISE = {
     "tanh": "vtanh", "reciprocal": "vrec", "where": "vsel",
 }
 
+# graph binary op with a one-value constant operand -> the scalar-operand instruction
+# isa_vector emits for it (`SCALAR`: 1 cycle per repeat on the 910 against 2 for the
+# tensor form): x - c is x + (-c), a float x / c is x * (1 / c) (`by_reciprocal`).
+SCALAR_FORMS = {"add": "vadds", "sum": "vadds", "mul": "vmuls", "max": "vmaxs", "min": "vmins",
+                "sub": "vadds", "div": "vmuls"}
+COMMUTATIVE = frozenset({"add", "sum", "mul", "max", "min"})  # a constant on the left is swapped
+
+
+def one_value_constant(v) -> bool:
+    """Is `v` a one-element `graph.constant` (an immediate of its vector kernel: fuse's
+    `fusion_rules.scalar_operands` copies such constants into the group)?"""
+    owner = v.owner
+    shape = getattr(v.type, "get_shape", lambda: (0,))()
+    return getattr(owner, "name", None) == "graph.constant" and math.prod(shape) == 1
+
+
+def scalar_form(op) -> str | None:
+    """The scalar-operand instruction (vadds / vmuls / vmaxs / vmins) `to-isa` runs graph
+    op `op` as -- one of its two operands a one-value constant (on the right for Sub and
+    Div; Div on floats only) -- or None."""
+    name = op.name.split(".", 1)[1]
+    if name not in SCALAR_FORMS or len(op.operands) != 2:
+        return None
+    left, right = (one_value_constant(v) for v in op.operands)
+    if left == right or (left and name not in COMMUTATIVE):
+        return None
+    if name == "div" and numpy_dtype(op.results[0].type.element_type).kind != "f":
+        return None
+    return SCALAR_FORMS[name]
+
 
 def l0c_epilogue_program(mach: Machine, program: Sequence[tuple]) -> tuple:
     """A Cube epilogue's vector program (tile_cube's (op, element type, bytes per output
@@ -291,7 +323,14 @@ def op_program(mach: Machine, op, tile_shape: Sequence[int], widened: bool = Fal
     size = numpy_dtype_size(elem)
     n = math.prod(tile_shape)
     bpr = mach.target.vector.bytes_per_repeat
+    if name == "constant" and op.results and one_value_constant(op.results[0]):
+        # an immediate: nothing when every reader takes it as one (`scalar_form`), else one
+        # block written by vdup (isa_vector.tensor)
+        users = {u.operation for u in op.results[0].uses}
+        return [] if all(scalar_form(u) for u in users) else [("default", elem, 1)]
     if name not in ("softmax", "log_softmax", "layer_norm") or not tile_shape:
+        if (form := scalar_form(op)) is not None:
+            return [(form, elem, math.ceil(n * size / bpr))]
         return [(ELEMENTWISE.get(name, "default"), elem, math.ceil(n * size / bpr))]
     axis = op.properties["axis"].value.data % len(tile_shape)
     row = math.prod(tile_shape[axis:]) if name == "layer_norm" else tile_shape[axis]

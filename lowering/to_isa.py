@@ -727,6 +727,8 @@ class KernelLowering:
     l0c_steps: dict[Operation, L0cBias] = field(default_factory=dict)  # anchor, bias copy, mmads -> their plan
     bias_f32: dict[int, list[SSAValue]] = field(default_factory=dict)  # plan id -> its f32 bias buffer's slots
     armed: dict[int, tuple[scf.ForOp, int]] = field(default_factory=dict)  # plan id -> (its loop, slots) when ahead
+    # the tile.vector lowered last and what its scratch buffers hold from its inputs (`slice_blocks`)
+    last_blocks: tuple[Operation, dict] | None = None
 
     # -- the context interface ---------------------------------------------------------------
 
@@ -1033,8 +1035,10 @@ class KernelLowering:
             quant = self.fixquants.get(op)
             if quant is not None:
                 self.copy(quant.copy, quant)
+            blocks = self.slice_blocks(op)
             with self.b.scratch():
-                lower_vector(self, op, quant)
+                lower_vector(self, op, quant, blocks)
+            self.last_blocks = (op, blocks)
             if isinstance(quant, L0cBias) and id(quant) in self.armed:  # this L0C slot's next tile
                 loop, slots = self.armed[id(quant)]
                 self.arm(quant, loop, self.b.add_(self.values[loop.body.block.args[0]], slots))
@@ -1049,6 +1053,29 @@ class KernelLowering:
             self.arith(op)
         else:
             raise self.fail(op, "has no isa lowering")
+
+    def slice_blocks(self, op: t.VectorOp) -> dict:
+        """What the scratch buffers hold from the inputs of the tile.vector before `op` in its
+        block (isa_vector's `blocks`: one-value constants spread over a block, their
+        reciprocals, a bias row repeated), when only copies, views and index arithmetic run
+        between -- the row slices of a sliced Cube epilogue: the next slice then skips those
+        copies and vrecs. Entries whose source buffer a copy between rewrote are dropped;
+        an empty dict when anything else runs between."""
+        if self.last_blocks is None:
+            return {}
+        last, blocks = self.last_blocks
+        written: set[SSAValue] = set()
+        prev = op.prev_op
+        while prev is not last:
+            if prev is None:
+                return {}
+            if isinstance(prev, t.CopyOp):
+                written.add(self.base(prev.dest)[0])
+            elif not (isinstance(prev, t.ViewOp) or prev.dialect_name() == "arith"):
+                return {}
+            prev = prev.prev_op
+        rewritten = {slot for a in written if a in self.buffers for slot in self.buffers[a].slots}
+        return {buf: held for buf, held in blocks.items() if held[0] not in rewritten}
 
     def ahead_plans(self, loop: scf.ForOp, homed: list[SSAValue], slots: int) -> list[L0cBias]:
         """The plans whose bias goes into L0C one rotation ahead in `loop` (`arm`): the anchor
