@@ -30,17 +30,9 @@ from ge.lowering.tile_cost import Machine, op_program
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_isa_vector import Result, random_args, region
+from test_vector_group_reduce import _softmax
 
 TARGET = "ascend910"
-
-
-def _softmax(rows: int, n: int, elem: str):
-    ty = f"tensor<{rows}x{n}x{elem}>"
-    return region(f"""
-    func.func @f(%x: {ty}) -> {ty} {{
-      %y = graph.softmax %x {{axis = 1 : i64}} : {ty}
-      func.return %y : {ty}
-    }}""")
 
 
 def _layer_norm(rows: int, n: int, elem: str, widened: bool = False):
