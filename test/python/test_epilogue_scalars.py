@@ -22,6 +22,7 @@ from ge.lowering.tile_cost import Machine, op_program, scalar_form
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_isa_vector import Result, random_args, region
+from test_to_isa import _kernels
 
 TARGET = "ascend910"
 T = "tensor<128x64xf16>"
@@ -162,17 +163,11 @@ HEADER = 'builtin.module attributes {ge.target = "ascend910"} {\n'
 
 @pytest.mark.parametrize("rewrite", [False, True])
 def test_second_row_slice_reuses_the_spread_blocks(rewrite):
-    from ge.dialects import isa
-    from ge.dialects import tile as t
     from ge.dialects.dtypes import numpy_dtype
-    from ge.ir import parse_module, run_passes
     from ge.runtime.simulator import Simulator
     from ge.runtime.tile_interp import KernelProgram
 
-    text = _sliced_kernel(rewrite)
-    tile_kernel = next(op for op in parse_module(text).walk() if isinstance(op, t.KernelOp))
-    lowered = run_passes(parse_module(text), "to-isa,plan-local-memory,insert-sync")
-    kernel = next(op for op in lowered.walk() if isinstance(op, isa.KernelOp))
+    _, tile_kernel, kernel = _kernels(_sliced_kernel(rewrite))
     names = [op.name for op in kernel.walk()]
     # once per tile: the divisor's block (+ its vrec) and the bias row repeated to a full repeat;
     # again in the second slice only when its divisor was loaded again
