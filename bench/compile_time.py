@@ -104,8 +104,16 @@ sys.exit(os.waitstatus_to_exitcode(status))
 """
 
 
+def installed_script(name: str) -> str | None:
+    """The console script pip installed beside this interpreter, else the one on PATH. Not
+    a version manager's shim (pyenv's is a bash script running `pyenv exec`, 0.1-0.2 s a
+    start): TVM's side runs its venv's python directly too."""
+    beside = Path(sys.executable).parent / name
+    return str(beside) if beside.is_file() and os.access(beside, os.X_OK) else shutil.which(name)
+
+
 def ge_run(onnx_path: Path, work: Path) -> dict:
-    exe = shutil.which("ge-compile")
+    exe = installed_script("ge-compile")
     cmd = [exe] if exe else [sys.executable, "-c", "import sys; from ge.tools.ge_compile import main; sys.exit(main())"]
     report = work / "report.json"
     wall, peak, status, _ = run_process([sys.executable, "-c", PEAK_WRAPPER, *cmd, str(onnx_path),
