@@ -76,6 +76,7 @@ from ge.dialects import isa
 from ge.dialects import layout as lt
 from ge.dialects import tile as t
 from ge.dialects.dtypes import numpy_dtype
+from ge.dialects.interning import scope_memo
 from ge.errors import GeError
 from ge.lowering.index_builder import Index, create_op, int_attr
 from ge.lowering.isa_builder import move_op
@@ -335,22 +336,27 @@ class VectorLowering:
     """Emits the instructions of one `tile.vector` (see the module docstring)."""
 
     def __init__(self, k, op: t.VectorOp, fixed=None, blocks: dict | None = None):
-        self.k, self.b, self.target, self.op = k, k.b, k.target, op
+        self.k, self.b, self.op = k, k.b, op
+        self.take_target(k.target)
         # scratch buffer -> (source input buffer, its offset, copy sizes, copy strides, "copy" | "rec"):
         # what a copy from an input (`input_copy`) left there, maybe in the previous row slice
         # of a sliced Cube epilogue (to_isa.slice_blocks); updated for the next one
         self.blocks: dict = {} if blocks is None else blocks
         self.fixed = fixed  # a to_isa.FixQuant: the region's head that FixPipe computed on the way out of L0C
-        vec = self.target.vector
-        self.bpr, self.block, self.max_rep = vec.bytes_per_repeat, vec.block_bytes, vec.max_repeats
-        self.per_blocks = self.bpr // self.block
-        self.startup = self.target.startup.vector
         self.env: dict[SSAValue, Value] = {}
         self.owned: dict[SSAValue, Tensor] = {}  # values in temporaries of the pool
         self.pool = _Pool()
         self.current: Operation | None = None
         self.recips: dict[SSAValue, Tensor] = {}  # reciprocal blocks of one-element divisors (hoist_one_values)
         self.absorbed: set[Operation] = set()  # ops an earlier op computed on its way (a LayerNorm's widening cast)
+
+    def take_target(self, target) -> None:
+        """The target's Vector figures the plans and emitters read (one place for them: the
+        lowering and `_PlanOnly`, the tiler's region-less planner, set the same fields)."""
+        vec = target.vector
+        self.target, self.startup = target, target.startup.vector
+        self.bpr, self.block, self.max_rep = vec.bytes_per_repeat, vec.block_bytes, vec.max_repeats
+        self.per_blocks = self.bpr // self.block
 
     # -- errors --------------------------------------------------------------------------
 
@@ -2265,14 +2271,13 @@ class _PlanOnly(VectorLowering):
     the plans the tiler asks about before any IR exists (`row_plan`)."""
 
     def __init__(self, target):  # (no region: VectorLowering.__init__ needs one)
-        vec = target.vector
-        self.target, self.startup = target, target.startup.vector
-        self.bpr, self.block, self.max_rep = vec.bytes_per_repeat, vec.block_bytes, vec.max_repeats
-        self.per_blocks = self.bpr // self.block
+        self.take_target(target)
 
 
-# (the target object kept beside its plan: an id reused by another target is not a hit)
-_ROW_PLANS: dict[tuple, tuple[object, tuple[str, ...] | None]] = {}
+# the compile scope's memo (dialects/interning.py, as tile_cube's Cube plans): row-plan key ->
+# (the target, its plan); the target object is kept beside its plan, so that an id reused by
+# another target within the scope is not a hit
+_ROW_PLAN_MEMO = "isa_vector.row_plans"
 
 
 def row_plan(target, kind: str, r: int, n: int, scratch: int = 0, consume: bool = False, sides: int = 1,
@@ -2280,15 +2285,21 @@ def row_plan(target, kind: str, r: int, n: int, scratch: int = 0, consume: bool 
     """`group_plan` for `r` dense rows of `n` elements of `elem` ("f32" / "f16"; `scratch`:
     the elements of a free buffer beside them): what the tiler's UB and cost estimates need
     to know of a row reduction before the region is lowered (tile_vector.VectorKernel.
-    scratch_bytes, tile_cost.op_program)."""
+    scratch_bytes, tile_cost.op_program). Planned once per compile (the compile's
+    `intern_scope` memo, dropped with it -- nothing outlives a compile); outside a scope,
+    planned each time."""
+    memo = scope_memo(_ROW_PLAN_MEMO)
     key = (id(target), kind, r, n, scratch, consume, sides, elem)
-    hit = _ROW_PLANS.get(key)
-    if hit is None or hit[0] is not target:
-        ty = {"f32": f32, "f16": f16}[elem]
-        rows = Rows(Tensor(None, 0, (r * n,), ty), r, n, n)
-        buf = Tensor(None, 0, (scratch,), ty) if scratch else None
-        hit = _ROW_PLANS[key] = (target, _PlanOnly(target).group_plan(kind, rows, buf, consume, sides))
-    return hit[1]
+    hit = None if memo is None else memo.get(key)
+    if hit is not None and hit[0] is target:
+        return hit[1]
+    ty = {"f32": f32, "f16": f16}[elem]
+    rows = Rows(Tensor(None, 0, (r * n,), ty), r, n, n)
+    buf = Tensor(None, 0, (scratch,), ty) if scratch else None
+    plan = _PlanOnly(target).group_plan(kind, rows, buf, consume, sides)
+    if memo is not None:
+        memo[key] = (target, plan)
+    return plan
 
 
 def lower_vector(k, op: t.VectorOp, fixed=None, blocks: dict | None = None) -> None:

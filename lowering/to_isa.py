@@ -33,7 +33,10 @@ becomes an `isa.launch`. Inside a kernel:
 - `scf.for` loops stay loops. A loop in which a multi-buffered buffer lives (the innermost
   loop containing all its uses) is emitted by `IsaBuilder.pipelined`: the body once per
   slot, so that `insert-sync` gives each slot its own flags and the loads of one tile
-  overlap the compute on the other (double buffering). A buffer reserved twice that
+  overlap the compute on the other (double buffering). A Vector loop split over the
+  cores whose shares are not whole rounds of slots runs its leftover tile in the last
+  round instead (`guarded_rounds`: the later slots each in a loop of at most one trip),
+  so that it does not wait for the drain after the rounds. A buffer reserved twice that
   rotates in no loop gets one copy. `to-isa{double-buffer=false}` gives every buffer one
   copy and emits plain loops.
 
@@ -1184,6 +1187,28 @@ class KernelLowering:
             r.name_hint = old.name_hint
             self.values[old] = r
 
+    def leftover(self, loop: scf.ForOp, slots: int) -> bool:
+        """Whether some core's share of the block-split `loop` (lo = block * per, or its min
+        with the total; hi = min(lo + per, total): tile_ir.block_range, a concat's pieces) is
+        not a whole number of rounds of `slots`; False for any other loop."""
+        per_op, hi_op = loop.lb.owner, loop.ub.owner
+        if isinstance(per_op, arith.MinUIOp) and isinstance(hi_op, arith.MinUIOp) and \
+                _static(per_op.rhs) is not None and _static(per_op.rhs) == _static(hi_op.rhs):
+            per_op = per_op.lhs.owner  # (a total below blocks * per: the last cores run nothing)
+        if isinstance(per_op, t.BlockIdxOp):
+            per = 1
+        elif isinstance(per_op, arith.MuliOp) and isinstance(per_op.lhs.owner, t.BlockIdxOp):
+            per = _static(per_op.rhs)
+        else:
+            return False
+        if not isinstance(hi_op, arith.MinUIOp) or per is None:
+            return False
+        add, total = hi_op.lhs.owner, _static(hi_op.rhs)
+        if not (isinstance(add, arith.AddiOp) and add.lhs is loop.lb and _static(add.rhs) == per) or total is None:
+            return False
+        blocks = self.tile_kernel.block_dim.value.data
+        return any(min(per, max(0, total - b * per)) % slots for b in range(blocks))
+
     def loop(self, op: scf.ForOp) -> None:
         if op.iter_args:
             raise self.fail(op, "loop-carried values are not supported")
@@ -1193,7 +1218,8 @@ class KernelLowering:
         name = body.args[0].name_hint or "i"
         if homed and step == 1:
             slots = max(self.buffers[a].count for a in homed)
-            for plan in self.ahead_plans(op, homed, slots):  # the first `slots` iterations' biases, before the loop
+            plans = self.ahead_plans(op, homed, slots)
+            for plan in plans:  # the first `slots` iterations' biases, before the loop
                 self.armed[id(plan)] = (op, slots)
                 for s_ in range(slots):
                     saved = {a: self.slot.get(a, 0) for a in homed}
@@ -1210,13 +1236,44 @@ class KernelLowering:
                 self.lower_block(body)
                 self.slot.update(saved)
 
-            self.b.pipelined(lo, hi, slots, emit, name)
+            if GUARDED_ROUNDS and not plans and self.leftover(op, slots) and \
+                    not any(isinstance(o, scf.ForOp | t.MmadOp) for o in body.walk()):
+                guarded_rounds(self.b, lo, hi, slots, emit, name)
+            else:
+                self.b.pipelined(lo, hi, slots, emit, name)
             return
         with self.b.loop(lo, hi, step if isinstance(step, int) else 1, name) as it:
             if not isinstance(step, int):
                 raise self.fail(op, "a loop step that is not a constant")
             self.values[body.args[0]] = it
             self.lower_block(body)
+
+
+GUARDED_ROUNDS = True  # a multi-buffered loop's leftover iterations in its last round, not in a loop after it
+
+
+def guarded_rounds(b: IsaBuilder, lo: Index, hi: Index, slots: int, body, name: str = "t") -> None:
+    """`IsaBuilder.pipelined` without the loop over the leftover iterations: rounds of `slots`
+    iterations from lo, as many as start before hi, slot s of a round emitted in a loop of at
+    most one trip (round + s to min(round + s + 1, hi), `isa.max_trips` 1: insert-sync orders
+    it within the rounds' loop, as if inline). A leftover in a loop of its own after the
+    rounds waits for the drain at their loop's exit (insert-sync consumes every slot's flags
+    there): bert_base's attention softmax, 3 tiles a core, started its third tile's Vector
+    work after the second tile's store."""
+    if slots == 1:
+        b.pipelined(lo, hi, slots, body, name)
+        return
+    if not (isinstance(lo, int) and isinstance(hi, int)):
+        lo = b.min_(lo, hi)  # a core whose share starts past the end (lo > hi) runs nothing
+    elif (hi - lo) % slots == 0:
+        b.pipelined(lo, hi, slots, body, name)  # (whole rounds only: no guard needed)
+        return
+    with b.loop(lo, hi, slots, name) as it:
+        body(it, 0)
+        for s in range(1, slots):
+            first = b.add_(it, s, f"{name}{s}")
+            with b.loop(first, b.min_(b.add_(first, 1), hi), 1, f"{name}{s}_if", max_trips=1) as it_s:
+                body(it_s, s)
 
 
 MOVES = {

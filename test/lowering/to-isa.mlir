@@ -176,6 +176,49 @@ builtin.module attributes {ge.target = "ascend910"} {
 
 // -----
 
+// The cores' shares of a block-split loop (lo = block * 3, hi = min(lo + 3, 6)) are odd:
+// the leftover tile runs in the last round, slot 1 of each round in a loop of at most one
+// trip (to_isa.guarded_rounds), not in a loop of its own after the rounds, whose exit
+// drain would make it wait for the round's last store.
+builtin.module attributes {ge.target = "ascend910"} {
+  tile.kernel @odd_shares ins(%x: memref<6x1024xf16, #tile.space<gm>>) outs(%y: memref<6x1024xf16, #tile.space<gm>>) block_dim 2 kind "elementwise" {
+    %c0 = arith.constant 0 : index
+    %c3 = arith.constant 3 : index
+    %c6 = arith.constant 6 : index
+    %c1 = arith.constant 1 : index
+    %in = tile.alloc buffers 2 : memref<1x1024xf16, #tile.space<ub>>
+    %block = tile.block_idx : index
+    %lo = arith.muli %block, %c3 : index
+    %0 = arith.addi %lo, %c3 : index
+    %hi = arith.minui %0, %c6 : index
+    scf.for %t = %lo to %hi step %c1 {
+      tile.copy %x[%t, %c0] to %in[%c0, %c0] sizes [1, 1024] : memref<6x1024xf16, #tile.space<gm>> to memref<1x1024xf16, #tile.space<ub>>
+      tile.copy %in[%c0, %c0] to %y[%t, %c0] sizes [1, 1024] : memref<1x1024xf16, #tile.space<ub>> to memref<6x1024xf16, #tile.space<gm>>
+    }
+  }
+}
+// CHECK-LABEL: isa.kernel @odd_shares
+// CHECK:         %[[IN:.*]], %[[IN1:.*]] = isa.buffer slots 2 : memref<1024xf16, #isa.space<ub>>
+// CHECK:         %[[HI:.*]] = arith.minui %{{.*}}, %c6 : index
+// CHECK:         %[[LO:.*]] = arith.minui %{{.*}}, %[[HI]] : index
+// CHECK-NEXT:    scf.for %[[T:.*]] = %[[LO]] to %[[HI]] step %c2 {
+// CHECK:           isa.copy_gm_to_ub %x[%{{.*}}] to %[[IN]]
+// CHECK:           isa.copy_ub_to_gm %[[IN]] to %y
+// CHECK:           %[[T1:.*]] = arith.addi %[[T]], %c1 : index
+// CHECK:           %[[END:.*]] = arith.minui %{{.*}}, %[[HI]] : index
+// CHECK-NEXT:      scf.for %[[T1IF:.*]] = %[[T1]] to %[[END]] step %c1 {
+// CHECK:             isa.copy_gm_to_ub %x[%{{.*}}] to %[[IN1]]
+// CHECK:             isa.copy_ub_to_gm %[[IN1]] to %y
+// CHECK:           } {isa.max_trips = 1 : i64}
+// CHECK-NEXT:    }
+// CHECK-NOT:     scf.for
+// CHECK:         }
+// SYNC-LABEL:  isa.kernel @odd_shares
+// SYNC-NOT:      _rest
+// SYNC:          isa.copy_gm_to_ub
+
+// -----
+
 // The int8 epilogue on a FixPipe chip: the L0C read-out of the i32 accumulator takes the
 // dequantize (f32 cast, multiply by the per-channel scale), the f16 cast, the ReLU and the
 // requantize as FixPipe's VREQ8 mode, reading the scale from UB with stride 0 along the
