@@ -216,7 +216,7 @@ def named_target(op: Operation) -> targets.Target | None:
     """The target named by the nearest enclosing module's `ge.target`, or None."""
     p: Operation | None = op
     while p is not None:
-        if isinstance(p, ModuleOp) and targets.TARGET_ATTR in p.attributes:
+        if targets.TARGET_ATTR in p.attributes and isinstance(p, ModuleOp):  # (the cheap test first: an ABC's isinstance is not)
             try:
                 return targets.target_of(p)
             except targets.TargetError as e:

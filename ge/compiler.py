@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
+import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -282,12 +283,14 @@ class _Pipeline:
 
 
 def _verify(module: ModuleOp) -> None:
-    """`module.verify()`, its launches finding their kernels through an index of the
-    module's symbols (`symbols_indexed`: xDSL's lookup scans them once per launch)."""
+    """`module.verify()` (fast_verify.verify: the same checks and messages), its launches
+    finding their kernels through an index of the module's symbols (`symbols_indexed`:
+    xDSL's lookup scans them once per launch)."""
+    from ge.dialects.fast_verify import verify
     from ge.dialects.kernel_base import symbols_indexed
 
     with symbols_indexed():
-        module.verify()
+        verify(module)
 
 
 def _distinct_kernels(module: ModuleOp, probes):
@@ -310,6 +313,8 @@ def _import(source, shapes: dict[str, tuple[int, ...]], name: str) -> ModuleOp:
         if shapes:
             raise ShapeError(f"{name}: input_shape does not apply to an already imported graph; its shapes are fixed")
         return source.clone()
+    if isinstance(source, str | os.PathLike) and Path(source).suffix != ".pb":  # (`tf.is_tf_source`'s
+        return import_model(source, input_shape=shapes, name=name)  # test for a path, without importing tf)
     from ge.frontend import tf
 
     if tf.is_tf_source(source):  # a TensorFlow GraphDef (.pb path or message; ATC's --framework 3)

@@ -41,6 +41,7 @@ from xdsl.dialects.builtin import (
     NameLoc,
     StringAttr,
     UnitAttr,
+    i64,
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
@@ -72,6 +73,8 @@ def _json(attr: Attribute) -> Any:
     if isinstance(attr, UnitAttr):
         return True
     if isinstance(attr, DenseArrayBase):
+        if attr.elt_type == i64:  # (unpacked directly: xDSL's get_values was a tenth of encoding)
+            return list(isa.ints(attr))
         return list(attr.get_values())
     if isinstance(attr, ArrayAttr):
         return [_json(a) for a in attr.data]
@@ -95,6 +98,7 @@ class Encoder:
         self.instrs: list[list[str]] = []
         self.buffers: dict[SSAValue, tuple[int, int, int, str]] = {}  # value -> region, base, bytes, label
         self.table: dict[tuple, int] = {}  # (region, base, bytes, dtype, label) -> index in "buffers"
+        self.keys: dict[SSAValue, tuple] = {}  # buffer value -> its "buffers" entry (found once per value)
         self.labelled: dict[SSAValue, tuple[str, str]] = {}  # buffer value -> (name without hint, label suffix)
         self.table_values: list[SSAValue] = []  # the value each "buffers" entry's label names
         self.instr_ops: list[Operation] = []  # the op of each instruction id
@@ -134,14 +138,16 @@ class Encoder:
 
     def operand(self, op: isa.InstructionOp, role: str) -> list:
         v = op.buffer(role)
-        where = self.buffers.get(v)
-        if where is None:
-            raise self.fail(op, f"{role} is not an isa.buffer or a kernel argument")
-        region, base, size, label = where
+        key = self.keys.get(v)
+        if key is None:
+            where = self.buffers.get(v)
+            if where is None:
+                raise self.fail(op, f"{role} is not an isa.buffer or a kernel argument")
+            region, base, size, label = where
+            t = v.type
+            assert isinstance(t, MemRefType)
+            key = self.keys[v] = (region, base, size, self.dtype_name(t.element_type), label)
         off = op.offset_of(role)
-        t = v.type
-        assert isinstance(t, MemRefType)
-        key = (region, base, size, self.dtype_name(t.element_type), label)
         index = self.table.setdefault(key, len(self.table))
         if index == len(self.table_values):
             self.table_values.append(v)
@@ -318,7 +324,8 @@ def _encode(kernel: isa.KernelOp, target: targets.Target) -> tuple[dict[str, Any
 
 
 def body_key(body: dict[str, Any]) -> str:
-    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), check_circular=False)  # (a tree: model_file._json)
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def strip(body: dict[str, Any]) -> tuple[dict[str, Any], dict[str, list[str]]]:
@@ -347,31 +354,52 @@ def partition(kernels: Sequence[isa.KernelOp], target: targets.Target,
     original's encoding (the same partition: kernels of equal code share a body either way)."""
     from ge.lowering.kernel_dedup import structure_key
 
-    bodies: list[dict] = []
-    index: dict[str, int] = {}
+    bodies = _Bodies()
     refs: dict[str, dict] = {}
-    encoded: dict[Any, tuple[isa.KernelOp, Encoder, str]] = {}  # structure -> its first kernel's encoding
+    encoded: dict[Any, tuple[isa.KernelOp, Encoder, int]] = {}  # structure -> its first kernel's encoding, body
     places: dict[Any, _Places] = {}  # structure -> where its first kernel's names are (once it has a twin)
     for k in kernels:
         shape = structure_key(k) if twins is None else twins.get(k.sym_name.data, k.sym_name.data)
         if shape in encoded:  # the same code as a kernel encoded already: only its names are new
-            first, enc, key = encoded[shape]
+            first, enc, at = encoded[shape]
             if shape not in places:
                 places[shape] = _Places(first, enc)
             names = names_like(places[shape], enc, k)
             if names is not None:
-                refs[k.sym_name.data] = {"body": index[key], "names": names}
+                refs[k.sym_name.data] = {"body": at, "names": names}
                 continue
         body, enc = _encode(k, target)
         code, names = strip(body)
-        key = body_key(code)
-        encoded.setdefault(shape, (k, enc, key))
-        if key not in index:
-            index[key] = len(bodies)
-            bodies.append(code)
-        refs[k.sym_name.data] = {"body": index[key], "names": names}
-    return {"format": FORMAT, "version": VERSION, "level": "isa", "target": target.name, "bodies": bodies,
+        at = bodies.index(code)
+        encoded.setdefault(shape, (k, enc, at))
+        refs[k.sym_name.data] = {"body": at, "names": names}
+    return {"format": FORMAT, "version": VERSION, "level": "isa", "target": target.name, "bodies": bodies.codes,
             "kernels": refs}
+
+
+class _Bodies:
+    """The distinct codes of a partition in order: a code is stored unless one with the same
+    `body_key` is. Why not a key per code: `body_key` (JSON with sorted keys) was a third
+    of `partition`; codes are keyed only when another code has the same instructions,
+    registers, block_dim and num_ins (a necessary condition for the same key)."""
+
+    def __init__(self):
+        self.codes: list[dict[str, Any]] = []
+        self.alike: dict[tuple, list[list]] = {}  # signature -> [[body_key or None, index], ...]
+
+    def index(self, code: dict[str, Any]) -> int:
+        """Where `code` is stored (the first stored code with its `body_key`, else appended)."""
+        sig = (code["block_dim"], code["num_ins"], len(code["registers"]), tuple(code["instrs"]))
+        members = self.alike.setdefault(sig, [])
+        key = body_key(code) if members else None
+        for member in members:
+            if member[0] is None:
+                member[0] = body_key(self.codes[member[1]])
+            if member[0] == key:
+                return member[1]
+        members.append([key, len(self.codes)])
+        self.codes.append(code)
+        return len(self.codes) - 1
 
 
 def _flat(kernel: Operation) -> tuple[list[SSAValue], list[Operation]]:

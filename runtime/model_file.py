@@ -463,7 +463,9 @@ def _ir_text(module: ModuleOp) -> str:
 
 
 def _json(value: Any) -> bytes:
-    return json.dumps(value, separators=(",", ":")).encode()
+    """Compact JSON. Without the encoder's circular-reference bookkeeping (an id per list and
+    dict: a fifth of dumping a model's kernel code); the partitions are trees built here."""
+    return json.dumps(value, separators=(",", ":"), check_circular=False).encode()
 
 
 def _pad(n: int) -> int:

@@ -182,8 +182,6 @@ def precheck(args: argparse.Namespace) -> int:
 def framework_source(path: str, framework: int | None):
     """What ge.compile reads for `path` under --framework: the path itself, or the parsed
     GraphDef for a TensorFlow file not named .pb. The content must match the framework."""
-    from ge.frontend import tf
-
     if framework is None:
         framework = 3 if path.endswith(".pb") else 5
     if framework not in FRAMEWORKS:
@@ -198,6 +196,8 @@ def framework_source(path: str, framework: int | None):
             data = f.read()
     except OSError as e:
         raise UsageError(f"{path}: {e.strerror or e}") from None
+    from ge.frontend import tf
+
     graphdef = tf.parse_graphdef(data) if data else None
     if framework == 3:
         if graphdef is None and _onnx_model(data) is not None:
@@ -210,15 +210,60 @@ def framework_source(path: str, framework: int | None):
 def _is_graphdef_file(f) -> bool:
     """Does the open file parse as a GraphDef (`tf.parse_graphdef`)? Read through a memory
     map: parsing an ONNX file as a GraphDef skips its fields by their lengths, so the pages
-    of its weights are never read."""
+    of its weights are never read. A file without a top-level GraphDef node field is not
+    parsed at all (an ONNX model: the TensorFlow front end and its protos stay unimported)."""
     import mmap
-
-    from ge.frontend import tf
 
     if os.fstat(f.fileno()).st_size == 0:
         return False
     with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data, memoryview(data) as view:
+        if not _may_hold_nodes(view):
+            return False
+        from ge.frontend import tf
+
         return tf.parse_graphdef(view) is not None  # (protobuf takes a memoryview, not the map)
+
+
+def _may_hold_nodes(view: memoryview) -> bool:
+    """False when the protobuf fields at the top level of `view` include no length-delimited
+    field 1 -- GraphDef's `node`, the only way a GraphDef gets nodes (`tf.parse_graphdef`
+    then finds none: None). An ONNX model's field 1 is `ir_version`, a varint. True when
+    there is one, or for anything this walk does not follow (groups, a truncated field):
+    the GraphDef parser decides."""
+    pos, end = 0, len(view)
+
+    def varint() -> int | None:
+        nonlocal pos
+        value = shift = 0
+        while pos < end and shift < 64:
+            byte = view[pos]
+            pos += 1
+            value |= (byte & 0x7F) << shift
+            if byte < 0x80:
+                return value
+            shift += 7
+        return None
+
+    while pos < end:
+        tag = varint()
+        if tag is None:
+            return True
+        field, wire = tag >> 3, tag & 7
+        if wire == 0:
+            if varint() is None:
+                return True
+        elif wire in (1, 5):
+            pos += 8 if wire == 1 else 4
+        elif wire == 2:
+            length = varint()
+            if length is None or field == 1:
+                return True
+            pos += length
+        else:
+            return True
+        if pos > end:
+            return True
+    return False
 
 
 def _onnx_model(data: bytes):
