@@ -728,7 +728,8 @@ def _epi_splits(p: CubeProblem, tm: int, tn: int, f: _Fixed) -> tuple[int, ...]:
 
 def cube_cost(p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl1: int, order: str, blocks: int,
               l1d: bool, l0d: bool, epid: bool, split: int = 1, s: _Sizes | None = None,
-              batch_inner: bool = False, a_whole: bool = False, parts: _TileParts | None = None) -> float:
+              batch_inner: bool = False, a_whole: bool = False, parts: _TileParts | None = None,
+              core: tuple[int, int] | None = None, misses: tuple[float, float, float] | None = None) -> float:
     """Cycles of the slowest core: its tiles pipelined through their stages -- the L1
     loads (the next tile's overlap this tile's K loop when L1 is double-buffered), the K
     loop (L1 -> L0 moves and mmads, overlapped when L0 is double-buffered; K chunks of L1
@@ -740,11 +741,13 @@ def cube_cost(p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl1: int
     the reads after the first reader's hit the L2 at the core's share of its bandwidth
     (`_block_misses`), the loads' start-ups overlap, stages near the slowest one add to it
     (`CROWDED`) and the slices of a sliced epilogue pipeline. `parts`: the tiling's
-    `_TileParts` (`_cheapest` shares them among a tiling's schedules)."""
+    `_TileParts` (`_cheapest` shares them among a tiling's schedules); `core`, `misses`: the
+    schedule's `_core_tiles` and, when the cores share their reads, `_shared_misses`
+    (`_cheapest` asks once per tile shape)."""
     s = s or sizes(p, tm, tn, tk, kl1)
     parts = parts or _TileParts(p, mach, tm, tn, tk, kl1, s, l0d)
     n_tiles = _ceil(p.n, tn)
-    per_core, inner = _core_tiles(p, tm, tn, order, blocks, split, batch_inner)
+    per_core, inner = core or _core_tiles(p, tm, tn, order, blocks, split, batch_inner)
     chunks = _ceil(p.k, kl1)
     a_in, b_in = s.a_l1, s.b_l1
     hoist_b = chunks == 1 and order == "nm"
@@ -758,13 +761,9 @@ def cube_cost(p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl1: int
     a_miss, a_rate = 1.0, l2_rate
     is_gemv, shared = parts.gemv, parts.shared
     if shared:
-        if BLOCK_MISSES:
-            outer_n, inner_n = (_ceil(p.m, tm), n_tiles)[:: 1 if order == "mn" else -1]
-            a_miss, miss = _block_misses(mach, p.kind == "conv", p.batch, p.groups, outer_n, inner_n, order, blocks,
-                                         split, batch_inner, chunks == 1)
-        else:
-            a_miss, miss = _shared_miss(p, order, blocks, split, per_core)
-        a_rate = l2_rate = min(l2_rate, mach.target.bytes_per_cycle(mach.target.dma.l2_total) / blocks)
+        a_miss, miss, l2_rate = misses or _shared_misses(p, mach, tm, tn, order, blocks, split, batch_inner,
+                                                         chunks == 1, per_core)
+        a_rate = l2_rate
     elif is_gemv and mach.target.memory.l2 and mach.target.dma.l2_total:  # the 310B has no L2
         a_reads = blocks * (per_core if chunks == 1 and order == "mn" else per_core * inner * chunks)
         a_miss = min(1.0, chunks * p.batch / a_reads) if a_reads else 1.0
@@ -983,11 +982,13 @@ def _core_tiles(p: CubeProblem, tm: int, tn: int, order: str, blocks: int, split
     return _ceil(images * p.groups * outer * split, blocks), inner
 
 
-def _k_loop(p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl1: int, s: _Sizes, l0d: bool) -> float:
+def _k_loop(p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl1: int, s: _Sizes, l0d: bool,
+            shared: bool | None = None) -> float:
     """Cycles of one L1 chunk's K loop: its L1 -> L0 moves and mmads (overlapped with two
     L0 buffers), and the fill where the chunk's first moves wait for the previous chunk's
     last mmad (a loop over steps drains at its end; unrolled steps (`_unrolls`) do half as
-    often, or with TIGHT_FORWARD_SYNC never within a tile: `_k_fill`)."""
+    often, or with TIGHT_FORWARD_SYNC never within a tile: `_k_fill`). `shared`: the
+    problem's `_shares_reads`, when known."""
     steps = _ceil(kl1, tk)
     mte1 = mach.dma("l1_to_l0a", s.l0a) + mach.dma("l1_to_l0b", s.l0b)
     cube = mach.cube(tm, tk, tn, elem_name(p.elem))
@@ -1000,7 +1001,7 @@ def _k_loop(p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl1: int, 
     rotates = _rotates(p, mach, steps, kl1, l0d)
     if rotates:
         fill = 0.0
-    if not (PIPELINED_K and l0d and _shares_reads(p, mach)):
+    if not (PIPELINED_K and l0d and (_shares_reads(p, mach) if shared is None else shared)):
         return pipelined(steps, [mte1, cube], l0d) - (1 - fill) * min(mte1, cube)
     # the pipes are pipelined (an instruction's start-up overlaps the previous one's data)
     # and the L0 buffers alternate: step i's moves wait for step i - 2's mmad, its mmad
@@ -1099,12 +1100,14 @@ class _TileParts:
                  "tm", "tn", "vec")
 
     def __init__(self, p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl1: int, s: _Sizes, l0d: bool,
-                 shared: bool | None = None, is_gemv: bool | None = None) -> None:
+                 shared: bool | None = None, is_gemv: bool | None = None,
+                 epilogue: tuple[float, float] | None = None) -> None:
         self.p, self.mach, self.tm, self.tn, self.tk, self.kl1, self.s, self.l0d = p, mach, tm, tn, tk, kl1, s, l0d
         self.shared = _shares_reads(p, mach) if shared is None else shared
         self.gemv = gemv(p, mach) if is_gemv is None else is_gemv
-        self.chunk = _k_loop(p, mach, tm, tn, tk, kl1, s, l0d)
-        self.fix, self.vec = _epilogue_compute(mach, s, tm, tn)
+        self.chunk = _k_loop(p, mach, tm, tn, tk, kl1, s, l0d, self.shared)
+        # (`epilogue`: its `_epilogue_compute`, the same for a tile shape's K options)
+        self.fix, self.vec = epilogue or _epilogue_compute(mach, s, tm, tn)
         self._k_fill: float | None = None
         self._pieces: int | None = None
 
@@ -1150,6 +1153,21 @@ def cube_cost_bound(p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl
     return per_core * inner * _bound_stage(p, mach, order, blocks, s, a_whole, chunks, stage, shared, is_gemv)
 
 
+def _through_bound(parts: _TileParts, tiles: int) -> float:
+    """A lower bound of `cube_cost` for a schedule whose slowest core runs `tiles` tiles of
+    the tiling of `parts`: every tile but one at least at its floor stage (`_tile_floor`),
+    and one through its K loops and its epilogue's read-out and vector ops end to end (the
+    fill and drain of `pipelined`; a sliced epilogue's drain at least its slowest
+    stage), less a rounding margin. Why: `cube_cost_bound` takes every tile at the floor,
+    loose when a core runs few tiles (resnet50 at batch 1 on 32 cores: 1-4), where the
+    candidates the search cost were 1.3-2.3x the plan's cycles (densenet121: 28k costed ->
+    18k)."""
+    chunks, stage = parts.floor()
+    sliced = SLICED_DRAIN and parts.s.epi_split > 1 and parts.shared  # (`cube_cost`'s drain)
+    drain = max(parts.fix, parts.vec) if sliced else parts.fix + parts.vec
+    return ((tiles - 1) * stage + chunks * parts.chunk + drain) * (1 - 1e-9)
+
+
 def _shared_loads_bound(p: CubeProblem, mach: Machine, tm: int, tn: int, order: str, blocks: int, split: int,
                         batch_inner: bool, chunks: int, s: _Sizes) -> float:
     """A lower bound of `cube_cost` when the cores share their reads, tighter than
@@ -1159,19 +1177,34 @@ def _shared_loads_bound(p: CubeProblem, mach: Machine, tm: int, tn: int, order: 
     convs' slowest stage, which `cube_cost_bound` takes at the faster read rate; asked only
     of the candidates that bound lets through (densenet121: 49k costed -> 33k)."""
     per_core, inner = _core_tiles(p, tm, tn, order, blocks, split, batch_inner)
+    misses = _shared_misses(p, mach, tm, tn, order, blocks, split, batch_inner, chunks == 1, per_core)
+    return _shared_loads(mach, order, blocks, chunks, s, per_core * inner, misses)
+
+
+def _shared_misses(p: CubeProblem, mach: Machine, tm: int, tn: int, order: str, blocks: int, split: int,
+                   batch_inner: bool, one_chunk: bool, per_core: int) -> tuple[float, float, float]:
+    """(A misses, B misses, L2 rate) of a schedule whose cores share their reads
+    (`cube_cost`, `_shared_loads_bound`): the same for every K option of a tile shape
+    (`_cheapest` asks once per schedule and `one_chunk`)."""
     if BLOCK_MISSES:
         outer_n, inner_n = (_ceil(p.m, tm), _ceil(p.n, tn))[:: 1 if order == "mn" else -1]
         a_miss, miss = _block_misses(mach, p.kind == "conv", p.batch, p.groups, outer_n, inner_n, order, blocks,
-                                     split, batch_inner, chunks == 1)
+                                     split, batch_inner, one_chunk)
     else:
         a_miss, miss = _shared_miss(p, order, blocks, split, per_core)
     tg = mach.target
-    l2_rate = min(tg.bytes_per_cycle(tg.dma.l2_to_l1), tg.bytes_per_cycle(tg.dma.l2_total) / blocks)
+    return a_miss, miss, min(tg.bytes_per_cycle(tg.dma.l2_to_l1), tg.bytes_per_cycle(tg.dma.l2_total) / blocks)
+
+
+def _shared_loads(mach: Machine, order: str, blocks: int, chunks: int, s: _Sizes, tiles: int,
+                  misses: tuple[float, float, float]) -> float:
+    """`_shared_loads_bound` of the slowest core's `tiles` at `misses` (`_shared_misses`)."""
+    a_miss, miss, l2_rate = misses
     a = 0 if chunks == 1 and order == "mn" else s.a_l1  # hoisted: loaded once per outer tile (`cube_cost`)
     b = 0 if chunks == 1 and order == "nm" else s.b_l1
     load = mach.dma("gm_to_l1", a * a_miss + b * miss, blocks, count=0) + b * (1 - miss) / l2_rate \
         + a * (1 - a_miss) / l2_rate
-    return per_core * inner * (chunks * load * (1 - 1e-9))
+    return tiles * (chunks * load * (1 - 1e-9))
 
 
 def _bound_stage(p: CubeProblem, mach: Machine, order: str, blocks: int, s: _Sizes, a_whole: bool, chunks: int,
@@ -1200,70 +1233,161 @@ def _fastest_read(mach: Machine, blocks: int) -> float:
 
 
 def _tiling_bound(p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl1: int, blocks: int, s: _Sizes,
-                  a_whole: bool, traits: tuple[bool, bool] | None = None) -> float:
-    """A lower bound of `cube_cost_bound` for every schedule of one tiling on at most
-    `blocks` cores, cheaper than its `_tile_floor`: the slowest core runs at least its
-    share of all the tiles, each taking its mmads (the Cube's part of its K loops) or the A
-    loads of its K chunks (several: A is not hoisted), or the tiles' GM bytes at the chip's
-    HBM rate (less a rounding margin: a schedule's bound multiplies in another order).
-    `traits`: the problem's (`_shares_reads`, `gemv`), asked once per search."""
+                  a_whole: bool, traits: tuple[bool, bool] | None = None, l0d: bool = True) -> float:
+    """`_tiling_bounds` of one tiling on at most `blocks` cores (by default taken with two
+    L0 buffers, which bounds it with one too)."""
+    one = _Candidates()
+    one.add((tm, tn, tk, kl1, False, l0d, False, s, a_whole), (("mn", blocks, 1, False),))
+    return float(_tiling_bounds(p, mach, one, np.array([blocks]), traits)[0])
+
+
+def _tiling_bounds(p: CubeProblem, mach: Machine, found: _Candidates, most: np.ndarray,
+                   traits: tuple[bool, bool] | None = None) -> np.ndarray:
+    """A lower bound of `cube_cost_bound` for every schedule of each tiling of `found` on at
+    most `most` cores (per tiling), cheaper than its `_tile_floor`: the slowest core runs at
+    least its share of all the tiles, each taking its K loops (a bound of `_k_loop` from
+    its mmads and L1 -> L0 moves), or the A loads of its K chunks (several: A is not
+    hoisted), or the tiles' GM bytes at the chip's HBM rate (less a rounding margin:
+    `_k_loop` and a schedule's bound add and multiply in another order). Why: the search
+    orders all its tilings by it (resnet50: 24k) and visits those below the cheapest cost
+    found; as numpy arrays, the bounds cost a few ms per search, and with the moves --
+    most convs' slowest part of the K loop -- resnet50's searches visit 9k tilings, not
+    19k. `traits`: the problem's (`_shares_reads`, `gemv`)."""
+    shared, is_gemv = traits or (_shares_reads(p, mach), gemv(p, mach))
+    cols = np.array([(tm, tn, tk, kl1, s.a_l1, s.b_l1, s.l0a, s.l0b, s.epi_in + s.out, whole, l0d)
+                     for _, tm, tn, tk, kl1, _, l0d, _, s, whole, _ in found.tilings], dtype=np.int64).reshape(-1, 11)
+    tm, tn, tk, kl1, a_l1, b_l1, l0a, l0b, epi_out, whole, l0d = cols.T
     tiles = p.batch * p.groups * _ceil(p.m, tm) * _ceil(p.n, tn)
     chunks = _ceil(p.k, kl1)
-    shared, is_gemv = traits or (_shares_reads(p, mach), gemv(p, mach))
-    a_in = s.a_l1 if chunks > 1 and not a_whole and not is_gemv and not (p.conv or {}).get("c04") \
-        and not shared else 0
-    mmads = _ceil(kl1, tk) * mach.cube(tm, tk, tn, elem_name(p.elem))
-    reads = 0.0
+    a_in = a_l1 * ((chunks > 1) & (whole == 0)) if not (is_gemv or (p.conv or {}).get("c04") or shared) \
+        else np.zeros_like(a_l1)
+    steps = _ceil(kl1, tk)
+    m0, k0, n0 = mach.fractal(elem_name(p.elem))
+    startup = mach.target.startup
+    cube = startup.cube + _ceil(tm, m0) * _ceil(tk, k0) * _ceil(tn, n0)  # a step's mmad (`Machine.cube`)
+    mte1 = _each(lambda n: mach.dma("l1_to_l0a", n), l0a) + _each(lambda n: mach.dma("l1_to_l0b", n), l0b)
+    mmad, moves = cube, mte1
+    reads = np.zeros(len(tm))
     if shared:
-        if PIPELINED_K:  # (`_k_loop`: the steps' mmads without their start-ups)
-            mmads -= _ceil(kl1, tk) * mach.target.startup.cube
+        if PIPELINED_K:  # (`_k_loop`: the steps' mmads and moves without their start-ups)
+            mmad, moves = cube - startup.cube, mte1 - 2 * startup.mte1
         # (`cube_cost_bound`: the loads not hoisted -- either operand -- at one core's rates)
-        reads = chunks * (s.a_l1 + s.b_l1 if chunks > 1 else min(s.a_l1, s.b_l1)) / _fastest_read(mach, 1)
-    return max(_ceil(tiles, blocks) * max(chunks * mmads, chunks * mach.dma("gm_to_l1", a_in), reads),
-               tiles * (chunks * a_in + s.epi_in + s.out) / mach.hbm_bytes_per_cycle() * (1 - 1e-9))
+        reads = chunks * np.where(chunks > 1, a_l1 + b_l1, np.minimum(a_l1, b_l1)) / _fastest_read(mach, 1)
+    # `_k_loop`: with two L0 buffers, the steps at the slower pipe's pace (or two steps'
+    # moves and mmads), and the faster one's step once more where a chunk's first moves wait
+    # for the last mmad before them -- an odd number of steps (not unrolled, `_unrolls`) that
+    # do not rotate (`_rotates`: a matmul's one step); with one, the moves and mmads in turn
+    waits = (steps % 2 == 1) & ((steps > 1) | (p.kind != "matmul"))
+    pace = np.maximum(np.maximum(mmad, moves), (mte1 - startup.mte1 + cube) / 2)
+    k_loop = np.where(l0d == 1, steps * pace + waits * np.minimum(mmad, moves), steps * (mte1 + cube))
+    stage = np.maximum(chunks * k_loop * (1 - 1e-9),
+                       np.maximum(chunks * _each(lambda n: mach.dma("gm_to_l1", n), a_in), reads))
+    port = tiles * (chunks * a_in + epi_out) / mach.hbm_bytes_per_cycle()
+    return np.maximum(_ceil(tiles, most) * stage, port) * (1 - 1e-9)
+
+
+def _each(fn: Callable[[int], float], values: np.ndarray) -> np.ndarray:
+    """`fn` of each of `values` (integers, few of them distinct), asked once per value."""
+    distinct, where = np.unique(values, return_inverse=True)
+    return np.array([fn(int(v)) for v in distinct], dtype=np.float64)[where]
 
 
 def _cheapest(p: CubeProblem, mach: Machine, found: Sequence[tuple]) -> tuple[int, float]:
     """(index, cost) of the first cheapest candidate of `found` (`cube_cost` arguments; the
     schedules of one tiling in a row, sharing its `_Sizes`), the one a scan in order finds.
-    Tilings are visited in increasing order of `_tiling_bound`, their schedules in
+    Tilings are visited in increasing order of `_tiling_bounds`, their schedules in
     increasing order of `cube_cost_bound`, and a candidate is costed only while its
     bounds are at most the cheapest cost found so far: one skipped costs more than the plan
-    chosen. A tiling's shared terms are computed once (`_TileParts`); when the cores share
-    their reads, a candidate passes `_shared_loads_bound` too before it is costed."""
+    chosen. A tiling's shared terms are computed once (`_TileParts`), a tile shape's once
+    per search (`_ShapeSchedules`: its schedules' tiles per core, their L2 misses), and a
+    tiling's `_bound_stage` once per (order, cores); a candidate passes `_through_bound`
+    too before it is costed, and `_shared_loads_bound` when the cores share their reads."""
     if not isinstance(found, _Candidates):
         found = _Candidates.of(found)
-    most_of: dict[int, int] = {}  # the most cores of a tile shape's schedules (by the tuple's id)
+    shapes: dict[int, _ShapeSchedules] = {}  # by the schedules tuple's id: one per tile shape
     traits = shared, is_gemv = _shares_reads(p, mach), gemv(p, mach)
-    tilings = []  # (bound, tiling, most cores)
-    for tiling in found.tilings:
-        _, tm, tn, tk, kl1, _, _, _, s, whole, schedules = tiling
-        most = most_of.get(id(schedules))
-        if most is None:
-            most = most_of[id(schedules)] = max(blocks for _, blocks, _, _ in schedules)
-        tilings.append((_tiling_bound(p, mach, tm, tn, tk, kl1, most, s, whole, traits), tiling, most))
-    tilings.sort(key=lambda t: t[0])
+    by_tiling = []  # each tiling's shape
+    for _, tm, tn, *_, schedules in found.tilings:
+        shape = shapes.get(id(schedules))
+        if shape is None:
+            shape = shapes[id(schedules)] = _ShapeSchedules(p, tm, tn, schedules)
+        by_tiling.append(shape)
+    bounds_of = _tiling_bounds(p, mach, found, np.array([shape.most for shape in by_tiling]), traits)
+    order_of = np.argsort(bounds_of, kind="stable")
+    tilings = zip(bounds_of[order_of].tolist(), [found.tilings[i] for i in order_of.tolist()],
+                  [by_tiling[i] for i in order_of.tolist()])
     best_i, best = -1, math.inf
-    for bound, (lo, tm, tn, tk, kl1, l1d, l0d, epid, s, whole, schedules), most in tilings:
+    for bound, (lo, tm, tn, tk, kl1, l1d, l0d, epid, s, whole, schedules), shape in tilings:
         if bound > best:
             break
-        parts = _TileParts(p, mach, tm, tn, tk, kl1, s, l0d, shared, is_gemv)
-        floor = parts.floor()
-        if _ceil(p.batch * p.groups * _ceil(p.m, tm) * _ceil(p.n, tn), most) * floor[1] > best:
-            continue  # every schedule's tiles x the floor: at most cube_cost_bound
-        bounds = sorted((cube_cost_bound(p, mach, tm, tn, tk, kl1, order, blocks, l1d, l0d, epid, split, s, bin_, whole,
-                                         floor=floor, parts=parts), lo + k)
-                        for k, (order, blocks, split, bin_) in enumerate(schedules))
+        parts = _TileParts(p, mach, tm, tn, tk, kl1, s, l0d, shared, is_gemv, shape.epilogue(mach, s))
+        chunks, stage = parts.floor()
+        if _through_bound(parts, shape.floor_tiles) > best:
+            continue  # at most every schedule's (its slowest core runs at least `floor_tiles`)
+        stages: dict[tuple[str, int], float] = {}  # `_bound_stage` by (order, blocks)
+        bounds = []
+        for k, (order, blocks, _, _) in enumerate(schedules):
+            if shape.tiles[k] * stage > best:
+                continue  # its bound is at least this
+            per_tile = stages.get((order, blocks))
+            if per_tile is None:
+                per_tile = stages[order, blocks] = _bound_stage(p, mach, order, blocks, s, whole, chunks, stage,
+                                                                shared, is_gemv)
+            bounds.append((shape.tiles[k] * per_tile, lo + k))  # `cube_cost_bound`
+        bounds.sort()
         for bound, j in bounds:
             if bound > best:
                 break
-            order, blocks, split, bin_ = schedules[j - lo]
-            if shared and _shared_loads_bound(p, mach, tm, tn, order, blocks, split, bin_, floor[0], s) > best:
+            k = j - lo
+            if _through_bound(parts, shape.tiles[k]) > best:
                 continue
-            cyc = cube_cost(p, mach, tm, tn, tk, kl1, order, blocks, l1d, l0d, epid, split, s, bin_, whole, parts)
+            order, blocks, split, bin_ = schedules[k]
+            misses = shape.misses(mach, k, chunks == 1) if shared else None
+            if shared and _shared_loads(mach, order, blocks, chunks, s, shape.tiles[k], misses) > best:
+                continue  # `_shared_loads_bound`
+            cyc = cube_cost(p, mach, tm, tn, tk, kl1, order, blocks, l1d, l0d, epid, split, s, bin_, whole, parts,
+                            shape.core[k], misses)
             if best_i < 0 or cyc < best or (cyc == best and j < best_i):
                 best_i, best = j, cyc
     return best_i, best
+
+
+class _ShapeSchedules:
+    """What `_cheapest` asks of a tile shape's schedules for each of its K options, computed
+    once per search: the most cores among them, the tiles that `_tile_floor` multiplies
+    (every tile over the most cores), the slowest core's tiles of each (`_core_tiles`:
+    outer x inner) and, when asked, each one's L2 misses (`_shared_misses`) and the
+    shape's epilogue terms (`_epilogue_compute`)."""
+
+    __slots__ = ("_epilogue", "_misses", "core", "floor_tiles", "most", "p", "per_core", "schedules", "tiles", "tm",
+                 "tn")
+
+    def __init__(self, p: CubeProblem, tm: int, tn: int, schedules: tuple[tuple[str, int, int, bool], ...]) -> None:
+        self.p, self.tm, self.tn, self.schedules = p, tm, tn, schedules
+        self.most = max(blocks for _, blocks, _, _ in schedules)
+        self.floor_tiles = _ceil(p.batch * p.groups * _ceil(p.m, tm) * _ceil(p.n, tn), self.most)
+        self.core = [_core_tiles(p, tm, tn, order, blocks, split, bin_) for order, blocks, split, bin_ in schedules]
+        self.per_core = [per_core for per_core, _ in self.core]
+        self.tiles = [per_core * inner for per_core, inner in self.core]
+        self._misses: dict[tuple[int, bool], tuple[float, float, float]] = {}
+        self._epilogue: dict[tuple[int, int, int], tuple[float, float]] = {}
+
+    def epilogue(self, mach: Machine, s: _Sizes) -> tuple[float, float]:
+        """`_epilogue_compute` of a tiling of this shape (by its epilogue slices and program)."""
+        key = (s.epi_split, s.l0c, id(s.program))
+        hit = self._epilogue.get(key)
+        if hit is None:
+            hit = self._epilogue[key] = _epilogue_compute(mach, s, self.tm, self.tn)
+        return hit
+
+    def misses(self, mach: Machine, k: int, one_chunk: bool) -> tuple[float, float, float]:
+        """`_shared_misses` of schedule `k`."""
+        hit = self._misses.get((k, one_chunk))
+        if hit is None:
+            order, blocks, split, bin_ = self.schedules[k]
+            hit = self._misses[k, one_chunk] = _shared_misses(self.p, mach, self.tm, self.tn, order, blocks, split,
+                                                               bin_, one_chunk, self.per_core[k])
+        return hit
 
 
 def gemv(p: CubeProblem, mach: Machine) -> bool:
@@ -1387,15 +1511,15 @@ def _plan_one(p: CubeProblem, mach: Machine) -> CubePlan:
     found = _Candidates()  # the candidates' `cube_cost` arguments, by tiling
     smallest: tuple[str, int, int] | None = None
 
-    def fits(need: tuple[tuple[str, int, int], ...]) -> bool:
-        """Does every (space, bytes, capacity) fit? (Else the nearest miss is kept for the error.)"""
+    def miss(need: tuple[tuple[str, int, int], ...]) -> None:
+        """Keep the first (space, bytes, capacity) that does not fit if it is the nearest miss
+        yet (for the error)."""
         nonlocal smallest
         for space, n, have in need:
             if n > have:
                 if smallest is None or n - have < smallest[1] - smallest[2]:
                     smallest = (space, n, have)
-                return False
-        return True
+                return
 
     k_opts = [(kl1, sorted(tks, reverse=True)) for kl1, tks in _k_options(p, k0)]
     fixed = _fixed(p)
@@ -1413,25 +1537,29 @@ def _plan_one(p: CubeProblem, mach: Machine) -> CubePlan:
             ubd = 2 * ub - temps <= mem.ub  # the body's temporaries are not double-buffered
             out = fixed.outs * tm * tn * fixed.ob
             schedules = {whole: _schedules(p, tm, tn, whole, cores) for whole in wholes}
+            shape_fits = l0c <= mem.l0c and ub <= mem.ub  # (its K options' L0A, L0B and L1 below)
             for kl1, tks in k_opts:
                 b_l1 = kl1 * tn * ab
+                b_cap = align(b_l1, al.l1)
                 for tk in tks:
                     if p.kind == "conv" and tk < kl1 and _ceil(kl1, tk) * tk - kl1 >= tk // 2 and kl1 % tk:
                         continue  # a last K step mostly padding
                     l0a, l0b = align(tm * tk * ab, al.l0a), align(tk * tn * ab, al.l0b)
+                    l0_fits = shape_fits and l0a <= mem.l0a and l0b <= mem.l0b
+                    l0d = 2 * l0a <= mem.l0a and 2 * l0b <= mem.l0b
                     # a GEMV may keep A's whole K in L1 and stream B in K chunks
                     for whole in wholes if kl1 < p.k else (False,):
                         a = a_sizes.get((kl1, whole))
                         if a is None:
                             a = a_sizes[kl1, whole] = _a_sizes(p, tm, kl1, ab, whole)
                         a_l1, a_cap = a
-                        l1 = align(a_cap or a_l1, al.l1) + align(b_l1, al.l1)
-                        if not fits((("l0a", l0a, mem.l0a), ("l0b", l0b, mem.l0b), ("l0c", l0c, mem.l0c),
-                                     ("l1", l1, mem.l1), ("ub", ub, mem.ub))):
+                        l1 = align(a_cap or a_l1, al.l1) + b_cap
+                        if not (l0_fits and l1 <= mem.l1):
+                            miss((("l0a", l0a, mem.l0a), ("l0b", l0b, mem.l0b), ("l0c", l0c, mem.l0c),
+                                  ("l1", l1, mem.l1), ("ub", ub, mem.ub)))
                             continue
                         s = _Sizes(a_l1, b_l1, tm * tk * ab, tk * tn * ab, tm * tn * 4, ub, epi_in, out,
                                    fixed.vec_ops, fixed.program, temps, es, serial, a_cap)
-                        l0d = 2 * l0a <= mem.l0a and 2 * l0b <= mem.l0b
                         found.add((tm, tn, tk, kl1, 2 * l1 <= mem.l1, l0d, l0cd and ubd, s, whole), schedules[whole])
     if not found:
         space, need, have = smallest or ("ub", 0, 0)
