@@ -69,9 +69,11 @@ def scalar_operands(ops) -> dict:
     {constant value: the one-element `graph.constant` to put inside the group}. Any
     constant of one value everywhere (one element, or a splat of a plain tensor whose
     shape does not widen the result) read by an elementwise op that also reads a computed
-    value; integer and float element types (booleans stay inputs). None in Cube kernels
-    (their epilogue reads per-channel constants itself); batch norm's per-channel
-    parameters stay inputs."""
+    value; integer and float element types (booleans stay inputs). In a Cube kernel only
+    one-element constants, its epilogue's immediates (bert's GELU: x / sqrt(2), + 1, * 0.5
+    as vmuls / vadds, not one-value tiles read and spread per output tile; a per-channel
+    bias stays an input even when all its values are equal, a dequantize scale too);
+    batch norm's per-channel parameters stay inputs."""
     import numpy as np
 
     from ge.dialects import dtypes
@@ -79,8 +81,7 @@ def scalar_operands(ops) -> dict:
     from ge.transforms.graph_utils import constant_value, make_constant
 
     ops = list(ops)
-    if any(isinstance(op, CUBE_OPS) for op in ops):
-        return {}
+    cube = any(isinstance(op, CUBE_OPS) for op in ops)
     users: dict = {}
     for op in ops:
         for v in op.operands:
@@ -97,9 +98,11 @@ def scalar_operands(ops) -> dict:
         if graph.shape_of(t) != tuple(one) and (layout_of(t) is not None or any(
                 isinstance(op, graph.DequantizeOp) or _widens(op, v) for op in readers)):
             continue
+        if cube and any(isinstance(op, graph.DequantizeOp) for op in readers):
+            continue  # (a dequantize scale of a Cube kernel: FixPipe's quant mode reads it)
         arr = constant_value(v)
-        if arr is None or arr.size == 0 or not np.all(arr == arr.reshape(-1)[0]):  # (NaN: no immediate)
-            continue
+        if arr is None or arr.size == 0 or not np.all(arr == arr.reshape(-1)[0]) or (cube and arr.size > 1):
+            continue  # (NaN: no immediate)
         if arr.size == 1:
             out[v] = v.owner
         else:

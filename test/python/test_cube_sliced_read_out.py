@@ -122,15 +122,16 @@ def test_projections_against_the_old_plans(kind, monkeypatch):
     """BERT-base's matmuls, cold L2, against the plans and codegen before (`BEFORE` and
     `SLICED_READ_OUT` off): the q projection 10,720 -> 9,933 cycles (converting slice
     read-outs; one K step of 16 per chunk, its L0 buffers rotating in the loop over chunks:
-    `ROTATING_STEP`), FFN in 30,891 -> 29,250 (256 x 64 tiles whose GELU epilogue paces
-    the pipeline: `VECTOR_PACED`, its Div by sqrt(2) charged as a vmul; K copied in pieces)
+    `ROTATING_STEP`), FFN in 28,343 -> 27,788 (256 x 64 tiles whose GELU epilogue paces
+    the pipeline: `VECTOR_PACED`, its Div by sqrt(2) charged as a vmul; K copied in pieces;
+    30,891 -> 29,250 before its constants were immediates on both sides: test_cube_immediates)
     and FFN out 31,093 -> 30,201 (the old sides with vconv's f32 -> f16 at PTO-ISA's 1 cycle
     per repeat; 11,232, 34,180 and 31,605 at the earlier 2). Each new plan's modeled cost
     within 15% of its simulated cycles."""
     x = feed()
     _, new = compile_run(bert_part(kind), x, monkeypatch)
     _, old = compile_run(bert_part(kind), x, monkeypatch, sliced=False, **BEFORE)
-    bounds = {"qkv": [0.95], "ffn": [0.96, 0.98]}[kind]
+    bounds = {"qkv": [0.95], "ffn": [0.99, 0.98]}[kind]
     for (cycles, plan, _), (old_cycles, old_plan, _), most in zip(new, old, bounds, strict=True):
         assert cycles < most * old_cycles, (cycles, old_cycles, plan.describe(), old_plan.describe())
         assert plan.cycles + 1000 == pytest.approx(cycles, rel=0.15)  # + the launch's dispatch
