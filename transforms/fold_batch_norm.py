@@ -133,6 +133,14 @@ def _rounded(arr: np.ndarray, like: SSAValue) -> np.ndarray:
     return arr.astype(dtypes.numpy_dtype(elem_of(like)))
 
 
+def _scaled(w: np.ndarray, s: np.ndarray, like: SSAValue) -> np.ndarray:
+    """`_rounded(w.astype(float64) * s, like)` without the float64 copies of a weight:
+    numpy's multiply computes in float64 chunk by chunk and rounds each product once into
+    the result (the same bits; resnet50's weights were two 200 MB temporaries)."""
+    out = np.empty(np.broadcast_shapes(w.shape, s.shape), dtypes.numpy_dtype(elem_of(like)))
+    return np.multiply(w, s, dtype=np.float64, out=out, casting="same_kind")
+
+
 class FoldAffineIntoProducer(RewritePattern):
     """BatchNorm / Mul / Add / Sub by per-channel constants -> rewritten producer weights."""
 
@@ -166,7 +174,7 @@ def _fold_conv(conv: graph.Conv2dOp, a: Affine) -> list[Operation]:
     b = constant_value(conv.bias) if conv.bias is not None else np.zeros(m)
     assert b is not None
     name = loc_name(conv)
-    w_new = make_constant(_rounded(w.astype(np.float64) * s[:, None, None, None], conv.weight), None, f"{name}_w", conv)
+    w_new = make_constant(_scaled(w, s[:, None, None, None], conv.weight), None, f"{name}_w", conv)
     b_new = make_constant(_rounded(b.astype(np.float64) * s + t, conv.output), None, f"{name}_b", conv)
     new = graph.Conv2dOp.make([conv.input, w_new.output, b_new.output], dict(conv.properties))
     new.location = conv.location
@@ -179,12 +187,12 @@ def _fold_gemm(gemm: graph.GemmOp, a: Affine) -> list[Operation]:
     n = shape_of(gemm.output)[1]
     s, t = _scale_of(a, n), _shift_of(a, n)
     trans_b = has_flag(gemm.properties, "trans_b")
-    b_new = b.astype(np.float64) * (s[:, None] if trans_b else s[None, :])
     beta = get_float(gemm.properties, "beta")
     c = constant_value(gemm.c) if gemm.c is not None else None
     c_new = t if c is None or beta == 0.0 else c.astype(np.float64) * beta * s + t
     name = loc_name(gemm)
-    ops: list[Operation] = [make_constant(_rounded(b_new, gemm.b), None, f"{name}_b", gemm)]
+    b_new = _scaled(b, s[:, None] if trans_b else s[None, :], gemm.b)
+    ops: list[Operation] = [make_constant(b_new, None, f"{name}_b", gemm)]
     c_op = None
     if gemm.c is not None or np.any(t != 0):
         c_op = make_constant(_rounded(c_new, gemm.output), None, f"{name}_c", gemm)
@@ -205,7 +213,7 @@ def _fold_matmul(mm: graph.MatMulOp, a: Affine) -> list[Operation]:
     if shifted and len(shape_of(mm.lhs)) != 2:
         return []  # a bias on a batched matmul stays a separate add (decided before the weights are scaled)
     name = loc_name(mm)
-    b_op = make_constant(_rounded(b.astype(np.float64) * s[None, :], mm.rhs), None, f"{name}_b", mm)
+    b_op = make_constant(_scaled(b, s[None, :], mm.rhs), None, f"{name}_b", mm)
     if not shifted:
         new = graph.MatMulOp.make([mm.lhs, b_op.output])
         new.location = mm.location
