@@ -76,6 +76,10 @@ SHARED_CONV = True  # are a conv's reads costed as shared by its cores (`_shares
 ODD_K_STEPS = True  # does an odd number of K steps per chunk cost two steps end to end (`_k_loop`)?
 BLOCK_MISSES = True  # are the shared reads' misses those of block 1's items (`_block_misses`)?
 SLICED_DRAIN = True  # the row slices of a sliced epilogue pipeline (the last tile's drain)
+# The HBM share of the slowest core's L2 misses when the cores share their reads, in fair
+# shares (hbm_total / blocks): the simulator gives the round's second block what the blocks
+# still to come leave free, two shares while block 0 is not fetching (`_shared_miss_rate`)
+MISS_SHARE = 2.0
 SHARED_FILL = True  # do a conv's or matmul's shared first loads take at least their distinct tiles at the HBM rate (`cube_cost`)?
 # Is a chunk's even K step loop unrolled over two single L0 buffers (`_unrolled_steps`)? A
 # K-step loop drains at its end: insert-sync sets its flags before it and waits for them
@@ -765,8 +769,8 @@ def cube_cost(p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl1: int
     a_miss, a_rate = 1.0, l2_rate
     is_gemv, shared = parts.gemv, parts.shared
     if shared:
-        a_miss, miss, l2_rate = misses or _shared_misses(p, mach, tm, tn, order, blocks, split, batch_inner,
-                                                         chunks == 1, per_core)
+        a_miss, miss, l2_rate, miss_rate = misses or _shared_misses(p, mach, tm, tn, order, blocks, split,
+                                                                    batch_inner, chunks == 1, per_core)
         a_rate = l2_rate
     elif is_gemv and mach.target.memory.l2 and mach.target.dma.l2_total:  # the 310B has no L2
         a_reads = blocks * (per_core if chunks == 1 and order == "mn" else per_core * inner * chunks)
@@ -782,7 +786,9 @@ def cube_cost(p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl1: int
         """MTE2 cycles of a tile's A and B bytes (B partly from the L2; a GEMV's A too)."""
         # a GEMV's stream of loads keeps MTE2 busy: their start-ups overlap (paid once, below)
         # (a matmul's stream of loads too, when they share the L2: pipelined, its K chunks' loads follow each other)
-        count = 0 if is_gemv or shared else (a > 0) + (b_ > 0)
+        if shared:
+            return (a * a_miss + b_ * miss) / miss_rate + b_ * (1 - miss) / l2_rate + a * (1 - a_miss) / a_rate
+        count = 0 if is_gemv else (a > 0) + (b_ > 0)
         return (mach.dma("gm_to_l1", a * a_miss + b_ * miss, blocks, count=count)
                 + b_ * (1 - miss) / l2_rate + a * (1 - a_miss) / a_rate)
 
@@ -1197,17 +1203,29 @@ def _shared_misses(p: CubeProblem, mach: Machine, tm: int, tn: int, order: str, 
     else:
         a_miss, miss = _shared_miss(p, order, blocks, split, per_core)
     tg = mach.target
-    return a_miss, miss, min(tg.bytes_per_cycle(tg.dma.l2_to_l1), tg.bytes_per_cycle(tg.dma.l2_total) / blocks)
+    return (a_miss, miss, min(tg.bytes_per_cycle(tg.dma.l2_to_l1), tg.bytes_per_cycle(tg.dma.l2_total) / blocks),
+            _shared_miss_rate(mach, blocks))
+
+
+@machine_memo
+def _shared_miss_rate(mach: Machine, blocks: int) -> float:
+    """Bytes per cycle of the slowest core's L2 misses when the cores share their reads:
+    MISS_SHARE fair shares of the HBM, at most the path's rate. Why: in a run the
+    activations a matmul reads were just written and sit in the L2, so only the first
+    readers of each weight tile fetch; the simulator's `CostModel.start_block` leaves block
+    1 (the slowest core here) 2 / active of the HBM when block 0 is not fetching (measured:
+    bert_base's FFN out on 32 cores, blocks 1-3 at 57-75 B/cycle against a fair 37.5). At
+    one share the model took 24-block plans the simulator ran 17% slower (test_miss_share)."""
+    return min(mach.bytes_per_cycle("gm_to_l1", 1), MISS_SHARE * mach.hbm_bytes_per_cycle() / max(blocks, 1))
 
 
 def _shared_loads(mach: Machine, order: str, blocks: int, chunks: int, s: _Sizes, tiles: int,
                   misses: tuple[float, float, float]) -> float:
     """`_shared_loads_bound` of the slowest core's `tiles` at `misses` (`_shared_misses`)."""
-    a_miss, miss, l2_rate = misses
+    a_miss, miss, l2_rate, miss_rate = misses
     a = 0 if chunks == 1 and order == "mn" else s.a_l1  # hoisted: loaded once per outer tile (`cube_cost`)
     b = 0 if chunks == 1 and order == "nm" else s.b_l1
-    load = mach.dma("gm_to_l1", a * a_miss + b * miss, blocks, count=0) + b * (1 - miss) / l2_rate \
-        + a * (1 - a_miss) / l2_rate
+    load = (a * a_miss + b * miss) / miss_rate + b * (1 - miss) / l2_rate + a * (1 - a_miss) / l2_rate
     return tiles * (chunks * load * (1 - 1e-9))
 
 
@@ -1232,7 +1250,7 @@ def _fastest_read(mach: Machine, blocks: int) -> float:
     """Bytes per cycle of one of `blocks` cores' GM reads, from the HBM or from the L2 at
     its share, whichever is faster (a lower bound of shared reads' cost: `cube_cost`)."""
     tg = mach.target
-    return max(mach.bytes_per_cycle("gm_to_l1", blocks),
+    return max(_shared_miss_rate(mach, blocks),
                min(tg.bytes_per_cycle(tg.dma.l2_to_l1), tg.bytes_per_cycle(tg.dma.l2_total) / blocks))
 
 
@@ -1475,7 +1493,7 @@ def plan_cube(p: CubeProblem, mach: Machine) -> CubePlan:
            p.out_fmt, p.c0, geometry, _fixed(p), GEMV, SHARED_READS, PIPELINED_K, CROWDED, SLICED_DRAIN, SHARED_CONV,
            ODD_K_STEPS, BLOCK_MISSES, SHARED_FILL, UNROLLED_K,
            TIGHT_FORWARD_SYNC, MAX_UNROLLED_STEPS, to_isa.SLICED_READ_OUT, DIV_BY_RECIPROCAL, ROTATING_STEP,
-           VECTOR_PACED, STACK, PROGRESSIVE, PIECES)  # the switches change the plan
+           VECTOR_PACED, STACK, PROGRESSIVE, PIECES, MISS_SHARE)  # the switches change the plan
     plan = memo.get(key)
     if plan is None:
         plan = memo[key] = _plan_cube(p, mach)

@@ -36,6 +36,7 @@ def run(model, shape, monkeypatch, force=None, **patches) -> tuple[tile_cube.Cub
         # each launch with a cold L2, as the model assumes (the conv's input, the kernel
         # before it just wrote, would otherwise hit the L2 the run keeps across launches)
         mp.setattr(simulator, "L2_ACROSS_LAUNCHES", False)
+        mp.setattr(tile_cube, "MISS_SHARE", 1.0)  # (cold launches: the misses at the fair share)
         for name, value in patches.items():
             mp.setattr(tile_cube, name, value)
         plan_of = tile_cube._plan_cube

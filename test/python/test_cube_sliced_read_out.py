@@ -36,6 +36,7 @@ def compile_run(model, x, monkeypatch, timing_only=True, sliced=True, **patches)
     plans, kernels = [], []
     with monkeypatch.context() as mp:
         mp.setattr(simulator, "L2_ACROSS_LAUNCHES", False)  # each launch cold, as the cost model assumes
+        mp.setattr(tile_cube, "MISS_SHARE", 1.0)  # ... with its misses at the fair share (test_miss_share)
         mp.setattr(to_isa, "SLICED_READ_OUT", sliced)
         for k, v in patches.items():
             mp.setattr(tile_cube, k, v)
