@@ -20,8 +20,16 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ArrayAttr, FunctionType, MemRefType, ModuleOp, StringAttr, TensorType
-from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    FunctionType,
+    IntegerAttr,
+    MemRefType,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+)
+from xdsl.ir import Attribute, Block, Operation, OpResult, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
@@ -68,7 +76,24 @@ def outline(group: fusion.GroupOp, name: str) -> t.KernelOp:
     kernel.location = group.location
     if group.rule_names:
         kernel.attributes["rules"] = ArrayAttr([StringAttr(r) for r in group.rule_names])
+    warm = [i for i, v in enumerate(group.inputs) if _written_in_run(v)]
+    if warm:
+        kernel.attributes["l2_inputs"] = ArrayAttr([IntegerAttr(i, 64) for i in warm])
     return kernel
+
+
+def _written_in_run(v: SSAValue) -> bool:
+    """Is `v` written by a kernel of the run (not a model input, not a constant, seen
+    through views)? Such an input may still sit in the L2 when its reader launches (the
+    tiler's cost model: `tile_cube.WARM_INPUTS`)."""
+    while isinstance(v, OpResult):
+        op = v.op
+        if isinstance(op, g.ConstantOp | t.ConstOp):
+            return False
+        if not isinstance(op, VIEW_OPS) or not op.operands:
+            return True
+        v = op.operands[0]
+    return False
 
 
 class _FunctionBufferizer:

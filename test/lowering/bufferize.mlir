@@ -2,6 +2,9 @@
 
 // Two kernels, a weight and a view between them: tensors become GM buffers, each group a
 // kernel launched in order; the reshape is a view of the same bytes, its shape no buffer.
+// The second kernel's input, the first one's result seen through the view, is marked as
+// written in the run (`l2_inputs`: the tiler may cost it as an L2 hit); the model input and
+// the weight of the first are not.
 func.func @two_kernels(%x: tensor<2x8xf32> {ge.name = "input"}) -> tensor<16xf32> {
   %w = graph.constant dense<1.0> : tensor<8x8xf32>
   %shape = graph.constant dense<[16]> : tensor<1xi64>
@@ -25,7 +28,7 @@ func.func @two_kernels(%x: tensor<2x8xf32> {ge.name = "input"}) -> tensor<16xf32
 // CHECK-NEXT:     %[[M:.*]] = graph.matmul %[[A]], %[[B]]
 // CHECK-NEXT:     %[[R:.*]] = graph.relu %[[M]]
 // CHECK-NEXT:     tile.yield %[[R]] : tensor<2x8xf32>
-// CHECK:      tile.kernel @k1_t ins(%f: memref<16xf32, #tile.space<gm>>) outs(%s: memref<16xf32, #tile.space<gm>>) block_dim 1 kind "elementwise" {
+// CHECK:      tile.kernel @k1_t ins(%f: memref<16xf32, #tile.space<gm>>) outs(%s: memref<16xf32, #tile.space<gm>>) block_dim 1 kind "elementwise" attributes {l2_inputs = [0 : i64]} {
 // CHECK-LABEL: func.func @two_kernels(%x: memref<2x8xf32, #tile.space<gm>> {ge.name = "input"}) -> memref<16xf32, #tile.space<gm>> {
 // CHECK-NEXT:   %[[W:.*]] = tile.const dense<1.000000e+00> : tensor<8x8xf32> -> memref<8x8xf32, #tile.space<gm>>
 // CHECK-NEXT:   %[[Y:.*]] = tile.alloc buffers 1 : memref<2x8xf32, #tile.space<gm>>

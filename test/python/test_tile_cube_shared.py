@@ -80,6 +80,7 @@ def compile_run(model, x, monkeypatch, timing_only=True, **patches):
     with monkeypatch.context() as mp:
         mp.setattr(simulator, "L2_ACROSS_LAUNCHES", False)  # each launch cold, as the model assumes
         mp.setattr(tile_cube, "MISS_SHARE", 1.0)  # ... with its misses at the fair share (test_miss_share)
+        mp.setattr(tile_cube, "WARM_INPUTS", False)  # ... and no input in the L2 at launch
         for k, v in patches.items():
             mp.setattr(tile_cube, k, v)
         plan = tile_cube._plan_cube
