@@ -16,7 +16,9 @@ The tile loop is one flattened `scf.for` over the tiles, split into contiguous r
 `block_dim` cores. Each iteration copies the input rectangles into UB (out-of-bounds
 elements read as 0, or -inf before a max pool), runs the group's ops on the tiles in one
 `tile.vector` (a max/avg pool first runs as `tile.vpool`) and copies the results out.
-Tile sizes come from the cost model (lowering/tile_cost.py) among the shapes that fit UB.
+Tile sizes come from the cost model (lowering/tile_cost.py) among the shapes that fit UB,
+with GM traffic priced as the simulator moves it (`GmPaths`: reads from the HBM, or from
+the L2 when an earlier launch wrote them, `l2_resident`; writes into the L2).
 When no tile holds a whole reduced extent (a GlobalAveragePool over a 112x112 plane, a
 ReduceSum over 200k elements), a kernel with one reduction visits that extent in chunks
 and accumulates (`Chunk`, `emit_chunked`); a normalization (Softmax, LayerNorm) still
@@ -25,12 +27,13 @@ needs its whole row and is refused by name.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from xdsl.dialects.builtin import TensorType
+from xdsl.dialects.builtin import ArrayAttr, TensorType
 from xdsl.ir import Attribute, Block, Operation, OpResult, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
@@ -41,7 +44,7 @@ from ge.dialects.dtypes import numpy_dtype
 from ge.dialects.layout import Format
 from ge.lowering import fusion_rules as fr
 from ge.lowering import to_isa
-from ge.lowering.tile_cost import Machine, align, op_program, pipelined, pool_program
+from ge.lowering.tile_cost import Machine, align, elem_name, op_program, pipelined, pool_program
 from ge.lowering.tile_ir import KernelBuilder, tile_type
 from ge.targets import Target
 from ge.transforms.graph_utils import make_constant
@@ -390,6 +393,7 @@ class VectorKernel:
     chunk: Chunk | None = None  # how the reduced extent would be visited in chunks (None: it cannot)
     chunk_size: int = 0  # the chunk length a plan is being sized or emitted for (0: whole extent)
     chunk_reason: str = ""  # why the reduced extent cannot be chunked (when chunk is None)
+    resident: frozenset = frozenset()  # inputs an earlier launch of the run wrote (`l2_resident`)
 
     @classmethod
     def of(cls, block: Block) -> VectorKernel:
@@ -424,6 +428,7 @@ class VectorKernel:
             if v not in maps.maps:
                 raise Unsupported("an input the kernel's tiles do not cover")
         kern = cls(block, maps, pool, inputs, region_args, region_ops, list(block.last_op.operands), source)
+        kern.resident = l2_resident(block)
         try:
             kern.chunk = Chunk.of(kern)
         except Unsupported as e:
@@ -551,19 +556,51 @@ class VectorKernel:
         return [v for v in self.inputs
                 if v not in chunked and all(d.fixed or counts[d.it] == 1 for d in self.maps.maps[v])]
 
+    def inside_bytes(self, v: SSAValue, tiles: Sequence[int], counts: Sequence[int]) -> float:
+        """The bytes of v's tile inside the tensor, averaged over the tiles: what a copy in
+        takes from GM (the rest of the rectangle -- a halo, the channels an NC1HWC0 tile
+        pads to C0 -- is the pad value, written into UB at the DMA's rate but read from
+        nowhere) or a copy out writes (clipped at the tensor's edge)."""
+        size = float(numpy_dtype(v.type.element_type).itemsize)
+        for d, n in zip(self.maps.maps[v], shape_of(v)):
+            if d.fixed:
+                size *= max(0, min(d.extent - d.shift, n) - max(-d.shift, 0))
+                continue
+            step, width, count = tiles[d.it] * d.scale, d.size(tiles), counts[d.it]
+            size *= _inside(step, d.shift, width, n, count) / count
+        return size
+
     def cost(self, mach: Machine, tiles: Sequence[int], blocks: int, double: bool) -> float:
         counts = [math.ceil(e / s) for e, s in zip(self.maps.extents, tiles)]
         once = self.invariant(counts=counts)
-        hoisted = sum(mach.dma("gm_to_ub", nbytes(v, self.shape(v, tiles)), blocks) for v in once)
-        mte2 = sum(mach.dma("gm_to_ub", nbytes(v, self.shape(v, tiles)), blocks) for v in self.inputs if v not in once)
+        gm = GmPaths.of(mach, blocks)
+        tile = {v: self.nbytes_tile(v, tiles) for v in self.inputs}
+        inside = {v: self.inside_bytes(v, tiles, counts) for v in (*self.inputs, *self.stored())}
+        # the inputs loaded once, before the loop: one start-up (the loop's first load follows
+        # their transfers on the same pipe, its own start-up hidden behind them). Every core
+        # reads the same bytes: the first fetches them, the others hit the L2 (the 910B's
+        # broadcast row of 2 KB: 46 cycles at 43 B/cycle on the 32nd core, not 74 at a
+        # 32-core share of the HBM)
+        shared = gm.l2 and blocks > 1
+        hoisted = sum(gm.hit(tile[v], i == 0) if shared or v in self.resident else gm.load(tile[v], inside[v], i == 0)
+                      for i, v in enumerate(once))
+        loads = [v for v in self.inputs if v not in once]
+        read = sum(inside[v] for v in loads if v not in self.resident)
+        hits = sum(tile[v] for v in loads if v in self.resident)
+        mte2 = sum(gm.hit(tile[v], False) if v in self.resident else gm.load(tile[v], inside[v], False) for v in loads)
         vec = 0.0
         if self.pool is not None:
             k = g.get_ints(self.pool.properties, "kernel_shape")
             vec += mach.program(pool_program(mach, self.pool, self.shape(self.pool.results[0], tiles), k[0] * k[1]))
         absorbed: set[Operation] = set()  # casts an f16 LayerNorm computes on its way (`widened`)
+        reads_in = vec  # the Vector cycles until the last instruction that reads an input tile
+        loaded = set(loads)
+        first_out = None  # ... and before the first that writes an output tile
         for op in self.region_ops:
             if op in absorbed:
                 continue
+            if first_out is None and any(r in self.outputs for r in op.results):
+                first_out = vec
             shapes = [self.shape(v, tiles) for v in (*op.operands, *op.results) if v in self.maps.maps]
             wide = False
             if isinstance(op, g.LayerNormOp):
@@ -571,13 +608,38 @@ class VectorKernel:
                 n = math.prod(shape[op.axis.value.data % len(shape):])
                 if wide := widened(op, math.prod(shape) // max(n, 1), n, mach.target.vector.block_bytes // 4):
                     absorbed.add(next(iter(op.results[0].uses)).operation)
-            vec += mach.program(op_program(mach, op, max(shapes, key=math.prod, default=()), wide))
-        mte3 = sum(mach.dma("ub_to_gm", nbytes(v, self.shape(v, tiles)), blocks) for v in self.stored())
-        gm = mach.hbm(sum(nbytes(v, self.shape(v, tiles)) for v in (*self.inputs, *self.stored()) if v not in once), blocks)
+            if isinstance(op, g.GlobalPoolOp) and fmt_of(op.operands[0]) == Format.NC1HWC0:
+                vec += mach.program(block_pool_program(mach, op, self.shape(op.operands[0], tiles)))
+            else:
+                vec += mach.program(op_program(mach, op, max(shapes, key=math.prod, default=()), wide))
+            if any(v in loaded for v in op.operands):
+                reads_in = vec
+        written = sum(inside[v] for v in self.stored())
+        # A DMA pipe issues its next transfer while the one before moves its bytes (the
+        # simulator's pipelined pipes): double-buffered loads pay their start-up once (the
+        # fill), not per tile (resnet50_b16's input cast + trans_data: loads of 50 + 142
+        # cycles back to back every 154 Vector cycles, 17,556 simulated against 112 x 154 +
+        # fill and drain); single-buffered, each waits for the stages before it. The stores
+        # into one GM tensor have a pipe_barrier between them (insert-sync: their windows
+        # may meet), so each pays its start-up (bert_base's head transposes: 81-cycle
+        # stores of 4 KB back to back, 40 + 41).
+        mte3 = sum(gm.store(inside[v]) for v in self.stored())
+        fill = gm.startup2 if loads else 0.0
+        if not double:
+            mte2 += fill * len(loads)
+        port = gm.port(read, written, hits)
+        if double and self.chunk_size == 0:
+            # Two buffers per tile: a slot is loaded again only once the Vector unit has read
+            # it, and written again only once its store has left, so two tiles take at least
+            # a load (start-up included) plus the Vector work up to the tile's last read of
+            # it, and the Vector work from its first output plus a store (bert_base's f32 ->
+            # f16 cast in 768-byte tiles: 66 + 41 cycles per two tiles, 53 per tile, not the
+            # 41 of the slowest stage)
+            port = max(port, (mte2 + fill + reads_in) / 2, (vec - (first_out or 0.0) + mte3) / 2)
         per_core = math.ceil(math.prod(counts) / blocks)
         if self.chunk_size and self.chunk is not None:  # every tile visits its chunks in turn
             k = math.ceil(self.chunk.extent / self.chunk_size)
-            mte2, vec, gm = mte2 * k, vec * k, gm * k
+            mte2, vec, port = mte2 * k, vec * k, port * k
         # an odd count's last tile: in the last round of the paired loop when the cores split
         # the tiles (to_isa.guarded_rounds), else after that loop (isa_builder.pipelined: one
         # core, or tiles that visit chunks -- a loop in the body), its Vector work then after
@@ -586,17 +648,131 @@ class VectorKernel:
         chunked = bool(self.chunk_size and self.chunk is not None)
         after = chunked or blocks == 1 or self.pool is not None or not to_isa.GUARDED_ROUNDS
         rest = mte3 if double and per_core > 1 and per_core % 2 and after else 0.0
-        cost = hoisted + pipelined(per_core, [mte2, vec, mte3], double, port=gm) + rest
-        if double and per_core > 1 and self.pool is None and vec >= max(mte2, mte3, gm):
-            # A Vector-bound loop of several tiles (its row programs priced as the simulator
-            # runs them, op_program; a pool's estimate is coarser): the cores' first loads
-            # shared the HBM and staggered their starts, so their last stores -- the drain and
-            # the one an odd count's leftover waits for -- meet few others and move at the
-            # core's own rate, not at a 1 / blocks share (the simulator: bert_base k8_mask's
-            # last 32 KB store takes 345 cycles, 874 at a 1/32 share)
-            own = sum(mach.dma("ub_to_gm", nbytes(v, self.shape(v, tiles)), 1) for v in self.stored())
-            cost -= (mte3 - own) * (2 if rest else 1)
+        cost = hoisted + pipelined(per_core, [mte2, vec, mte3], double, port=port) + rest
+        if double and per_core > 0 and not once:
+            cost += fill
         return cost
+
+    def nbytes_tile(self, v: SSAValue, tiles: Sequence[int]) -> int:
+        """The bytes of v's UB tile (what a copy in moves at the DMA's rate, pad included)."""
+        return nbytes(v, self.shape(v, tiles))
+
+
+@dataclass(frozen=True)
+class GmPaths:
+    """What one of `blocks` streaming cores' copies to and from GM cost, as the simulator
+    times them (runtime/sim_timing.py): a copy in moves its UB tile at the path's rate, and
+    the bytes it reads from GM at the core's share of the HBM; a copy out writes into the
+    L2 (write-back: its blocks are dirty there, nothing goes to HBM while they fit), at the
+    path's rate or the core's share of the L2's bandwidth -- on a chip without an L2, to
+    the HBM. So reads and writes are two budgets: the HBM's and the L2's. (The model
+    charged the writes at the HBM share with the reads: bert_base's head transposes
+    3,621 predicted against 2,138 simulated, resnet50_b16's input cast + trans_data 65,225
+    against 18,556, whose f32 loads also counted 16 channels where the tensor has 3.)"""
+
+    startup2: float
+    startup3: float
+    load_rate: float  # the path's bytes per cycle into UB
+    read_share: float  # one core's share of the HBM
+    store_rate: float  # min(path, the core's share of where writes go)
+    write_share: float
+    l2: bool
+    hit_rate: float  # an L2 hit's bytes per cycle: min(path, the core's share of the L2)
+
+    @staticmethod
+    def of(mach: Machine, blocks: int) -> GmPaths:
+        return mach.memo(("vector_gm_paths", blocks), lambda: GmPaths._make(mach.target, max(blocks, 1)))
+
+    @staticmethod
+    def _make(tg: Target, blocks: int) -> GmPaths:
+        bpc = tg.bytes_per_cycle
+        hbm = bpc(tg.dma.hbm_total) / blocks
+        l2 = bool(tg.memory.l2 and tg.dma.l2_total)
+        write = bpc(tg.dma.l2_total) / blocks if l2 else hbm
+        return GmPaths(float(tg.startup.mte2), float(tg.startup.mte3), bpc(tg.dma.gm_to_ub), hbm,
+                        min(bpc(tg.dma.ub_to_gm), write), write, l2,
+                        min(bpc(tg.dma.l2_to_ub), write) if l2 else min(bpc(tg.dma.gm_to_ub), hbm))
+
+    def load(self, moved: float, read: float, startup: bool = True) -> float:
+        """A copy in of a `moved`-byte tile of which `read` bytes come from GM."""
+        if moved <= 0:
+            return 0.0
+        return self.startup2 * startup + max(moved / self.load_rate, read / self.read_share)
+
+    def hit(self, moved: float, startup: bool = True) -> float:
+        """A copy in of a `moved`-byte tile that the L2 holds (`l2_resident`)."""
+        return self.startup2 * startup + moved / self.hit_rate if moved > 0 else 0.0
+
+    def store(self, nbytes: float, startup: bool = True) -> float:
+        """A copy out of `nbytes` (into the L2 where there is one)."""
+        return self.startup3 * startup + nbytes / self.store_rate if nbytes > 0 else 0.0
+
+    def port(self, read: float, written: float, hits: float = 0.0) -> float:
+        """A tile's reads from the HBM, its writes and its L2 hits at the core's shares of
+        the two: the loop's throughput limit."""
+        if not self.l2:
+            return (read + written + hits) / self.read_share
+        return max(read / self.read_share, (written + hits) / self.write_share)
+
+
+def l2_resident(block: Block) -> frozenset[SSAValue]:
+    """The arguments of group body `block` that an earlier launch of the run wrote
+    (`bufferize` lists them on the kernel: `l2_inputs`, a fusion probe's kernel too, so a
+    probe's tiling reused by the tile stage prices them the same) and that take at most
+    half the L2: in a run they are still there, and a copy in hits (the simulator keeps
+    the L2 across launches). bert_base's head transposes read the projection just written:
+    2,138 cycles simulated in 16 KB tiles, 2,265 in 4 KB ones, which a cold read from the
+    HBM ranks the other way (2,653 against 2,558 with a cold L2)."""
+    untiled = block.parent_op()  # the kernel's tile.untiled body, inside the kernel, inside the module
+    kernel = untiled.parent_op() if untiled is not None else None
+    warm = kernel.attributes.get("l2_inputs") if isinstance(kernel, t.KernelOp) else None
+    module = kernel.parent_op() if warm is not None else None
+    if not isinstance(warm, ArrayAttr) or module is None:
+        return frozenset()
+    from ge.targets import target_of
+
+    target = target_of(module)
+    if target is None:
+        return frozenset()
+    written = {i.value.data for i in warm.data}
+    return frozenset(a for i, a in enumerate(block.args)
+                     if i in written and 2 * nbytes(a, shape_of(a)) <= target.memory.l2)
+
+
+@functools.lru_cache(maxsize=4096)
+def _inside(step: int, shift: int, width: int, n: int, count: int) -> int:
+    """The elements of [0, n) that `count` windows [t step - shift, + width) cover, summed."""
+    if not shift and width == step:  # the tiles side by side: all of [0, n) they reach
+        return min(n, count * step)
+    return sum(max(0, min(t * step - shift + width, n) - max(t * step - shift, 0)) for t in range(count))
+
+
+def block_pool_program(mach: Machine, op: Operation, tile: Sequence[int]) -> list[tuple[str, str, int]]:
+    """The instructions isa_vector's `block_pool` runs for a global pool over an NC1HWC0
+    tile [n, c1, h, w, c0]: the tile copied (an average: converted to f32), the pixel
+    blocks of every (n, c1) halved pairwise until one is left (one dependent step per
+    halving), an average scaled by 1 / (h w), the result copied out (and narrowed back).
+    (op_program's one instruction over the tile priced squeezenet's last global average
+    pool at 57 Vector cycles a tile against 601 simulated: its 8 halvings of 169 pixels
+    alone take 372.)"""
+    n, c1, h, w, c0 = tile
+    rows, left = n * c1, h * w
+    elem = elem_name(op.operands[0].type.element_type)
+    avg = isinstance(op, g.GlobalAvgPoolOp)
+    work = "f32" if avg else elem
+    size, bpr = (4 if avg else numpy_dtype(op.operands[0].type.element_type).itemsize), mach.target.vector.bytes_per_repeat
+    out = [("vconv" if work != elem else "default", elem, math.ceil(rows * left * c0 * size / bpr))]
+    while left > 1:
+        half = left // 2
+        out.append(("vadd" if avg else "vmax", work, rows * math.ceil(half * c0 * size / bpr)))
+        left -= half
+    reps = math.ceil(rows * c0 * size / bpr)
+    if avg and h * w > 1:
+        out.append(("vmuls", work, reps))
+    out.append(("default", work, reps))
+    if work != elem:
+        out.append(("vconv", work, reps))
+    return out
 
 
 def _sizes(extent: int) -> list[int]:
