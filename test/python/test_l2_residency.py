@@ -108,7 +108,9 @@ def test_a_launch_reads_what_the_previous_one_wrote_from_the_l2(chain, recorded)
     assert first.l2_bytes >= h.nbytes and first.written_back == 0
     # the second found all of h there: h's bytes no longer cross HBM, and it is faster
     assert second.work["gm_read_warm"] == h.nbytes and alone.work["gm_read_warm"] == 0
-    assert hbm_by_region(cold_cost)[h_region] == h.nbytes and hbm_by_region(warm_cost)[h_region] == 0
+    # (cold, h crosses HBM at least once: a core whose read is simulated later but starts
+    # earlier fetches a block again -- sim_timing's rule; 1.25x with the tiler's warm-input plan)
+    assert hbm_by_region(cold_cost)[h_region] >= h.nbytes and hbm_by_region(warm_cost)[h_region] == 0
     # what it still moves over HBM are the weights (w2; in part twice: a core whose read is
     # simulated later but starts earlier fetches again -- sim_timing's rule)
     w2_region = GM_BASE + 1 - launches[1]["ins"].index(next(i for i in launches[1]["ins"] if ex.views[i] is h))
