@@ -64,6 +64,11 @@ class SimulatorError(GeError):
 
 def _json(attr: Attribute) -> Any:
     """A property as JSON (ints, floats, strings, lists); None for what has no JSON form."""
+    cls = type(attr)
+    if cls is IntegerAttr:  # (the common classes by identity: each isinstance is an ABC check)
+        return int(attr.value.data)
+    if cls is DenseArrayBase and attr.elt_type == i64:
+        return list(isa.ints(attr))
     if isinstance(attr, IntegerAttr):
         return int(attr.value.data)
     if isinstance(attr, FloatAttr):
@@ -93,7 +98,7 @@ class Encoder:
     def __init__(self, kernel: isa.KernelOp, target: targets.Target):
         self.kernel, self.target = kernel, target
         self.name = kernel.sym_name.data
-        self.reg_of: dict[SSAValue, int] = {}
+        self.reg_of: dict[int, int] = {}  # id(value) -> register (an SSA value's own hash is a Python call)
         self.registers: list[int] = []
         self.instrs: list[list[str]] = []
         self.buffers: dict[SSAValue, tuple[int, int, int, str]] = {}  # value -> region, base, bytes, label
@@ -125,9 +130,9 @@ class Encoder:
         return SimulatorError(f"kernel @{self.name}: {op.name}: {message}")
 
     def reg(self, v: SSAValue) -> int:
-        r = self.reg_of.get(v)
+        r = self.reg_of.get(id(v))
         if r is None:
-            r = self.reg_of[v] = len(self.registers)
+            r = self.reg_of[id(v)] = len(self.registers)
             self.registers.append(0)
         return r
 
@@ -157,10 +162,12 @@ class Encoder:
 
     def block(self, block: Block) -> list[dict]:
         out = []
-        for op in block.ops:
+        op = block._first_op  # (the block's links directly: xDSL's op iterator is two Python calls per op)
+        while op is not None:
             rec = self.op(op)
             if rec is not None:
                 out.append(rec)
+            op = op._next_op
         return out
 
     def kind(self, op: Operation) -> str:
@@ -414,9 +421,11 @@ def _flat(kernel: Operation) -> tuple[list[SSAValue], list[Operation]]:
         for r in op.regions:
             for b in r.blocks:
                 values.extend(b.args)
-                for o in b.ops:
+                o = b._first_op  # (as `Encoder.block`)
+                while o is not None:
                     visit(o)
                     values.extend(o.results)
+                    o = o._next_op
 
     visit(kernel)
     return values, ops

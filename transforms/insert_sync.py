@@ -80,6 +80,7 @@ from ge.transforms.isa_analysis import (
     Linear,
     MemAccess,
     Patterns,
+    Positions,
     UnplacedBufferError,
     fixed_class,
     fixed_overlap,
@@ -176,7 +177,7 @@ def dependencies(kernel: isa.KernelOp, instrs: list[Instr], ops: list[Operation]
             i, o = i + 1, o._next_op
 
     # tails[i][k]: instruction i's path below the block at depth k (the kernel body is 0).
-    tails = [[tuple(index[id(o)] for o in ins.path[k:]) for k in range(len(ins.path))] for ins in instrs]
+    tails = [_tails([index[id(o)] for o in ins.path]) for ins in instrs]
     loop_of: dict[int, tuple] = {}  # id(block) -> (block's repeating loop, its body, the body's depth)
     blocks = [[o.parent for o in ins.path] for ins in instrs]  # [i][k]: the block of i's ancestor at depth k
 
@@ -228,6 +229,17 @@ def dependencies(kernel: isa.KernelOp, instrs: list[Instr], ops: list[Operation]
 
 
 _MEET_LIST: list = []  # `dependencies`' mark for an instruction pair `meeting_accesses` knows to meet
+
+
+def _tails(path: list[int]) -> list[tuple[int, ...]]:
+    """[tuple(path[k:]) for each k], each tail built from the next (no generator per tail)."""
+    out = []
+    tail: tuple[int, ...] = ()
+    for i in reversed(path):
+        tail = (i, *tail)
+        out.append(tail)
+    out.reverse()
+    return out
 
 
 def meeting_accesses(instrs: list[Instr]) -> tuple[dict[tuple[int, int], list[tuple[MemAccess, MemAccess]]],
@@ -471,7 +483,7 @@ class Searches:
     def __init__(self, level: Level) -> None:
         self.level = level
         self.empty = not (level.forward or level.carried or level.nested)
-        self.ends: dict[tuple, tuple[dict, dict]] = {}
+        self.ends: dict[tuple, tuple[dict, list]] = {}
         self.entered: dict[tuple, bool] = {}  # (search, second pipe, second side) -> `_enters` from its states
         # The steps out of the block's points, by the pipe that sets: (False for a forward
         # pair, True for a carried one, None for a nested loop's carried pair (left through
@@ -496,7 +508,7 @@ class Searches:
         self.loops = sorted((at, 1) for at in level.always if at in level.nested)
         self.sets: dict[tuple, list[int]] = {}  # (pipe, x0) -> where the loop at x0's pairs on pipe set, ascending
         self.waits: dict[tuple, dict] = {}  # `_inside_waits` by (pipe, x0, how many of those sets come before x1)
-        self.nodes: dict[tuple, tuple[dict, dict]] = {}  # `_search`es by (pipe, point after x0, waits inside, carried)
+        self.nodes: dict[tuple, tuple[dict, list]] = {}  # `_search`es by (pipe, point after x0, waits inside, carried)
 
     def implied(self, dep: Dep) -> bool:
         if self.empty:
@@ -507,20 +519,24 @@ class Searches:
         ends = self.ends.get(key)
         if ends is None:
             ends = self.ends[key] = self._ends(dep.src, xs[0], x1, carried)
-        arrived, left = ends
+        arrived, starts = ends
+        ys = dep.ys
         pos = arrived.get((dep.dst, carried))
-        if pos is not None and pos <= (dep.ys[0], 2):
+        if pos is not None and pos <= (ys[0], 2):
             return True
-        if len(dep.ys) < 2:
+        if len(ys) < 2:
             return False
-        entered = (key, dep.dst, dep.ys)  # the answer depends on the search and the second side only
+        # The answer depends on the search's states (shared by the first sides that reach
+        # the same waits) and the second side only.
+        entered = (id(starts), dep.dst, ys)
         hit = self.entered.get(entered)
         if hit is None:
-            hit = self.entered[entered] = any(wrapped == carried and _enters(level, pipe, pos, dep.dst, dep.ys, waited)
-                                              for (pipe, waited, wrapped), pos in left.items())
+            last = (ys[0], 1)  # (a state after the loop holding the second side cannot enter it: `_enters`)
+            hit = self.entered[entered] = any(pos <= last and _enters(level, pipe, pos, dep.dst, ys, waited)
+                                              for pipe, pos, waited in starts)
         return hit
 
-    def _ends(self, src: isa.Pipe, x0: int, x1: int | None, carried: bool) -> tuple[dict, dict]:
+    def _ends(self, src: isa.Pipe, x0: int, x1: int | None, carried: bool) -> tuple[dict, list[tuple]]:
         """The search from a first side at x0 (x1 inside the loop there): from the point
         after x0 and from the waits its pairs inside that loop reach. The first sides in
         one loop that reach the same waits share one search (a loop's instructions reach
@@ -539,7 +555,11 @@ class Searches:
         got = self.nodes.get(key)
         if got is None:
             starts = [(src, (x0 + 1, -1), False), *((pipe, pos, True) for pipe, pos in waits.items())]
-            got = self.nodes[key] = _search(self.level, self.steps, self.loops, starts, carried)
+            arrived, left = _search(self.level, self.steps, self.loops, starts, carried)
+            # (the states `implied` tries to enter a loop from: those left with `wrapped` as the
+            # search's `carried`, kept by the search, which lives as long as these answers)
+            got = self.nodes[key] = (arrived, [(pipe, pos, waited) for (pipe, waited, wrapped), pos in left.items()
+                                               if wrapped == carried])
         return got
 
 
@@ -790,12 +810,13 @@ class Barriers:
     its blocks' op lists and always-running loops (the ops do not move until `_put`)."""
 
     def __init__(self, block_ops: dict[int, list[Operation]] | None = None) -> None:
-        self.at: dict[Block, dict[isa.Pipe, list[int]]] = {}  # sorted gaps
-        self._ops: dict[int, list[Operation]] = {} if block_ops is None else block_ops  # by id(block)
-        self._loops: dict[Block, list[tuple[int, scf.ForOp]]] = {}
-        self._bodies: dict[tuple[Block, int], Block | None] = {}
-        self.anywhere: dict[tuple[Block, isa.Pipe], bool] = {}  # `_has_barrier` without bounds
-        self.loops_with: dict[tuple[Block, isa.Pipe], list[int]] = {}  # `_barrier_loops`
+        # (all by id(block): a block's own hash is a Python call)
+        self.at: dict[int, dict[isa.Pipe, list[int]]] = {}  # sorted gaps
+        self._ops: dict[int, list[Operation]] = {} if block_ops is None else block_ops
+        self._loops: dict[int, list[tuple[int, scf.ForOp]]] = {}
+        self._bodies: dict[tuple[int, int], Block | None] = {}
+        self.anywhere: dict[tuple[int, isa.Pipe], bool] = {}  # `_has_barrier` without bounds
+        self.loops_with: dict[tuple[int, isa.Pipe], list[int]] = {}  # `_barrier_loops`
 
     def ops(self, block: Block) -> list[Operation]:
         got = self._ops.get(id(block))
@@ -805,16 +826,17 @@ class Barriers:
 
     def running_loops(self, block: Block) -> list[tuple[int, scf.ForOp]]:
         """(index, loop) of the loops in `block` that run at least once."""
-        if block not in self._loops:
-            self._loops[block] = [(i, op) for i, op in enumerate(self.ops(block))
-                                  if op.regions and isinstance(op, scf.ForOp) and min_trips(op) >= 1]
-        return self._loops[block]
+        got = self._loops.get(id(block))
+        if got is None:
+            got = self._loops[id(block)] = [(i, op) for i, op in enumerate(self.ops(block))
+                                            if op.regions and isinstance(op, scf.ForOp) and min_trips(op) >= 1]
+        return got
 
 
 def _has_barrier(block: Block, pipe: isa.Pipe, bars: Barriers, lo: int | None = None, hi: int | None = None) -> bool:
     """Is there a barrier on `pipe` in `block` at a gap in (lo, hi] -- between ops lo and
     hi -- or inside a loop strictly between them that runs at least once?"""
-    gaps = bars.at.get(block, {}).get(pipe, ())
+    gaps = bars.at.get(id(block), {}).get(pipe, ())
     if gaps:
         k = 0 if lo is None else bisect.bisect_right(gaps, lo)  # the first gap after lo
         if k < len(gaps) and (hi is None or gaps[k] <= hi):
@@ -832,7 +854,7 @@ def _barrier_loops(block: Block, pipe: isa.Pipe, bars: Barriers) -> list[int]:
     somewhere in their bodies: asked only of the block being done and blocks inside it,
     whose loops' bodies are final (innermost blocks are done first), so the answer is
     kept (one bisect per question instead of a test per loop)."""
-    key = (block, pipe)
+    key = (id(block), pipe)
     got = bars.loops_with.get(key)
     if got is None:
         got = bars.loops_with[key] = [i for i, _ in bars.running_loops(block)
@@ -844,18 +866,20 @@ def _anywhere(body: Block, pipe: isa.Pipe, bars: Barriers) -> bool:
     """A barrier on `pipe` anywhere in a nested loop's body (or its always-running loops):
     asked only of blocks inside the one being done, whose barriers are final (innermost
     blocks are done first), so the answer is kept."""
-    key = (body, pipe)
-    if key not in bars.anywhere:
-        bars.anywhere[key] = _has_barrier(body, pipe, bars)
-    return bars.anywhere[key]
+    key = (id(body), pipe)
+    got = bars.anywhere.get(key)
+    if got is None:
+        got = bars.anywhere[key] = _has_barrier(body, pipe, bars)
+    return got
 
 
 def _nested_body(block: Block, at: int, bars: Barriers) -> Block | None:
-    key = (block, at)
-    if key not in bars._bodies:
+    key = (id(block), at)
+    got = bars._bodies.get(key, False)
+    if got is False:
         op = bars.ops(block)[at]
-        bars._bodies[key] = op.body.block if isinstance(op, scf.ForOp) else None
-    return bars._bodies[key]
+        got = bars._bodies[key] = op.body.block if isinstance(op, scf.ForOp) else None
+    return got
 
 
 def _barrier_after(block: Block, xs: tuple[int, ...], pipe: isa.Pipe, bars: Barriers) -> bool:
@@ -879,13 +903,14 @@ def _barriers(deps: list[Dep], level: Level, bars: Barriers) -> list[tuple[Block
     dep is covered by a barrier between its two sides -- in the block, in a loop between
     them that always runs, or inside the loops holding them -- or by flags (step 4)."""
     block = deps[0].block
-    mine = bars.at.setdefault(block, defaultdict(list))
+    mine = bars.at.setdefault(id(block), defaultdict(list))
     placed: list[tuple[Block, int, isa.Pipe]] = []
     searches = Searches(level)
     # Inside the loops holding a side the barriers are final (inner blocks are done first):
     # the answers there are kept by side and pipe (an instruction has deps with many others).
     after: dict[tuple, bool] = {}
     before: dict[tuple, bool] = {}
+    loops_of: dict[isa.Pipe, list[int]] = {}  # `_barrier_loops` of the block, by pipe
     # A dep flags order, or one a barrier already covers, places nothing: the cheap barrier
     # test first, the chain search only for the deps it leaves.
     for d in sorted(deps, key=lambda d: (d.carried, d.y, d.x, d.xs, d.ys)):
@@ -901,10 +926,20 @@ def _barriers(deps: list[Dep], level: Level, bars: Barriers) -> list[tuple[Block
             if covered is None:
                 inner_y = _nested_body(block, d.y, bars)
                 covered = before[(d.ys, p)] = inner_y is not None and _barrier_before(inner_y, d.ys[1:], p, bars)
-        if d.carried:
-            covered = covered or _has_barrier(block, p, bars, lo=d.x) or _has_barrier(block, p, bars, hi=d.y)
-        else:
-            covered = covered or _has_barrier(block, p, bars, lo=d.x, hi=d.y)
+        if not covered:
+            # `_has_barrier(block, p, bars, lo=d.x)` or `(..., hi=d.y)` when carried, else
+            # `(..., lo=d.x, hi=d.y)`, on this block's gaps and barrier loops taken once per
+            # pipe (the gaps grow in place; the loops are final: `_barrier_loops`)
+            x, y = d.x, d.y
+            gaps = mine.get(p, ())
+            loops = loops_of.get(p)
+            if loops is None:
+                loops = loops_of[p] = _barrier_loops(block, p, bars)
+            k, j = bisect.bisect_right(gaps, x), bisect.bisect_right(loops, x)
+            if d.carried:
+                covered = k < len(gaps) or j < len(loops) or (gaps and gaps[0] <= y) or (loops and loops[0] < y)
+            else:
+                covered = (k < len(gaps) and gaps[k] <= y) or (j < len(loops) and loops[j] < y)
         if not covered and not searches.implied(d):
             gaps = mine[p]
             k = bisect.bisect_left(gaps, d.y)
@@ -914,15 +949,17 @@ def _barriers(deps: list[Dep], level: Level, bars: Barriers) -> list[tuple[Block
     return placed
 
 
-def _events(kernel: isa.KernelOp, pairs: list[Pair], event_ids: int, lin: Linear | None = None) -> dict[Pair, int]:
+def _events(kernel: isa.KernelOp, pairs: list[Pair], event_ids: int, lin: Linear | Positions | None = None
+            ) -> dict[Pair, int]:
     """An event id per pair (step 5), out of the chip's `event_ids` per pipe pair; `lin`:
-    the kernel's `Linear` (the ops do not move until `_put`), when the caller has it."""
+    the kernel's `Linear` or `Positions` (the ops do not move until `_put`), when the caller
+    has it."""
     lin = Linear.of(kernel) if lin is None else lin
 
     def span(p: Pair) -> tuple[float, float]:
         if p.carried:
             assert p.loop is not None
-            return lin.number[p.loop] - 0.5, lin.end[p.loop] + 0.5
+            return lin.first(p.loop) - 0.5, lin.last_in(p.loop) + 0.5
         return lin.gap(p.block, p.s + 1), lin.gap(p.block, p.w)
 
     ids: dict[Pair, int] = {}
@@ -1172,7 +1209,7 @@ def plan_sync(kernel: isa.KernelOp, target: targets.Target, patterns: Patterns |
         same = [d for d in deps if d.src == d.dst]
         if same:
             barriers += _barriers(same, level, bars)
-    lin = Linear.of(kernel)  # (once: `_merge_closest` may ask for the ids again)
+    lin = Positions(ops, block_ops)  # (once: `_merge_closest` may ask for the ids again)
     while True:
         try:
             ids = _events(kernel, pairs, target.isa.event_ids, lin)

@@ -64,7 +64,7 @@ def affine(v: SSAValue | None, depth: int = 0, memo: dict | None = None) -> Affi
     the depth bounds the expansion, so a form is reused only at its own depth)."""
     if memo is None:
         return _affine(v, depth, None)
-    key = (v, depth)
+    key = (id(v), depth)  # (an SSA value's own hash is a Python call; the memo lives shorter than the values)
     hit = memo.get(key)
     if hit is None:
         hit = memo[key] = _affine(v, depth, memo)
@@ -77,6 +77,7 @@ def _affine(v: SSAValue | None, depth: int, memo: dict | None) -> Affine:
     owner = v.owner
     if depth < 16:
         kind = _INDEX_OPS.get(type(owner))  # (an isinstance against an op class is an ABC check: a Python call)
+        exact = kind is not None
         if kind is None and isinstance(owner, Operation):
             kind = next((k for cls, k in _INDEX_OPS.items() if isinstance(owner, cls)), None)  # (a subclass)
         if kind == "const":
@@ -85,7 +86,10 @@ def _affine(v: SSAValue | None, depth: int, memo: dict | None) -> Affine:
         elif kind == "cast":
             return affine(owner.input, depth + 1, memo)
         elif kind is not None:
-            a, b = affine(owner.lhs, depth + 1, memo), affine(owner.rhs, depth + 1, memo)
+            # (one of arith's binary ops itself: its operands are (lhs, rhs), unpacked without
+            # IRDL's operand accessors, a Python call each)
+            lhs, rhs = owner._operands if exact else (owner.lhs, owner.rhs)
+            a, b = affine(lhs, depth + 1, memo), affine(rhs, depth + 1, memo)
             if kind == "sub":
                 return a.minus(b)
             if kind == "add":
@@ -237,8 +241,7 @@ def instructions(kernel: isa.KernelOp, target: targets.Target, memo: Patterns | 
     `ops`: the kernel's `kernel_ops`, when the caller has them."""
     out = []
     memo = Patterns() if memo is None else memo
-    locations: dict[SSAValue, tuple[tuple, int, int] | None] = {}
-    sizes: dict[SSAValue, int] = {}  # each buffer's element size
+    places: dict[int, tuple[tuple, int, int] | None] = {}  # id(buffer) -> (key, base, element size) or None
     forms: dict[tuple, Affine] = {}  # many instructions share an offset or a window bound, or parts of them
 
     def form(v: SSAValue | None) -> Affine:
@@ -266,16 +269,16 @@ def instructions(kernel: isa.KernelOp, target: targets.Target, memo: Patterns | 
             continue
         path = [*ancestors(op.parent), op]
         accesses = []
+        window = tuple(getattr(op, "window", ()))  # (once per op, not per access: an accessor call each)
         for a in op.accesses(target):
-            if a.buffer not in locations:
-                locations[a.buffer] = buffer_location(a.buffer, target)
-                sizes[a.buffer] = isa.itemsize(a.buffer.type)
-            loc = locations[a.buffer]
-            if loc is None:
+            place = places.get(id(a.buffer), False)  # (by id: an SSA value's own hash is a Python call)
+            if place is False:
+                loc = buffer_location(a.buffer, target)
+                place = places[id(a.buffer)] = None if loc is None else (loc[0], loc[1], isa.itemsize(a.buffer.type))
+            if place is None:
                 raise UnplacedBufferError(f"{op.name} uses a buffer without an offset")
-            key, base, _ = loc
-            size = sizes[a.buffer]
-            rects = _windowed(op, a, form, bounds)
+            key, base, size = place
+            rects = _windowed(op, a, form, bounds, window)
             if len(rects) == 1:  # (most accesses: no generator)
                 lo, hi = rects[0].lo, rects[0].hi
             else:
@@ -294,14 +297,15 @@ def instructions(kernel: isa.KernelOp, target: targets.Target, memo: Patterns | 
 
 
 def _windowed(op: Operation, a: isa.Access, form: Callable[[SSAValue | None], Affine] = affine,
-              bounds: Callable[[tuple], tuple[int, int] | None] = lambda terms: _range(Affine(terms))
-              ) -> tuple[isa.Rect, ...]:
+              bounds: Callable[[tuple], tuple[int, int] | None] = lambda terms: _range(Affine(terms)),
+              window: tuple[SSAValue, ...] | None = None) -> tuple[isa.Rect, ...]:
     """A move's rectangle cut to the window it can have in any iteration: its reads always,
     its writes when it has no pad (an edge tile's copy to GM writes only the window, so two
     copies of adjacent row ranges through one strided rectangle do not overlap). Each
     window bound is an affine form over loop counters with constant bounds, or the dim is
-    left whole."""
-    window = getattr(op, "window", ())  # the moves (isa._MoveOp)
+    left whole. `window`: the op's window operands, when the caller has them."""
+    if window is None:
+        window = tuple(getattr(op, "window", ()))  # the moves (isa._MoveOp)
     if not window or (a.write and op.pad is not None) or len(a.rects) != 1:
         return a.rects
     rect, sizes = a.rects[0], op.static_sizes
@@ -488,7 +492,7 @@ def _range(form: Affine) -> tuple[int, int] | None:
         if not (isinstance(v, BlockArgument) and isinstance(v.owner.parent_op(), scf.ForOp)):
             return None
         loop = v.owner.parent_op()
-        bounds = [_static(w) for w in (loop.lb, loop.ub, loop.step)]
+        bounds = _bounds(loop)
         if None in bounds or bounds[2] <= 0 or bounds[1] <= bounds[0]:
             return None
         first, last = bounds[0], bounds[0] + (bounds[1] - bounds[0] - 1) // bounds[2] * bounds[2]
@@ -515,6 +519,14 @@ def _static(v: SSAValue) -> int | None:
     return None
 
 
+def _bounds(loop: scf.ForOp) -> list[int | None]:
+    """[lb, ub, step] of an `scf.for`, each a constant or None (`_static`)."""
+    if type(loop) is scf.ForOp:  # (its first operands, unpacked without IRDL's operand accessors)
+        lb, ub, step, *_ = loop._operands
+        return [_static(lb), _static(ub), _static(step)]
+    return [_static(w) for w in (loop.lb, loop.ub, loop.step)]
+
+
 # --------------------------------------------------------------------------------------
 # Trip counts
 # --------------------------------------------------------------------------------------
@@ -522,7 +534,7 @@ def _static(v: SSAValue) -> int | None:
 def max_trips(loop: scf.ForOp) -> int | None:
     """An upper bound on the loop's iterations when one is known (constant bounds, or the
     `isa.max_trips` attribute), else None."""
-    bounds = [_static(v) for v in (loop.lb, loop.ub, loop.step)]
+    bounds = _bounds(loop)
     counts = []
     if None not in bounds:
         lb, ub, step = bounds
@@ -535,7 +547,7 @@ def max_trips(loop: scf.ForOp) -> int | None:
 
 def min_trips(loop: scf.ForOp) -> int:
     """A lower bound on the loop's iterations: the count for constant bounds, else 0."""
-    bounds = [_static(v) for v in (loop.lb, loop.ub, loop.step)]
+    bounds = _bounds(loop)
     if None in bounds or bounds[2] <= 0:
         return 0
     lb, ub, step = bounds
@@ -578,6 +590,12 @@ class Linear:
                     self._walk(b)
             self.end[op] = len(self.number) - 1
 
+    def first(self, op: Operation) -> int:
+        return self.number[op]
+
+    def last_in(self, op: Operation) -> int:
+        return self.end[op]
+
     def gap(self, block: Block, index: int) -> float:
         """The linear position of the gap before op `index` of `block` (or after its last op)."""
         ops = self.ops[block]
@@ -586,3 +604,37 @@ class Linear:
         if not ops:
             return float(self.last)
         return self.end[ops[-1]] + 0.5
+
+
+class Positions:
+    """`Linear`'s numbers (`first`, `last_in`, `gap`) from what a caller has already: the
+    kernel's `kernel_ops` (the same pre-order) and each block's ops by id(block). Why: the
+    few positions `insert-sync` asks for (event-id ranges) do not pay for `Linear.of`'s walk
+    and its dicts keyed by op (an op's own hash is a Python call): ops are numbered by id
+    in one pass, and an op's last number is found when asked."""
+
+    def __init__(self, ops: list[Operation], block_ops: dict[int, list[Operation]]):
+        self.at = {id(op): i for i, op in enumerate(ops)}
+        self.last = len(ops)
+        self.block_ops = block_ops
+
+    def first(self, op: Operation) -> int:
+        return self.at[id(op)]
+
+    def last_in(self, op: Operation) -> int:
+        """The number of the last op inside `op` in pre-order (its own when it holds none)."""
+        while True:
+            inner = next((b._last_op for r in reversed(op.regions) for b in reversed(r.blocks)
+                          if b._last_op is not None), None)
+            if inner is None:
+                return self.at[id(op)]
+            op = inner
+
+    def gap(self, block: Block, index: int) -> float:
+        """The position of the gap before op `index` of `block` (or after its last op)."""
+        ops = self.block_ops[id(block)]
+        if index < len(ops):
+            return self.at[id(ops[index])] - 0.5
+        if not ops:
+            return float(self.last)
+        return self.last_in(ops[-1]) + 0.5
