@@ -41,8 +41,8 @@ def test_spans_on_the_lit_kernels():
     assert total[0] > 100 and total[1] > 5, total
 
 
-@pytest.mark.slow
-def test_spans_on_a_compiled_model():
+def repeated_blocks_isa():
+    """test_kernel_dedup's repeated blocks lowered to isa kernels, before insert-sync."""
     import importlib.util
 
     from ge.frontend.onnx import import_model
@@ -53,5 +53,11 @@ def test_spans_on_a_compiled_model():
     spec.loader.exec_module(mod)
     module = import_model(mod.repeated_blocks().SerializeToString())
     run_passes(module, "graph-optimize," + mod.TILE_PIPELINE + ",to-isa,plan-local-memory")
+    return module
+
+
+@pytest.mark.slow
+def test_spans_on_a_compiled_model():
+    module = repeated_blocks_isa()
     accesses, _, unspanned = _spans(module)
     assert accesses > 300 and unspanned > 10  # (offsets over block indices: no span)

@@ -6,6 +6,7 @@ id) the same accesses as the accessor path -- on the insert-sync lit kernels."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -31,17 +32,10 @@ def _kernels(modules=None):
 
 def _compiled():
     """A compiled model's isa kernels before insert-sync (test_kernel_dedup's repeated blocks)."""
-    import importlib.util
+    sys.path.insert(0, str(HERE))
+    from test_insert_sync_spans import repeated_blocks_isa
 
-    from ge.frontend.onnx import import_model
-    from ge.ir import run_passes
-
-    spec = importlib.util.spec_from_file_location("dedup_models", HERE / "test_kernel_dedup.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    module = import_model(mod.repeated_blocks().SerializeToString())
-    run_passes(module, "graph-optimize," + mod.TILE_PIPELINE + ",to-isa,plan-local-memory")
-    return [module]
+    return [repeated_blocks_isa()]
 
 
 def _block_ops(kernel, ops):
