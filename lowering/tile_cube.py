@@ -32,7 +32,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, TensorType, f32, i32
+from xdsl.dialects.builtin import IntegerAttr, TensorType, f32, i32
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
@@ -56,7 +56,7 @@ from ge.lowering.tile_cost import (
     machine_memo,
     pipelined,
 )
-from ge.lowering.tile_ir import Index, KernelBuilder
+from ge.lowering.tile_ir import Index, KernelBuilder, written_inputs
 from ge.lowering.tile_vector import CapacityShortfall, Unsupported, shape_of
 
 TM = (16, 32, 48, 64, 96, 112, 128, 160, 192, 224, 256, 320, 384, 448, 512, 640, 768, 1024)
@@ -348,11 +348,7 @@ def _warm_a(block: Block, a: SSAValue) -> bool:
     core's A reads hit. Why: bert_base's projections were modeled with block 1 fetching
     its A rows from HBM, 6-18% over their simulated cycles, and took K steps of 16 where
     steps of 32 run 6-11% faster."""
-    untiled = block.parent_op()
-    kernel = untiled.parent_op() if untiled is not None else None
-    warm = kernel.attributes.get("l2_inputs") if kernel is not None else None
-    return isinstance(warm, ArrayAttr) and a in block.args and \
-        block.args.index(a) in {i.value.data for i in warm.data}
+    return a in block.args and block.args.index(a) in written_inputs(block)
 
 
 def _foldable(p: CubeProblem) -> bool:

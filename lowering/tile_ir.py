@@ -11,13 +11,23 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import BoolAttr, MemRefType, TensorType, i1
-from xdsl.ir import Attribute, SSAValue
+from xdsl.dialects.builtin import ArrayAttr, BoolAttr, MemRefType, TensorType, i1
+from xdsl.ir import Attribute, Block, SSAValue
 
 from ge.dialects import layout as lt
 from ge.dialects import tile as t
 from ge.dialects.layout import Format
 from ge.lowering.index_builder import Index, IndexBuilder
+
+
+def written_inputs(block: Block) -> frozenset[int]:
+    """The argument numbers of an untiled kernel body `block` that an earlier kernel of the
+    run wrote: its kernel's `l2_inputs` (`bufferize`; a fusion probe's kernel carries them
+    too). The tilers' cost models read those from the L2."""
+    untiled = block.parent_op()
+    kernel = untiled.parent_op() if untiled is not None else None
+    warm = kernel.attributes.get("l2_inputs") if isinstance(kernel, t.KernelOp) else None
+    return frozenset(i.value.data for i in warm.data) if isinstance(warm, ArrayAttr) else frozenset()
 
 
 class KernelBuilder(IndexBuilder):

@@ -33,7 +33,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from xdsl.dialects.builtin import ArrayAttr, TensorType
+from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Attribute, Block, Operation, OpResult, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
@@ -44,8 +44,8 @@ from ge.dialects.dtypes import numpy_dtype
 from ge.dialects.layout import Format
 from ge.lowering import fusion_rules as fr
 from ge.lowering import to_isa
-from ge.lowering.tile_cost import Machine, align, elem_name, op_program, pipelined, pool_program
-from ge.lowering.tile_ir import KernelBuilder, tile_type
+from ge.lowering.tile_cost import Machine, align, block_pool_program, op_program, pipelined, pool_program
+from ge.lowering.tile_ir import KernelBuilder, tile_type, written_inputs
 from ge.targets import Target
 from ge.transforms.graph_utils import make_constant
 from ge.transforms.tile_capacity import node_names
@@ -723,18 +723,16 @@ def l2_resident(block: Block) -> frozenset[SSAValue]:
     the L2 across launches). bert_base's head transposes read the projection just written:
     2,138 cycles simulated in 16 KB tiles, 2,265 in 4 KB ones, which a cold read from the
     HBM ranks the other way (2,653 against 2,558 with a cold L2)."""
+    written = written_inputs(block)
     untiled = block.parent_op()  # the kernel's tile.untiled body, inside the kernel, inside the module
-    kernel = untiled.parent_op() if untiled is not None else None
-    warm = kernel.attributes.get("l2_inputs") if isinstance(kernel, t.KernelOp) else None
-    module = kernel.parent_op() if warm is not None else None
-    if not isinstance(warm, ArrayAttr) or module is None:
+    module = untiled.parent_op().parent_op() if written else None
+    if module is None:
         return frozenset()
     from ge.targets import target_of
 
     target = target_of(module)
     if target is None:
         return frozenset()
-    written = {i.value.data for i in warm.data}
     return frozenset(a for i, a in enumerate(block.args)
                      if i in written and 2 * nbytes(a, shape_of(a)) <= target.memory.l2)
 
@@ -745,34 +743,6 @@ def _inside(step: int, shift: int, width: int, n: int, count: int) -> int:
     if not shift and width == step:  # the tiles side by side: all of [0, n) they reach
         return min(n, count * step)
     return sum(max(0, min(t * step - shift + width, n) - max(t * step - shift, 0)) for t in range(count))
-
-
-def block_pool_program(mach: Machine, op: Operation, tile: Sequence[int]) -> list[tuple[str, str, int]]:
-    """The instructions isa_vector's `block_pool` runs for a global pool over an NC1HWC0
-    tile [n, c1, h, w, c0]: the tile copied (an average: converted to f32), the pixel
-    blocks of every (n, c1) halved pairwise until one is left (one dependent step per
-    halving), an average scaled by 1 / (h w), the result copied out (and narrowed back).
-    (op_program's one instruction over the tile priced squeezenet's last global average
-    pool at 57 Vector cycles a tile against 601 simulated: its 8 halvings of 169 pixels
-    alone take 372.)"""
-    n, c1, h, w, c0 = tile
-    rows, left = n * c1, h * w
-    elem = elem_name(op.operands[0].type.element_type)
-    avg = isinstance(op, g.GlobalAvgPoolOp)
-    work = "f32" if avg else elem
-    size, bpr = (4 if avg else numpy_dtype(op.operands[0].type.element_type).itemsize), mach.target.vector.bytes_per_repeat
-    out = [("vconv" if work != elem else "default", elem, math.ceil(rows * left * c0 * size / bpr))]
-    while left > 1:
-        half = left // 2
-        out.append(("vadd" if avg else "vmax", work, rows * math.ceil(half * c0 * size / bpr)))
-        left -= half
-    reps = math.ceil(rows * c0 * size / bpr)
-    if avg and h * w > 1:
-        out.append(("vmuls", work, reps))
-    out.append(("default", work, reps))
-    if work != elem:
-        out.append(("vconv", work, reps))
-    return out
 
 
 def _sizes(extent: int) -> list[int]:

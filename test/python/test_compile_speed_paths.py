@@ -12,6 +12,9 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 from onnx import TensorProto, helper, numpy_helper
@@ -22,10 +25,12 @@ from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.utils.test_value import create_ssa_value
 
-import ge
 from ge.dialects import isa
 from ge.dialects.interning import intern_scope
 from ge.lowering import tile_cube
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_plan_search_speed import spied_searches
 
 
 def _conv_model():
@@ -43,22 +48,7 @@ def _conv_model():
 @pytest.fixture(scope="module")
 def searches():
     """(problem, machine, candidates, chosen index and cost) of every Cube plan search."""
-    out = []
-    real = tile_cube._cheapest
-
-    def spy(p, mach, found):
-        i, cyc = real(p, mach, found)
-        out.append((p, mach, found, i, cyc))
-        return i, cyc
-
-    mp = pytest.MonkeyPatch()
-    mp.setattr(tile_cube, "_cheapest", spy)
-    try:
-        for soc in ("ascend910", "ascend910b"):
-            ge.compile(_conv_model(), ge.CompileOptions(soc_version=soc, keep_ir_text=False))
-    finally:
-        mp.undo()
-    return out
+    return spied_searches((_conv_model(), soc) for soc in ("ascend910", "ascend910b"))
 
 
 def test_candidates_are_the_plain_scan_in_order(searches):

@@ -8,7 +8,8 @@ found. Checked on every candidate of real kernels' searches (test_plan_search_sp
 ResNet-50 convs and transformer / GEMV matmuls, on the 910 and the 910B), each on a fresh
 `Machine`: a cost with the shared parts is bit-identical to one without; the second
 bound never exceeds the cost, is at least `cube_cost_bound`'s share of loads and prunes
-candidates that bound lets through; the chosen plan is the first cheapest of a plain scan.
+candidates that bound lets through. (That the chosen plan is the first cheapest of a plain
+scan, on the same searches: test_cube_search_shapes.)
 """
 
 from __future__ import annotations
@@ -19,9 +20,8 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from test_plan_search_speed import conv_model, matmul_model
+from test_plan_search_speed import conv_model, matmul_model, spied_searches
 
-import ge
 from ge.lowering import tile_cube
 from ge.lowering.tile_cost import Machine
 
@@ -29,22 +29,8 @@ from ge.lowering.tile_cost import Machine
 @pytest.fixture(scope="module", params=["ascend910", "ascend910b"])
 def searches(request):
     """(problem, machine, candidates, chosen index, chosen cost) of every search of the two models."""
-    out = []
-    real = tile_cube._cheapest
-
-    def spy(p, mach, found):
-        i, cyc = real(p, mach, found)
-        out.append((p, mach, list(found), i, cyc))
-        return i, cyc
-
-    mp = pytest.MonkeyPatch()
-    mp.setattr(tile_cube, "_cheapest", spy)
-    try:
-        for model in (conv_model(), matmul_model()):
-            ge.compile(model, ge.CompileOptions(soc_version=request.param, keep_ir_text=False))
-    finally:
-        mp.undo()
-    return out
+    return [(p, mach, list(found), i, cyc)
+            for p, mach, found, i, cyc in spied_searches((m, request.param) for m in (conv_model(), matmul_model()))]
 
 
 def _tilings(found):
@@ -87,11 +73,3 @@ def test_shared_loads_bound_never_exceeds_the_cost(searches):
             tighter += loads > tile_cube.cube_cost_bound(p, fresh, *args)
     assert shared >= 2  # the convs (and the 910's unbatched matmul)
     assert tighter > 100  # it prunes what cube_cost_bound lets through
-
-
-def test_the_plan_is_the_first_cheapest_of_a_plain_scan(searches):
-    for p, mach, found, i, cyc in searches:
-        fresh = Machine(mach.target)
-        costs = [tile_cube.cube_cost(p, fresh, *args) for args in found]
-        best = min(costs)
-        assert (i, cyc) == (costs.index(best), best)

@@ -24,9 +24,8 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from test_plan_search_speed import conv_model, matmul_model
+from test_plan_search_speed import conv_model, matmul_model, spied_searches
 
-import ge
 from ge.lowering import tile_cube
 from ge.lowering.tile_cost import Machine, elem_name
 
@@ -34,22 +33,7 @@ from ge.lowering.tile_cost import Machine, elem_name
 @pytest.fixture(scope="module", params=["ascend910", "ascend910b"])
 def searches(request):
     """(problem, machine, candidates as the search got them, chosen index, chosen cost)."""
-    out = []
-    real = tile_cube._cheapest
-
-    def spy(p, mach, found):
-        i, cyc = real(p, mach, found)
-        out.append((p, mach, found, i, cyc))
-        return i, cyc
-
-    mp = pytest.MonkeyPatch()
-    mp.setattr(tile_cube, "_cheapest", spy)
-    try:
-        for model in (conv_model(), matmul_model()):
-            ge.compile(model, ge.CompileOptions(soc_version=request.param, keep_ir_text=False))
-    finally:
-        mp.undo()
-    return out
+    return spied_searches((m, request.param) for m in (conv_model(), matmul_model()))
 
 
 def _shapes(p, found):

@@ -36,6 +36,27 @@ def _weights(name, shape, rng):
     return numpy_helper.from_array((rng.standard_normal(shape) / np.sqrt(np.prod(shape[1:]))).astype(np.float32), name)
 
 
+def spied_searches(compiles) -> list[tuple]:
+    """(problem, machine, candidates as the search got them, chosen index, chosen cost) of
+    every Cube plan search of `compiles`' (model, soc version) compiles, in order."""
+    out = []
+    real = tile_cube._cheapest
+
+    def spy(p, mach, found):
+        i, cyc = real(p, mach, found)
+        out.append((p, mach, found, i, cyc))
+        return i, cyc
+
+    mp = pytest.MonkeyPatch()
+    mp.setattr(tile_cube, "_cheapest", spy)
+    try:
+        for model, soc in compiles:
+            ge.compile(model, ge.CompileOptions(soc_version=soc, keep_ir_text=False))
+    finally:
+        mp.undo()
+    return out
+
+
 def conv_model():
     """ResNet-50's stage-1 pair: a 3x3 conv 64 -> 64 + ReLU, then a 1x1 conv 64 -> 64 whose
     epilogue adds the block input (residual) and applies ReLU."""

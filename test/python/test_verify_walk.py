@@ -6,7 +6,7 @@ pointer -- is refused by both with the same exception and message."""
 
 from __future__ import annotations
 
-import importlib.util
+import sys
 from pathlib import Path
 
 import pytest
@@ -15,30 +15,13 @@ from xdsl.dialects.builtin import IntegerAttr, SymbolRefAttr, i64
 from xdsl.ir import Block, ErasedSSAValue
 
 from ge.dialects import fast_verify, isa
-from ge.dialects.blobs import blob_scope
 from ge.dialects.kernel_base import symbols_indexed
-from ge.ir import run_passes
 
 HERE = Path(__file__).parent
+sys.path.insert(0, str(HERE))
+import test_fast_verify  # noqa: E402
 
-
-@pytest.fixture(scope="module")
-def levels():
-    """The module after import, after tile and after insert-sync (with the launches)."""
-    from ge.frontend.onnx import import_model
-
-    spec = importlib.util.spec_from_file_location("dedup_models", HERE / "test_kernel_dedup.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    out = {}
-    with blob_scope():
-        module = import_model(mod.repeated_blocks(n=2).SerializeToString())
-        out["graph"] = module.clone()
-        run_passes(module, "graph-optimize,assign-layouts,eliminate-trans-data,fuse,bufferize,tile")
-        out["tile"] = module.clone()
-        run_passes(module, "to-isa,plan-local-memory,insert-sync")
-        out["isa"] = module
-        yield out
+levels = test_fast_verify.levels  # the fixture: a compiled model's graph-, tile- and isa-level modules
 
 
 def _outcome(fn, module):
