@@ -771,7 +771,7 @@ def cube_cost(p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl1: int
     parts = parts or _TileParts(p, mach, tm, tn, tk, kl1, s, l0d)
     n_tiles = _ceil(p.n, tn)
     per_core, inner = core or _core_tiles(p, tm, tn, order, blocks, split, batch_inner)
-    chunks = _ceil(p.k, kl1)
+    chunks = parts.chunks
     a_in, b_in = s.a_l1, s.b_l1
     hoist_b = chunks == 1 and order == "nm"
     b_reads = b_in * (per_core if hoist_b else per_core * inner * chunks)  # the core's weight bytes
@@ -1102,11 +1102,16 @@ def _epilogue_stages(mach: Machine, s: _Sizes, tm: int, tn: int, blocks: int) ->
 
 def _epilogue_compute(mach: Machine, s: _Sizes, tm: int, tn: int) -> tuple[float, float]:
     """(L0C read-out, vector ops) of `_epilogue_stages`: the same for every schedule of a tiling."""
-    es = s.epi_split
-    program = mach.memo(("l0c_program", s.program), lambda: l0c_epilogue_program(mach, s.program))
+    return _epilogue_terms(mach, s.program, s.epi_split, s.l0c, tm, tn)
+
+
+def _epilogue_terms(mach: Machine, epilogue: tuple, es: int, l0c: int, tm: int, tn: int) -> tuple[float, float]:
+    """`_epilogue_compute` of a tm x tn tile whose `l0c` bytes the epilogue program
+    `epilogue` (`_Sizes.program`) reads out in `es` slices."""
+    program = mach.memo(("l0c_program", epilogue), lambda: l0c_epilogue_program(mach, epilogue))
     if es > 1 and (not to_isa.SLICED_READ_OUT or (program and program[0][0] == "broadcast_ub_to_l0c")):
-        program = s.program
-    return mach.dma("l0c_to_ub", s.l0c, count=es), es * epilogue_cycles(mach, program, tm // es, tn)
+        program = epilogue
+    return mach.dma("l0c_to_ub", l0c, count=es), es * epilogue_cycles(mach, program, tm // es, tn)
 
 
 def _epilogue_traffic(mach: Machine, s: _Sizes, blocks: int) -> tuple[float, float]:
@@ -1121,8 +1126,8 @@ class _TileParts:
     another and bounds every tiling it visits (`_tile_floor`): computed once per tiling,
     not per schedule -- the same numbers, so the same plans."""
 
-    __slots__ = ("_k_fill", "_pieces", "chunk", "fix", "gemv", "kl1", "l0d", "mach", "p", "s", "shared", "tk",
-                 "tm", "tn", "vec")
+    __slots__ = ("_k_fill", "_pieces", "chunk", "chunks", "drain", "fix", "gemv", "k_loops", "kl1", "l0d", "mach",
+                 "p", "s", "shared", "stage", "tk", "tm", "tn", "vec")
 
     def __init__(self, p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl1: int, s: _Sizes, l0d: bool,
                  shared: bool | None = None, is_gemv: bool | None = None,
@@ -1133,6 +1138,11 @@ class _TileParts:
         self.chunk = _k_loop(p, mach, tm, tn, tk, kl1, s, l0d, self.shared)
         # (`epilogue`: its `_epilogue_compute`, the same for a tile shape's K options)
         self.fix, self.vec = epilogue or _epilogue_compute(mach, s, tm, tn)
+        self.chunks = chunks = _ceil(p.k, kl1)
+        self.k_loops = chunks * self.chunk
+        self.stage = max(self.k_loops, self.fix, self.vec)  # (`floor`)
+        sliced = SLICED_DRAIN and s.epi_split > 1 and self.shared  # (`cube_cost`'s drain: `_through_bound`)
+        self.drain = max(self.fix, self.vec) if sliced else self.fix + self.vec
         self._k_fill: float | None = None
         self._pieces: int | None = None
 
@@ -1148,8 +1158,7 @@ class _TileParts:
 
     def floor(self) -> tuple[int, float]:
         """`_tile_floor` of the tiling."""
-        chunks = _ceil(self.p.k, self.kl1)
-        return chunks, max(chunks * self.chunk, self.fix, self.vec)
+        return self.chunks, self.stage
 
 
 def _tile_floor(p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl1: int, l0d: bool,
@@ -1178,7 +1187,7 @@ def cube_cost_bound(p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl
     return per_core * inner * _bound_stage(p, mach, order, blocks, s, a_whole, chunks, stage, shared, is_gemv)
 
 
-def _through_bound(parts: _TileParts, tiles: int) -> float:
+def _through_bound(parts: _TileParts, tiles: int, loads: float = 0.0) -> float:
     """A lower bound of `cube_cost` for a schedule whose slowest core runs `tiles` tiles of
     the tiling of `parts`: every tile but one at least at its floor stage (`_tile_floor`),
     and one through its K loops and its epilogue's read-out and vector ops end to end (the
@@ -1186,11 +1195,32 @@ def _through_bound(parts: _TileParts, tiles: int) -> float:
     stage), less a rounding margin. Why: `cube_cost_bound` takes every tile at the floor,
     loose when a core runs few tiles (resnet50 at batch 1 on 32 cores: 1-4), where the
     candidates the search cost were 1.3-2.3x the plan's cycles (densenet121: 28k costed ->
-    18k)."""
-    chunks, stage = parts.floor()
-    sliced = SLICED_DRAIN and parts.s.epi_split > 1 and parts.shared  # (`cube_cost`'s drain)
-    drain = max(parts.fix, parts.vec) if sliced else parts.fix + parts.vec
-    return ((tiles - 1) * stage + chunks * parts.chunk + drain) * (1 - 1e-9)
+    18k). `loads`: a bound of a tile's loads (`_shared_loads` of one tile), a stage every
+    tile has too. It leaves out `cube_cost`'s `serial` (`_serial_floor` bounds it)."""
+    return ((tiles - 1) * max(parts.stage, loads) + parts.k_loops + parts.drain) * (1 - 1e-9)
+
+
+def _serial_floor(parts: _TileParts, mach: Machine, order: str, per_core: int, l1d: bool, a_whole: bool,
+                  misses: tuple[float, float, float, float] | None) -> float:
+    """A lower bound of `cube_cost`'s `serial` (the cycles outside the tiles' pipeline, which
+    `_through_bound` leaves out): the stream's start-up when the cores share their reads or
+    a GEMV streams its weights, and -- sharing, with the outer operand hoisted (one K chunk,
+    or A's whole K) -- its first load, every byte at the faster of the schedule's L2-hit and
+    miss rates (`misses`: its `_shared_misses`), less what its K pieces overlap, per outer
+    tile unless the next one's load overlaps the work (less a rounding margin). Why: the
+    searches' costed candidates (resnet50: 9.7k) ran 1.5x the plan's cycles at the median,
+    and those of them within 2% of the bounds are pushed past the cheapest cost by it."""
+    start = mach.target.startup.mte2 if parts.shared or parts.gemv else 0.0
+    if not (parts.shared and (parts.chunks == 1 or a_whole)):
+        return start
+    s = parts.s
+    _, _, l2_rate, miss_rate = misses
+    first = (s.a_l1 if order == "mn" or a_whole else s.b_l1) / max(l2_rate, miss_rate) * (1 - 1e-9)
+    pieces = parts.pieces()
+    if pieces > 1 and order == "mn":
+        first /= pieces
+    spread = l1d and per_core > 1 and not a_whole  # (`cube_cost`: the next outer tile's load overlaps)
+    return start + (first if spread else per_core * first)
 
 
 def _shared_loads_bound(p: CubeProblem, mach: Machine, tm: int, tn: int, order: str, blocks: int, split: int,
@@ -1207,10 +1237,12 @@ def _shared_loads_bound(p: CubeProblem, mach: Machine, tm: int, tn: int, order: 
 
 
 def _shared_misses(p: CubeProblem, mach: Machine, tm: int, tn: int, order: str, blocks: int, split: int,
-                   batch_inner: bool, one_chunk: bool, per_core: int) -> tuple[float, float, float]:
+                   batch_inner: bool, one_chunk: bool, per_core: int,
+                   warm: bool | None = None) -> tuple[float, float, float]:
     """(A misses, B misses, L2 rate) of a schedule whose cores share their reads
     (`cube_cost`, `_shared_loads_bound`): the same for every K option of a tile shape
-    (`_cheapest` asks once per schedule and `one_chunk`)."""
+    (`_cheapest` asks once per schedule and `one_chunk`, with the problem's `_warm_in_l2`
+    as `warm`)."""
     if BLOCK_MISSES:
         outer_n, inner_n = (_ceil(p.m, tm), _ceil(p.n, tn))[:: 1 if order == "mn" else -1]
         a_miss, miss = _block_misses(mach, p.kind == "conv", p.batch, p.groups, outer_n, inner_n, order, blocks,
@@ -1218,10 +1250,17 @@ def _shared_misses(p: CubeProblem, mach: Machine, tm: int, tn: int, order: str, 
     else:
         a_miss, miss = _shared_miss(p, order, blocks, split, per_core)
     tg = mach.target
-    if WARM_INPUTS and p.a_warm and math.prod(shape_of(p.a_src)) * _itemsize(p.a_src) <= tg.memory.l2:
+    if _warm_in_l2(p, mach) if warm is None else warm:
         a_miss = 0.0  # (`_warm_a`: in the L2 since its producer wrote it)
     return (a_miss, miss, min(tg.bytes_per_cycle(tg.dma.l2_to_l1), tg.bytes_per_cycle(tg.dma.l2_total) / blocks),
             _shared_miss_rate(mach, blocks))
+
+
+def _warm_in_l2(p: CubeProblem, mach: Machine) -> bool:
+    """Are A's reads L2 hits for every core (`WARM_INPUTS`: an earlier kernel of the run
+    wrote A, and it fits the L2)?"""
+    return bool(WARM_INPUTS and p.a_warm
+                and math.prod(shape_of(p.a_src)) * _itemsize(p.a_src) <= mach.target.memory.l2)
 
 
 @machine_memo
@@ -1292,10 +1331,15 @@ def _tiling_bounds(p: CubeProblem, mach: Machine, found: _Candidates, most: np.n
     found; as numpy arrays, the bounds cost a few ms per search, and with the moves --
     most convs' slowest part of the K loop -- resnet50's searches visit 9k tilings, not
     19k. `traits`: the problem's (`_shares_reads`, `gemv`)."""
+    return _tiling_terms(p, mach, found, most, traits)[0]
+
+
+def _tiling_terms(p: CubeProblem, mach: Machine, found: _Candidates, most: np.ndarray,
+                  traits: tuple[bool, bool] | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(`_tiling_bounds`, a bound of each tiling's K loops (`_TileParts.k_loops`), a bound
+    of a tile's slowest stage) of the tilings of `found`."""
     shared, is_gemv = traits or (_shares_reads(p, mach), gemv(p, mach))
-    cols = np.array([(tm, tn, tk, kl1, s.a_l1, s.b_l1, s.l0a, s.l0b, s.epi_in + s.out, whole, l0d)
-                     for _, tm, tn, tk, kl1, _, l0d, _, s, whole, _ in found.tilings], dtype=np.int64).reshape(-1, 11)
-    tm, tn, tk, kl1, a_l1, b_l1, l0a, l0b, epi_out, whole, l0d = cols.T
+    tm, tn, tk, kl1, a_l1, b_l1, l0a, l0b, epi_out, whole, l0d = found.columns().T
     tiles = p.batch * p.groups * _ceil(p.m, tm) * _ceil(p.n, tn)
     chunks = _ceil(p.k, kl1)
     a_in = a_l1 * ((chunks > 1) & (whole == 0)) if not (is_gemv or (p.conv or {}).get("c04") or shared) \
@@ -1319,10 +1363,46 @@ def _tiling_bounds(p: CubeProblem, mach: Machine, found: _Candidates, most: np.n
     waits = (steps % 2 == 1) & ((steps > 1) | (p.kind != "matmul"))
     pace = np.maximum(np.maximum(mmad, moves), (mte1 - startup.mte1 + cube) / 2)
     k_loop = np.where(l0d == 1, steps * pace + waits * np.minimum(mmad, moves), steps * (mte1 + cube))
-    stage = np.maximum(chunks * k_loop * (1 - 1e-9),
-                       np.maximum(chunks * _each(lambda n: mach.dma("gm_to_l1", n), a_in), reads))
+    k_loops = chunks * k_loop * (1 - 1e-9)
+    stage = np.maximum(k_loops, np.maximum(chunks * _each(lambda n: mach.dma("gm_to_l1", n), a_in), reads))
     port = tiles * (chunks * a_in + epi_out) / mach.hbm_bytes_per_cycle()
-    return np.maximum(_ceil(tiles, most) * stage, port) * (1 - 1e-9)
+    return np.maximum(_ceil(tiles, most) * stage, port) * (1 - 1e-9), k_loops, stage
+
+
+def _tiling_keys(p: CubeProblem, mach: Machine, found: _Candidates, most: np.ndarray,
+                 traits: tuple[bool, bool]) -> np.ndarray:
+    """A lower bound of the cost of every candidate of each tiling of `found` on at most
+    `most` cores: its `_tiling_bounds`, or the array form of `_through_bound` at the
+    fewest tiles a core runs (each tile at least its slowest stage -- its K loops, loads,
+    or L0C read-out --, one through its K loops and its read-out) plus the stream's start-up
+    when the cores share their reads or a GEMV streams (`_serial_floor`), less a rounding
+    margin. Why: `_cheapest` visits the tilings in this order while it is at most the
+    cheapest cost found; densenet121's searches visited 22k tilings by `_tiling_bounds`,
+    half of them only to find their `_through_bound` too high (16k by these)."""
+    shared, is_gemv = traits
+    bounds, k_loops, stage = _tiling_terms(p, mach, found, most, traits)
+    tm, tn = found.columns().T[:2]
+    tiles = p.batch * p.groups * _ceil(p.m, tm) * _ceil(p.n, tn)
+    # the L0C read-out and vector ops (`_epilogue_compute`), by (tm, tn, epilogue slices)
+    splits = found.epilogue_splits()
+    program = _fixed(p).program
+    terms: dict[int, tuple[float, float]] = {}
+
+    def term(key: int, j: int) -> float:
+        hit = terms.get(key)
+        if hit is None:
+            tm_, tn_, es = key >> 20, (key >> 4) & 0xFFFF, key & 15
+            hit = terms[key] = _epilogue_terms(mach, program, es, tm_ * tn_ * 4, tm_, tn_)
+        return hit[j]
+
+    keys = (tm << 20) + (tn << 4) + splits
+    fix, vec = _each(lambda key: term(key, 0), keys), _each(lambda key: term(key, 1), keys)
+    sliced = (splits > 1) & (SLICED_DRAIN and shared)  # (`_TileParts.drain`)
+    drain = np.where(sliced, np.maximum(fix, vec), fix + vec)
+    start = mach.target.startup.mte2 if shared or is_gemv else 0.0
+    stage = np.maximum(stage, np.maximum(fix, vec))
+    through = ((_ceil(tiles, most) - 1) * stage + k_loops + drain) * (1 - 1e-9) + start
+    return np.maximum(bounds, through)
 
 
 def _each(fn: Callable[[int], float], values: np.ndarray) -> np.ndarray:
@@ -1334,40 +1414,43 @@ def _each(fn: Callable[[int], float], values: np.ndarray) -> np.ndarray:
 def _cheapest(p: CubeProblem, mach: Machine, found: Sequence[tuple]) -> tuple[int, float]:
     """(index, cost) of the first cheapest candidate of `found` (`cube_cost` arguments; the
     schedules of one tiling in a row, sharing its `_Sizes`), the one a scan in order finds.
-    Tilings are visited in increasing order of `_tiling_bounds`, their schedules in
+    Tilings are visited in increasing order of `_tiling_keys`, their schedules in
     increasing order of `cube_cost_bound`, and a candidate is costed only while its
     bounds are at most the cheapest cost found so far: one skipped costs more than the plan
     chosen. A tiling's shared terms are computed once (`_TileParts`), a tile shape's once
     per search (`_ShapeSchedules`: its schedules' tiles per core, their L2 misses), and a
     tiling's `_bound_stage` once per (order, cores); a candidate passes `_through_bound`
-    too before it is costed, and `_shared_loads_bound` when the cores share their reads."""
+    (plus the least of `_serial_floor`) too before it is costed, and when the cores share
+    their reads `_shared_loads_bound` and `_through_bound` with the loads plus
+    `_serial_floor`. (`found` from `_search_space` makes a tiling's `_Sizes` when visited.)"""
     if not isinstance(found, _Candidates):
         found = _Candidates.of(found)
-    shapes: dict[int, _ShapeSchedules] = {}  # by the schedules tuple's id: one per tile shape
     traits = shared, is_gemv = _shares_reads(p, mach), gemv(p, mach)
-    by_tiling = []  # each tiling's shape
-    for _, tm, tn, *_, schedules in found.tilings:
-        shape = shapes.get(id(schedules))
-        if shape is None:
-            shape = shapes[id(schedules)] = _ShapeSchedules(p, tm, tn, schedules)
-        by_tiling.append(shape)
-    bounds_of = _tiling_bounds(p, mach, found, np.array([shape.most for shape in by_tiling]), traits)
+    shape_of, keys = found.shape_index()  # each tiling's tile shape: (tm, tn, schedules)
+    most = np.array([max(blocks for _, blocks, _, _ in schedules) for _, _, schedules in keys], dtype=np.int64)
+    bounds_of = _tiling_keys(p, mach, found, most[shape_of], traits)
     order_of = np.argsort(bounds_of, kind="stable")
-    tilings = zip(bounds_of[order_of].tolist(), [found.tilings[i] for i in order_of.tolist()],
-                  [by_tiling[i] for i in order_of.tolist()])
+    shapes: dict[int, _ShapeSchedules] = {}  # made when first visited
+    warm = _warm_in_l2(p, mach) if shared else False
+    start = mach.target.startup.mte2 if shared or is_gemv else 0.0  # (`_serial_floor`'s least)
     best_i, best = -1, math.inf
-    for bound, (lo, tm, tn, tk, kl1, l1d, l0d, epid, s, whole, schedules), shape in tilings:
+    for bound, i, sk in zip(bounds_of[order_of].tolist(), order_of.tolist(), shape_of[order_of].tolist()):
         if bound > best:
             break
+        lo, tm, tn, tk, kl1, l1d, l0d, epid, s, whole, schedules = found.tiling(i)
+        shape = shapes.get(sk)
+        if shape is None:
+            shape = shapes[sk] = _ShapeSchedules(p, tm, tn, schedules, warm)
         parts = _TileParts(p, mach, tm, tn, tk, kl1, s, l0d, shared, is_gemv, shape.epilogue(mach, s))
         chunks, stage = parts.floor()
-        if _through_bound(parts, shape.floor_tiles) > best:
+        if _through_bound(parts, shape.floor_tiles) + start > best:
             continue  # at most every schedule's (its slowest core runs at least `floor_tiles`)
         stages: dict[tuple[str, int], float] = {}  # `_bound_stage` by (order, blocks)
         bounds = []
-        for k, (order, blocks, _, _) in enumerate(schedules):
-            if shape.tiles[k] * stage > best:
-                continue  # its bound is at least this
+        for k in shape.by_tiles:
+            if _through_bound(parts, shape.tiles[k]) + start > best:
+                break  # (and so every schedule after it, running as many tiles or more)
+            order, blocks, _, _ = schedules[k]
             per_tile = stages.get((order, blocks))
             if per_tile is None:
                 per_tile = stages[order, blocks] = _bound_stage(p, mach, order, blocks, s, whole, chunks, stage,
@@ -1378,12 +1461,18 @@ def _cheapest(p: CubeProblem, mach: Machine, found: Sequence[tuple]) -> tuple[in
             if bound > best:
                 break
             k = j - lo
-            if _through_bound(parts, shape.tiles[k]) > best:
+            through = _through_bound(parts, shape.tiles[k])
+            if through + start > best:
                 continue
             order, blocks, split, bin_ = schedules[k]
             misses = shape.misses(mach, k, chunks == 1) if shared else None
-            if shared and _shared_loads(mach, order, blocks, chunks, s, shape.tiles[k], misses) > best:
-                continue  # `_shared_loads_bound`
+            if shared:
+                loads = _shared_loads(mach, order, blocks, chunks, s, 1, misses)  # a tile's
+                if shape.tiles[k] * loads > best:  # `_shared_loads_bound`
+                    continue
+                if (_through_bound(parts, shape.tiles[k], loads)
+                        + _serial_floor(parts, mach, order, shape.per_core[k], l1d, whole, misses) > best):
+                    continue  # the tiles through their loads, and the first load outside the pipeline
             cyc = cube_cost(p, mach, tm, tn, tk, kl1, order, blocks, l1d, l0d, epid, split, s, bin_, whole, parts,
                             shape.core[k], misses)
             if best_i < 0 or cyc < best or (cyc == best and j < best_i):
@@ -1395,19 +1484,22 @@ class _ShapeSchedules:
     """What `_cheapest` asks of a tile shape's schedules for each of its K options, computed
     once per search: the most cores among them, the tiles that `_tile_floor` multiplies
     (every tile over the most cores), the slowest core's tiles of each (`_core_tiles`:
-    outer x inner) and, when asked, each one's L2 misses (`_shared_misses`) and the
-    shape's epilogue terms (`_epilogue_compute`)."""
+    outer x inner; `by_tiles`: the schedules in increasing order of them) and, when
+    asked, each one's L2 misses (`_shared_misses`) and the shape's epilogue terms
+    (`_epilogue_compute`)."""
 
-    __slots__ = ("_epilogue", "_misses", "core", "floor_tiles", "most", "p", "per_core", "schedules", "tiles", "tm",
-                 "tn")
+    __slots__ = ("_epilogue", "_misses", "by_tiles", "core", "floor_tiles", "most", "p", "per_core", "schedules",
+                 "tiles", "tm", "tn", "warm")
 
-    def __init__(self, p: CubeProblem, tm: int, tn: int, schedules: tuple[tuple[str, int, int, bool], ...]) -> None:
-        self.p, self.tm, self.tn, self.schedules = p, tm, tn, schedules
+    def __init__(self, p: CubeProblem, tm: int, tn: int, schedules: tuple[tuple[str, int, int, bool], ...],
+                 warm: bool | None = None) -> None:
+        self.p, self.tm, self.tn, self.schedules, self.warm = p, tm, tn, schedules, warm
         self.most = max(blocks for _, blocks, _, _ in schedules)
         self.floor_tiles = _ceil(p.batch * p.groups * _ceil(p.m, tm) * _ceil(p.n, tn), self.most)
         self.core = [_core_tiles(p, tm, tn, order, blocks, split, bin_) for order, blocks, split, bin_ in schedules]
         self.per_core = [per_core for per_core, _ in self.core]
         self.tiles = [per_core * inner for per_core, inner in self.core]
+        self.by_tiles = sorted(range(len(schedules)), key=self.tiles.__getitem__)  # (`_through_bound` grows with them)
         self._misses: dict[tuple[int, bool], tuple[float, float, float]] = {}
         self._epilogue: dict[tuple[int, int, int], tuple[float, float]] = {}
 
@@ -1425,7 +1517,7 @@ class _ShapeSchedules:
         if hit is None:
             order, blocks, split, bin_ = self.schedules[k]
             hit = self._misses[k, one_chunk] = _shared_misses(self.p, mach, self.tm, self.tn, order, blocks, split,
-                                                               bin_, one_chunk, self.per_core[k])
+                                                               bin_, one_chunk, self.per_core[k], self.warm)
         return hit
 
 
@@ -1544,65 +1636,8 @@ def _plan_cube(p: CubeProblem, mach: Machine) -> CubePlan:
 
 def _plan_one(p: CubeProblem, mach: Machine) -> CubePlan:
     tg = mach.target
-    m0, k0, n0 = mach.fractal(elem_name(p.elem))
-    cores = mach.cores(cube=True)
     mem, al = tg.memory, tg.alignment
-    found = _Candidates()  # the candidates' `cube_cost` arguments, by tiling
-    smallest: tuple[str, int, int] | None = None
-
-    def miss(need: tuple[tuple[str, int, int], ...]) -> None:
-        """Keep the first (space, bytes, capacity) that does not fit if it is the nearest miss
-        yet (for the error)."""
-        nonlocal smallest
-        for space, n, have in need:
-            if n > have:
-                if smallest is None or n - have < smallest[1] - smallest[2]:
-                    smallest = (space, n, have)
-                return
-
-    k_opts = [(kl1, sorted(tks, reverse=True)) for kl1, tks in _k_options(p, k0)]
-    fixed = _fixed(p)
-    ab = fixed.ab
-    wholes = (False, True) if gemv(p, mach) else (False,)
-    for tm in _m_candidates(p, m0):
-        a_sizes: dict[tuple[int, bool], tuple[int, int]] = {}
-        for tn in _n_candidates(p, n0):
-            for es in _epi_splits(p, tm, tn, fixed):  # the fewest epilogue slices whose UB share fits
-                ub, temps, epi_in, serial = _ub_sizes(p, tm, tn, fixed, es)
-                if ub <= mem.ub:
-                    break
-            l0c = align(tm * tn * 4, al.l0c)
-            l0cd = 2 * l0c <= mem.l0c
-            ubd = 2 * ub - temps <= mem.ub  # the body's temporaries are not double-buffered
-            out = fixed.outs * tm * tn * fixed.ob
-            schedules = {whole: _schedules(p, tm, tn, whole, cores) for whole in wholes}
-            shape_fits = l0c <= mem.l0c and ub <= mem.ub  # (its K options' L0A, L0B and L1 below)
-            for kl1, tks in k_opts:
-                b_l1 = kl1 * tn * ab
-                b_cap = align(b_l1, al.l1)
-                for tk in tks:
-                    if p.kind == "conv" and tk < kl1 and _ceil(kl1, tk) * tk - kl1 >= tk // 2 and kl1 % tk:
-                        continue  # a last K step mostly padding
-                    l0a, l0b = align(tm * tk * ab, al.l0a), align(tk * tn * ab, al.l0b)
-                    l0_fits = shape_fits and l0a <= mem.l0a and l0b <= mem.l0b
-                    l0d = 2 * l0a <= mem.l0a and 2 * l0b <= mem.l0b
-                    # a GEMV may keep A's whole K in L1 and stream B in K chunks
-                    for whole in wholes if kl1 < p.k else (False,):
-                        a = a_sizes.get((kl1, whole))
-                        if a is None:
-                            a = a_sizes[kl1, whole] = _a_sizes(p, tm, kl1, ab, whole)
-                        a_l1, a_cap = a
-                        l1 = align(a_cap or a_l1, al.l1) + b_cap
-                        if not (l0_fits and l1 <= mem.l1):
-                            miss((("l0a", l0a, mem.l0a), ("l0b", l0b, mem.l0b), ("l0c", l0c, mem.l0c),
-                                  ("l1", l1, mem.l1), ("ub", ub, mem.ub)))
-                            continue
-                        s = _Sizes(a_l1, b_l1, tm * tk * ab, tk * tn * ab, tm * tn * 4, ub, epi_in, out,
-                                   fixed.vec_ops, fixed.program, temps, es, serial, a_cap)
-                        found.add((tm, tn, tk, kl1, 2 * l1 <= mem.l1, l0d, l0cd and ubd, s, whole), schedules[whole])
-    if not found:
-        space, need, have = smallest or ("ub", 0, 0)
-        raise CapacityShortfall(space, need, have)
+    found = _search_space(p, mach)
     i, cyc = _cheapest(p, mach, found)
     tm, tn, tk, kl1, order, blocks, l1d, l0d, _, split, s, bin_, whole = found[i]
     single = {"l0a": align(s.l0a, al.l0a), "l0b": align(s.l0b, al.l0b), "l0c": align(s.l0c, al.l0c),
@@ -1640,7 +1675,7 @@ class _Candidates:
     searches hold 170k candidates in 29k tilings, and `_cheapest` costs few of them."""
 
     def __init__(self) -> None:
-        self.tilings: list[tuple] = []  # (first index, tm, tn, tk, kl1, l1d, l0d, epid, s, a_whole, schedules)
+        self._tilings: list[tuple] = []  # (first index, tm, tn, tk, kl1, l1d, l0d, epid, s, a_whole, schedules)
         self.starts: list[int] = []
         self.n = 0
 
@@ -1661,8 +1696,41 @@ class _Candidates:
         """A tiling (tm, tn, tk, kl1, l1d, l0d, epid, s, a_whole) and its schedules."""
         if schedules:
             self.starts.append(self.n)
-            self.tilings.append((self.n, *tiling, schedules))
+            self._tilings.append((self.n, *tiling, schedules))
             self.n += len(schedules)
+
+    @property
+    def tilings(self) -> list[tuple]:
+        """Every tiling (first index, tm, tn, tk, kl1, l1d, l0d, epid, s, a_whole, schedules)."""
+        return self._tilings
+
+    def tiling(self, i: int) -> tuple:
+        """Tiling `i` (as `tilings` holds it)."""
+        return self._tilings[i]
+
+    def columns(self) -> np.ndarray:
+        """(tm, tn, tk, kl1, A's and B's L1 bytes, L0A and L0B bytes, epilogue GM bytes,
+        a_whole, l0d) of each tiling, for `_tiling_bounds`."""
+        return np.array([(tm, tn, tk, kl1, s.a_l1, s.b_l1, s.l0a, s.l0b, s.epi_in + s.out, whole, l0d)
+                         for _, tm, tn, tk, kl1, _, l0d, _, s, whole, _ in self._tilings], dtype=np.int64).reshape(-1, 11)
+
+    def epilogue_splits(self) -> np.ndarray:
+        """Each tiling's epilogue slices (`_Sizes.epi_split`)."""
+        return np.array([s.epi_split for *_, s, _, _ in self._tilings], dtype=np.int64)
+
+    def shape_index(self) -> tuple[np.ndarray, list[tuple]]:
+        """(each tiling's tile shape, the shapes as (tm, tn, schedules)): one shape per
+        schedules tuple."""
+        ids: dict[int, int] = {}
+        keys: list[tuple] = []
+        of = []
+        for _, tm, tn, *_, schedules in self._tilings:
+            k = ids.get(id(schedules))
+            if k is None:
+                k = ids[id(schedules)] = len(keys)
+                keys.append((tm, tn, schedules))
+            of.append(k)
+        return np.array(of, dtype=np.intp), keys
 
     def __len__(self) -> int:
         return self.n
@@ -1672,7 +1740,7 @@ class _Candidates:
             j += self.n
         if not 0 <= j < self.n:
             raise IndexError(j)
-        start, tm, tn, tk, kl1, l1d, l0d, epid, s, whole, schedules = self.tilings[bisect_right(self.starts, j) - 1]
+        start, tm, tn, tk, kl1, l1d, l0d, epid, s, whole, schedules = self.tiling(bisect_right(self.starts, j) - 1)
         order, blocks, split, bin_ = schedules[j - start]
         return tm, tn, tk, kl1, order, blocks, l1d, l0d, epid, split, s, bin_, whole
 
@@ -1680,6 +1748,133 @@ class _Candidates:
         for _, tm, tn, tk, kl1, l1d, l0d, epid, s, whole, schedules in self.tilings:
             for order, blocks, split, bin_ in schedules:
                 yield tm, tn, tk, kl1, order, blocks, l1d, l0d, epid, split, s, bin_, whole
+
+
+class _GridCandidates(_Candidates):
+    """`_Candidates` as `_search_space` finds them: one row of numbers per tiling (`rows`:
+    first index, the `columns`, l1d, epid, tile shape, A's L1 bytes in C04, the (tm, tn)
+    pair's position), a tiling's `_Sizes` made when first asked. Why: `_cheapest` visits a
+    third of a search's tilings; the rest need only their bounds' columns."""
+
+    def __init__(self, rows: np.ndarray, pairs: list[tuple[int, int, int, bool, int]], shapes: list[tuple],
+                 fixed: _Fixed) -> None:
+        super().__init__()
+        self.rows, self.pairs, self.shapes, self.fixed = rows, pairs, shapes, fixed
+        self._tilings = [None] * len(rows)
+        self.starts = rows[:, 0].tolist()
+        last = rows[-1].tolist()
+        self.n = last[0] + len(shapes[last[14]][2])
+
+    @property
+    def tilings(self) -> list[tuple]:
+        return [self.tiling(i) for i in range(len(self._tilings))]
+
+    def tiling(self, i: int) -> tuple:
+        t = self._tilings[i]
+        if t is None:
+            lo, tm, tn, tk, kl1, a_l1, b_l1, l0a, l0b, _, whole, l0d, l1d, epid, shape, a_cap, pair = self.rows[i].tolist()
+            ub, temps, epi_in, serial, es = self.pairs[pair]
+            f = self.fixed
+            s = _Sizes(a_l1, b_l1, l0a, l0b, tm * tn * 4, ub, epi_in, f.outs * tm * tn * f.ob, f.vec_ops, f.program,
+                       temps, es, serial, a_cap)
+            t = self._tilings[i] = (lo, tm, tn, tk, kl1, l1d == 1, l0d == 1, epid == 1, s, whole == 1,
+                                    self.shapes[shape][2])
+        return t
+
+    def columns(self) -> np.ndarray:
+        return self.rows[:, 1:12]
+
+    def shape_index(self) -> tuple[np.ndarray, list[tuple]]:
+        return self.rows[:, 14].astype(np.intp), self.shapes
+
+    def epilogue_splits(self) -> np.ndarray:
+        return np.array([es for *_, es in self.pairs], dtype=np.int64)[self.rows[:, 16]]
+
+
+def _search_space(p: CubeProblem, mach: Machine) -> _Candidates:
+    """The candidates of `p` whose buffers fit every local memory, in scan order: M tile, N
+    tile, K per L1 chunk, K step (the largest first), A's whole K in L1 or not (a GEMV's),
+    then the tile shape's schedules (`_schedules`). A tile shape's epilogue slices (the
+    fewest whose UB share fits), UB bytes and schedules are computed per (tm, tn) pair,
+    the L0 and L1 bytes of its K options as numpy arrays over the (tm, tn, K option) grid.
+    Nothing fits: `CapacityShortfall` of the nearest miss (the first candidate with the
+    fewest bytes over, on the first memory it misses in the order L0A, L0B, L0C, L1, UB)."""
+    tg = mach.target
+    m0, k0, n0 = mach.fractal(elem_name(p.elem))
+    cores = mach.cores(cube=True)
+    mem, al = tg.memory, tg.alignment
+    fixed = _fixed(p)
+    ab = fixed.ab
+    wholes = (False, True) if gemv(p, mach) else (False,)
+    ks = []  # the K options (kl1, tk, a_whole) in scan order
+    for kl1, tks in _k_options(p, k0):
+        for tk in sorted(tks, reverse=True):
+            if p.kind == "conv" and tk < kl1 and _ceil(kl1, tk) * tk - kl1 >= tk // 2 and kl1 % tk:
+                continue  # a last K step mostly padding
+            ks += [(kl1, tk, whole) for whole in (wholes if kl1 < p.k else (False,))]
+    ms, ns = _m_candidates(p, m0), _n_candidates(p, n0)
+    grid = (len(ms), len(ns), len(ks))
+    if not all(grid):
+        raise CapacityShortfall("ub", 0, 0)
+    # per (tm, kl1, a_whole): A's L1 bytes (`_a_sizes`)
+    a_keys = list(dict.fromkeys((kl1, whole) for kl1, _, whole in ks))
+    a_of = [a_keys.index((kl1, whole)) for kl1, _, whole in ks]
+    a = np.array([[_a_sizes(p, tm, kl1, ab, whole) for kl1, whole in a_keys] for tm in ms], dtype=np.int64)
+    a_l1, a_cap = a[:, a_of, 0], a[:, a_of, 1]  # (M, K)
+    # per (tm, tn): the epilogue's slices and UB bytes, L0C, the tile shape's schedules
+    pairs = []  # (ub, temps, epi_in, serial, epi_split)
+    pair_cols = np.zeros((len(ms), len(ns), 4), dtype=np.int64)  # ub, L0C, epid, epilogue GM bytes
+    shape_of = np.full((len(ms), len(ns), len(wholes)), -1, dtype=np.int64)
+    shapes: list[tuple] = []  # (tm, tn, schedules) with schedules
+    for mi, tm in enumerate(ms):
+        for ni, tn in enumerate(ns):
+            for es in _epi_splits(p, tm, tn, fixed):  # the fewest epilogue slices whose UB share fits
+                ub, temps, epi_in, serial = _ub_sizes(p, tm, tn, fixed, es)
+                if ub <= mem.ub:
+                    break
+            l0c = align(tm * tn * 4, al.l0c)
+            epid = 2 * l0c <= mem.l0c and 2 * ub - temps <= mem.ub  # the body's temporaries are not double-buffered
+            pair_cols[mi, ni] = ub, l0c, epid, epi_in + fixed.outs * tm * tn * fixed.ob
+            pairs.append((ub, temps, epi_in, serial, es))
+            for w, whole in enumerate(wholes):
+                schedules = _schedules(p, tm, tn, whole, cores)
+                if schedules:
+                    shape_of[mi, ni, w] = len(shapes)
+                    shapes.append((tm, tn, schedules))
+    tm_ = np.array(ms, dtype=np.int64)[:, None, None]
+    tn_ = np.array(ns, dtype=np.int64)[None, :, None]
+    kl1_, tk_, whole_ = (np.array(c, dtype=np.int64)[None, None, :] for c in zip(*ks))
+    l0a, l0b = tm_ * tk_ * ab, tk_ * tn_ * ab
+    b_l1 = kl1_ * tn_ * ab
+    l0a_al, l0b_al = align(l0a, al.l0a), align(l0b, al.l0b)
+    l1 = align(np.where(a_cap != 0, a_cap, a_l1), al.l1)[:, None, :] + align(b_l1, al.l1)
+    ub, l0c = pair_cols[:, :, 0, None], pair_cols[:, :, 1, None]
+    fits = (l0a_al <= mem.l0a) & (l0b_al <= mem.l0b) & (l0c <= mem.l0c) & (ub <= mem.ub) & (l1 <= mem.l1)
+    shape = shape_of[:, :, whole_[0, 0]]
+    keep = fits & (shape >= 0)
+    if not keep.any():
+        need = np.broadcast_arrays(l0a_al, l0b_al, l0c, l1, ub)
+        have = np.array([mem.l0a, mem.l0b, mem.l0c, mem.l1, mem.ub])
+        over = np.stack(need) - have[:, None, None, None]
+        first = (over > 0).argmax(axis=0)  # the first memory a candidate misses
+        deficit = np.take_along_axis(over, first[None], axis=0)[0]
+        if not (deficit > 0).any():
+            raise CapacityShortfall("ub", 0, 0)
+        j = int(np.argmin(np.where(deficit > 0, deficit, np.iinfo(np.int64).max), axis=None))
+        space = int(first.flat[j])
+        raise CapacityShortfall(("l0a", "l0b", "l0c", "l1", "ub")[space], int(need[space].flat[j]), int(have[space]))
+
+    def kept(x: np.ndarray) -> np.ndarray:
+        return np.broadcast_to(x, grid)[keep]
+
+    shape = kept(shape)
+    counts = np.array([len(sch) for _, _, sch in shapes], dtype=np.int64)[shape]
+    rows = np.stack([np.cumsum(counts) - counts, kept(tm_), kept(tn_), kept(tk_), kept(kl1_), kept(a_l1[:, None, :]),
+                     kept(b_l1), kept(l0a), kept(l0b), kept(pair_cols[:, :, 3, None]), kept(whole_),
+                     kept((2 * l0a_al <= mem.l0a) & (2 * l0b_al <= mem.l0b)), kept(2 * l1 <= mem.l1),
+                     kept(pair_cols[:, :, 2, None]), shape, kept(a_cap[:, None, :]),
+                     kept(np.arange(len(ms) * len(ns)).reshape(len(ms), len(ns), 1))], axis=1)
+    return _GridCandidates(rows.astype(np.int64), pairs, shapes, fixed)
 
 
 def roofline(p: CubeProblem, mach: Machine) -> Roofline:
