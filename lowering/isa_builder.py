@@ -19,26 +19,42 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
-from xdsl.dialects import arith
-from xdsl.dialects.builtin import i1, i64
-from xdsl.ir import Attribute, SSAValue
+from xdsl.dialects import arith, scf
+from xdsl.dialects.builtin import MemRefType, i1, i64
+from xdsl.ir import Attribute, Block, Region, SSAValue
 
 from ge.dialects import isa
-from ge.lowering.index_builder import Index, IndexBuilder, create_op, int_attr
+from ge.dialects.interning import scope_memo
+from ge.lowering.index_builder import INDEX, Index, IndexBuilder, create_op, int_attr
 
 
 def move_op(cls: type[isa._MoveOp], src: SSAValue, dst: SSAValue, sizes: Sequence[int], *,
             src_offset: SSAValue | None = None, dst_offset: SSAValue | None = None,
             src_strides: Sequence[int] | None = None, dst_strides: Sequence[int] | None = None,
-            window: Sequence[SSAValue] = (), pad: float | None = None) -> isa._MoveOp:
+            window: Sequence[SSAValue] = (), pad: float | None = None,
+            props: dict[str, Attribute] | None = None) -> isa._MoveOp:
     """`cls(src, dst, sizes, ...)`, the same op, built by `create_op` when `cls` is a plain
-    move (the moves are a third of a kernel's instructions)."""
+    move (the moves are a third of a kernel's instructions). `props`: the properties
+    `move_props` gives for these sizes, strides and pad, when the caller has them."""
     if cls.__init__ is not isa._MoveOp.__init__:
         return cls(src, dst, sizes, src_offset=src_offset, dst_offset=dst_offset, src_strides=src_strides,
                    dst_strides=dst_strides, window=window, pad=pad)
     return create_op(cls, [src, [] if src_offset is None else [src_offset], dst,
                            [] if dst_offset is None else [dst_offset], list(window)],
-                     cls.move_props(sizes, src_strides, dst_strides, pad, {}))
+                     props if props is not None else cls.move_props(sizes, src_strides, dst_strides, pad, {}))
+
+
+def buffer_type(shape: Sequence[int], elem: Attribute, space: isa.MemSpace | str) -> MemRefType:
+    """`isa.buffer_type`, one per (shape, element, memory) for the compile: a `MemRefType`
+    checks its parameters on construction, and the kernels ask for the same few types."""
+    memo = scope_memo("isa_buffer_types")
+    if memo is None:
+        return isa.buffer_type(shape, elem, space)
+    key = (tuple(shape), elem, str(space))
+    ty = memo.get(key)
+    if ty is None:
+        ty = memo[key] = isa.buffer_type(shape, elem, space)
+    return ty
 
 
 class IsaBuilder(IndexBuilder):
@@ -50,6 +66,7 @@ class IsaBuilder(IndexBuilder):
         self._scratch: dict[tuple, list[SSAValue]] | None = None  # inside `scratch()`
         self._scratch_pool: dict[tuple, list[SSAValue]] = {}
         self._scratch_seen: dict[tuple, int] = {}
+        self._index_consts: dict[int, SSAValue] = {}  # `constants`' index ones by value (no type to hash)
 
     @staticmethod
     def new_kernel(name: str, ins: Sequence[Attribute], outs: Sequence[Attribute], block_dim: int = 1,
@@ -58,6 +75,47 @@ class IsaBuilder(IndexBuilder):
         for a, n in zip(kernel.body.block.args, names):
             a.name_hint = n
         return IsaBuilder(kernel)
+
+    def const(self, value: int, ty: Attribute | None = None) -> SSAValue:
+        """`IndexBuilder.const`, the `arith.constant` built without IRDL's argument checks."""
+        value = int(value)
+        if ty is None or ty is INDEX:
+            hit = self._index_consts.get(value)
+            if hit is not None:
+                return hit
+        ty = ty or INDEX
+        key = (value, ty)
+        hit = self.constants.get(key)
+        if hit is not None:
+            return hit
+        op = arith.ConstantOp.create(result_types=[ty], properties={"value": int_attr(value, ty)})
+        if ty == INDEX:
+            op.result.name_hint = f"c{value}" if value >= 0 else f"cm{-value}"
+            self._index_consts[value] = op.result
+        self.insert_at_top(op, self._anchor)
+        self._anchor = op
+        self.constants[key] = op.result
+        return op.result
+
+    def value(self, x: Index) -> SSAValue:
+        if isinstance(x, int):
+            hit = self._index_consts.get(x)
+            return hit if hit is not None else self.const(x)
+        return x
+
+    def _binary(self, cls, a: Index, b: Index, name: str | None = None) -> SSAValue:
+        """`IndexBuilder._binary` without its memo (the isa builder keeps every op asked for)."""
+        a, b = self.value(a), self.value(b)
+        props = self._binary_props.get(cls)
+        if props is None:  # the first of its class through xDSL's constructor, the rest alike
+            op = self.add(cls(a, b))
+            self._binary_props[cls] = dict(op.properties)
+        else:
+            op = self.add(cls.create(operands=(a, b), result_types=(a.type,), properties=props))
+        result = op.results[0]
+        if name:
+            result.name_hint = name
+        return result
 
     @property
     def args(self) -> tuple[SSAValue, ...]:
@@ -104,7 +162,8 @@ class IsaBuilder(IndexBuilder):
 
     def _declare(self, space: isa.MemSpace | str, shape: Sequence[int], elem: Attribute, slots: int,
                  name: str | None) -> list[SSAValue]:
-        op = isa.BufferOp(isa.buffer_type(shape, elem, space), slots)
+        # `isa.BufferOp(type, slots)`, built without IRDL's argument checks
+        op = isa.BufferOp.create(result_types=[buffer_type(shape, elem, space)] * slots)
         last = None
         for o in self.top.ops:
             if isinstance(o, arith.ConstantOp | isa.BufferOp):
@@ -126,9 +185,20 @@ class IsaBuilder(IndexBuilder):
              max_trips: int | None = None) -> Iterator[SSAValue]:
         """`scf.for` from lo to hi; ops built inside the `with` go into its body.
         `max_trips` records a bound on its iterations that the IR does not show."""
-        attrs = {} if max_trips is None else {isa.MAX_TRIPS_ATTR: int_attr(max_trips, i64)}
-        with super().loop(lo, hi, step, name, attrs) as iv:
+        body = Block(arg_types=[INDEX])
+        iv = body.args[0]
+        iv.name_hint = name
+        # `scf.ForOp(lo, hi, step, [], Region(body))`, built without IRDL's argument checks
+        op = scf.ForOp.create(operands=[self.value(lo), self.value(hi), self.const(step)], regions=[Region(body)],
+                              attributes={} if max_trips is None else {isa.MAX_TRIPS_ATTR: int_attr(max_trips, i64)})
+        self.add(op)
+        outer = self.at
+        self.at = body
+        try:
             yield iv
+        finally:
+            body.add_op(scf.YieldOp.create())
+            self.at = outer
 
     def pipelined(self, lo: Index, hi: Index, slots: int, body: Callable[[Index, int], None], name: str = "t") -> None:
         """Iterations lo .. hi-1 with `slots`-buffered buffers: `body(iteration, slot)` is

@@ -47,7 +47,7 @@ instruction touches. The usual pipeline is `to-isa,plan-local-memory,insert-sync
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
@@ -74,10 +74,10 @@ from ge import targets
 from ge.dialects import graph as g
 from ge.dialects import isa
 from ge.dialects import tile as t
-from ge.dialects.interning import int_attr
+from ge.dialects.interning import int_attr, scope_memo
 from ge.errors import GeError
 from ge.lowering.index_builder import Index, create_op
-from ge.lowering.isa_builder import IsaBuilder, move_op
+from ge.lowering.isa_builder import IsaBuilder, buffer_type, move_op
 from ge.transforms.tile_capacity import describe_kernel
 
 
@@ -712,6 +712,44 @@ class Side:
 
 
 @dataclass
+class CopyStatics:
+    """What lowering a `tile.copy` needs that does not change between its emissions (a
+    pipelined loop emits its body once per slot, and fusion probes lower the same kernels):
+    its operands and properties, the digits of both sides, and each dim's split into the
+    digits both sides agree on (filled in by the first emission)."""
+
+    sizes: tuple[int, ...]
+    steps: tuple[int, ...]
+    perm: tuple[int, ...]
+    moved: list[int]
+    inv: list[int]
+    source: SSAValue
+    dest: SSAValue
+    source_offsets: Sequence[SSAValue]
+    dest_offsets: Sequence[SSAValue]
+    pad: float | None
+    src_space: t.MemSpace
+    dst_space: t.MemSpace
+    windowed: bool  # has its own window operands
+    src_digits: list[list[Atom]] | None = None  # per dim, the source buffer's digits
+    dst_digits: list[list[Atom]] | None = None
+    split: list[tuple[list[int], list[Atom], list[Atom]]] | None = None  # per dim: radices, source, destination
+    plain: tuple | None = None  # (move class, sizes, strides, props) of a plain move (no window, no quant)
+
+    @staticmethod
+    def of(op: t.CopyOp) -> CopyStatics:
+        sizes, steps, perm = op.static_sizes, op.static_strides, op.static_perm
+        inv = [0] * len(sizes)
+        for e, p in enumerate(perm):
+            inv[p] = e
+        # each named operand read once: xDSL finds a variadic one through the segment sizes on every read
+        source, dest = op.source, op.dest
+        return CopyStatics(sizes, steps, perm, [sizes[p] for p in perm], inv, source, dest, op.source_offsets,
+                           op.dest_offsets, None if op.pad is None else float(op.pad.value.data),
+                           t.space_of(source.type), t.space_of(dest.type), bool(op.window))
+
+
+@dataclass
 class KernelLowering:
     """The state of lowering one tile kernel; also the context the vector and pool
     lowerings get (`b`, `target`, `buffer`, `index`)."""
@@ -721,7 +759,7 @@ class KernelLowering:
     target: targets.Target
     values: dict[SSAValue, Index] = field(default_factory=dict)
     buffers: dict[SSAValue, Buffer] = field(default_factory=dict)
-    views: dict[SSAValue, tuple[SSAValue, tuple[int, ...]]] = field(default_factory=dict)
+    views: dict[SSAValue, tuple[SSAValue, tuple[int, ...]]] = field(default_factory=dict)  # value -> `base(value)`
     slot: dict[SSAValue, int] = field(default_factory=dict)
     home: dict[SSAValue, Operation] = field(default_factory=dict)  # multi-buffer -> its loop
     fixquants: dict[Operation, FixQuant] = field(default_factory=dict)  # by copy and by vector op
@@ -732,6 +770,9 @@ class KernelLowering:
     armed: dict[int, tuple[scf.ForOp, int]] = field(default_factory=dict)  # plan id -> (its loop, slots) when ahead
     # the tile.vector lowered last and what its scratch buffers hold from its inputs (`slice_blocks`)
     last_blocks: tuple[Operation, dict] | None = None
+    copies: dict[Operation, CopyStatics] = field(default_factory=dict)  # each tile.copy's fixed parts
+    handlers: dict[type, Callable | None] = field(default_factory=dict)  # op class -> its `lower_op` branch
+    slices: dict[int, list[Operation]] = field(default_factory=dict)  # plan id -> its `bias_slice` (`arm`)
 
     # -- the context interface ---------------------------------------------------------------
 
@@ -740,11 +781,13 @@ class KernelLowering:
 
     def base(self, v: SSAValue) -> tuple[SSAValue, tuple[int, ...]]:
         """The alloc (or GM argument) behind a tile memref value, and the value's shape."""
-        if v in self.views:
-            return self.views[v]
+        hit = self.views.get(v)
+        if hit is not None:
+            return hit
         ty = v.type
         assert isinstance(ty, MemRefType)
-        return v, tuple(ty.get_shape())
+        hit = self.views[v] = (v, tuple(ty.get_shape()))  # (an alloc or argument: its own base, kept)
+        return hit
 
     def buffer(self, v: SSAValue) -> tuple[SSAValue, Index]:
         alloc, _ = self.base(v)
@@ -752,12 +795,15 @@ class KernelLowering:
         return buf.slots[self.slot.get(alloc, 0) % len(buf.slots)], 0
 
     def index(self, v: SSAValue) -> Index:
-        if v in self.values:
-            return self.values[v]
+        hit = self.values.get(v)
+        if hit is not None:
+            return hit
         owner = v.owner
         if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
             value = owner.value.value.data
-            return value if isinstance(v.type, IndexType) else self.b.const(value, v.type)
+            # kept: the tile kernel's constants are looked up again at every emission
+            hit = self.values[v] = value if isinstance(v.type, IndexType) else self.b.const(value, v.type)
+            return hit
         raise KeyError(v)
 
     # -- buffers -------------------------------------------------------------------------------
@@ -799,12 +845,10 @@ class KernelLowering:
     # -- copies --------------------------------------------------------------------------------
 
     def side(self, op: Operation, v: SSAValue, offsets: Sequence[SSAValue], sizes: Sequence[int],
-             steps: Sequence[int]) -> Side:
-        alloc, shape = self.base(v)
-        buf = self.buffers[alloc]
-        per_dim = split_dims(buf.atoms, shape)
+             steps: Sequence[int], per_dim: list[list[Atom]] | None = None) -> Side:
+        """The digits and origin of a rectangle of `v` (`per_dim`: `v`'s digits per dim, when known)."""
         if per_dim is None:
-            raise self.fail(op, f"the view {list(shape)} does not follow the digits of its buffer")
+            per_dim = self.view_digits(op, v)
         dims: list[list[Atom]] = []
         offset: Index = 0
         for d, (atoms, o, n, s) in enumerate(zip(per_dim, offsets, sizes, steps)):
@@ -812,6 +856,14 @@ class KernelLowering:
             dims.append(part)
             offset = self.b.add_(offset, contrib)
         return Side(dims, offset)
+
+    def view_digits(self, op: Operation, v: SSAValue) -> list[list[Atom]]:
+        """The digits of each dim of `v` (a view of its buffer)."""
+        alloc, shape = self.base(v)
+        per_dim = split_dims(self.buffers[alloc].atoms, shape)
+        if per_dim is None:
+            raise self.fail(op, f"the view {list(shape)} does not follow the digits of its buffer")
+        return per_dim
 
     def digits(self, op: Operation, atoms: list[Atom], o: Index, n: int, s: int, d: int) -> tuple[list[Atom], Index]:
         """Rectangle dim `d` (offset o, count n, step s) over one dim's digits: its own
@@ -856,43 +908,41 @@ class KernelLowering:
         return out if needed else None
 
     def copy(self, op: t.CopyOp, quant: FixQuant | None = None) -> None:
-        sizes, steps, perm = op.static_sizes, op.static_strides, op.static_perm
-        rank = len(sizes)
-        # each named operand read once: xDSL finds a variadic one through the segment sizes on every read
-        source, dest, source_offsets, dest_offsets = op.source, op.dest, op.source_offsets, op.dest_offsets
-        src = self.side(op, source, source_offsets, sizes, steps)
-        moved = [sizes[p] for p in perm]
-        dst_moved = self.side(op, dest, dest_offsets, moved, [1] * rank)
-        # destination digits by rectangle (source) dim
-        inv = [0] * rank
-        for e, p in enumerate(perm):
-            inv[p] = e
-        dst_dims = [dst_moved.dims[inv[d]] for d in range(rank)]
-        pad = None if op.pad is None else float(op.pad.value.data)
-        src_space = t.space_of(source.type)
-        dst_space = t.space_of(dest.type)
-        win = self.window(source, source_offsets, sizes, steps) if pad is not None else None
+        st = self.copies.get(op)
+        if st is None:
+            st = self.copies[op] = CopyStatics.of(op)
+        sizes, steps, inv, rank = st.sizes, st.steps, st.inv, len(st.sizes)
+        ones = [1] * rank
+        if st.src_digits is None:
+            st.src_digits = self.view_digits(op, st.source)
+        src = self.side(op, st.source, st.source_offsets, sizes, steps, st.src_digits)
+        if st.dst_digits is None:
+            st.dst_digits = self.view_digits(op, st.dest)
+        dst_moved = self.side(op, st.dest, st.dest_offsets, st.moved, ones, st.dst_digits)
+        pad = st.pad
+        win = self.window(st.source, st.source_offsets, sizes, steps) if pad is not None else None
         dst_win = None
-        if dst_space == t.MemSpace.GM:
-            w = self.window(dest, dest_offsets, moved, [1] * rank)
+        if st.dst_space == t.MemSpace.GM:
+            w = self.window(st.dest, st.dest_offsets, st.moved, ones)
             dst_win = None if w is None else [w[inv[d]] for d in range(rank)]
         if win is not None and dst_win is not None:
             raise self.fail(op, "both the source and the destination may be partly outside their buffers")
-        win = self.explicit_window(op, win) or dst_win
-        # split each rectangle dim into the digits both sides agree on
+        if st.windowed:
+            win = self.explicit_window(op, win)
+        win = win or dst_win
+        if win is None and quant is None and st.plain is not None:
+            self.emit_plain(op, st, src.offset, dst_moved.offset)
+            return
+        split = st.split or []
+        # each rectangle dim split into the digits both sides agree on
         sizes_out: list[int] = []
         s_str: list[int] = []
         d_str: list[int] = []
         windows: list[tuple[Index, Index]] = []
         for d in range(rank):
-            radices = common_radices([c for c, _ in src.dims[d]], [c for c, _ in dst_dims[d]])
-            if radices is None:
-                raise self.fail(op, f"dim {d}: source digits {src.dims[d]} and destination digits {dst_dims[d]} do not match")
-            if not radices:
-                radices = [1]
-            sa, da = refine(src.dims[d], radices), refine(dst_dims[d], radices)
-            if sa is None or da is None:
-                raise self.fail(op, f"dim {d}: cannot split {src.dims[d]} / {dst_dims[d]} into {radices}")
+            if st.split is None:  # (destination digits by rectangle (source) dim)
+                split.append(self.split_dim(op, d, src.dims[d], dst_moved.dims[inv[d]]))
+            radices, sa, da = split[d]
             if win is not None and len(radices) > 1 and win[d] != (0, sizes[d]):
                 raise self.fail(op, f"dim {d} crosses fractal digits and the edge of its buffer")
             for r, (_, ss), (_, ds) in zip(radices, sa, da):
@@ -901,8 +951,30 @@ class KernelLowering:
                 d_str.append(ds)
                 if win is not None:
                     windows.append(win[d] if len(radices) == 1 else (0, r))
-        self.emit_move(op, src_space, dst_space, src.offset, dst_moved.offset, sizes_out, s_str, d_str,
-                       windows if win is not None else None, pad, quant)
+        st.split = split
+        self.emit_move(op, st.src_space, st.dst_space, src.offset, dst_moved.offset, sizes_out, s_str, d_str,
+                       windows if win is not None else None, pad, quant, st)
+
+    def split_dim(self, op: t.CopyOp, d: int, src: list[Atom], dst: list[Atom]) -> tuple[list[int], list[Atom], list[Atom]]:
+        """Rectangle dim `d` of a copy as the radices both sides' digits agree on, with each
+        side's (count, stride) per radix."""
+        radices = common_radices([c for c, _ in src], [c for c, _ in dst])
+        if radices is None:
+            raise self.fail(op, f"dim {d}: source digits {src} and destination digits {dst} do not match")
+        if not radices:
+            radices = [1]
+        sa, da = refine(src, radices), refine(dst, radices)
+        if sa is None or da is None:
+            raise self.fail(op, f"dim {d}: cannot split {src} / {dst} into {radices}")
+        return radices, sa, da
+
+    def emit_plain(self, op: t.CopyOp, st: CopyStatics, so: Index, do: Index) -> None:
+        """`emit_move` of a copy with no window and no quant mode, from its kept move."""
+        cls, sizes, (ss, ds), props = st.plain
+        src_buf, _ = self.buffer(st.source)
+        dst_buf, _ = self.buffer(st.dest)
+        self.b.add(move_op(cls, src_buf, dst_buf, sizes, src_offset=self.b.offset(so), dst_offset=self.b.offset(do),
+                           src_strides=ss, dst_strides=ds, props=props))
 
     def explicit_window(self, op: t.CopyOp, win: list[tuple[Index, Index]] | None) -> list[tuple[Index, Index]] | None:
         """The copy's own window (Trilu's rows), intersected with the source's bounds."""
@@ -926,20 +998,27 @@ class KernelLowering:
 
     def emit_move(self, op: t.CopyOp, src_space: t.MemSpace, dst_space: t.MemSpace, so: Index, do: Index,
                   sizes: list[int], ss: list[int], ds: list[int], windows: list[tuple[Index, Index]] | None,
-                  pad: float | None, quant: FixQuant | None = None) -> None:
+                  pad: float | None, quant: FixQuant | None = None, st: CopyStatics | None = None) -> None:
+        """The move of a copy (`st`: its statics, which keep a plain move for the next emission)."""
         dims = simplify(sizes, ss, ds, windows)
         sizes, ss, ds, windows = dims
         cls = moves_of(self.target).get((src_space, dst_space))
         if cls is None:
             why = " (it has no FixPipe: L0C is read out into UB only)" if src_space == t.MemSpace.L0C else ""
             raise self.fail(op, f"no isa move from {src_space.value} to {dst_space.value} on {self.target.name}{why}")
-        src_buf, _ = self.buffer(op.source)
-        dst_buf, _ = self.buffer(op.dest if quant is None or quant.into is None else quant.into)
+        src_buf, _ = self.buffer(op.source if st is None else st.source)
+        dst_buf, _ = self.buffer((op.dest if st is None else st.dest) if quant is None or quant.into is None
+                                 else quant.into)
         flat = [self.b.value(x) for lohi in windows for x in lohi] if windows is not None else []
         common = dict(src_offset=self.b.offset(so), dst_offset=self.b.offset(do), src_strides=ss, dst_strides=ds,
                       window=flat, pad=pad if windows is not None else None)
         if quant is None:
-            self.b.add(move_op(cls, src_buf, dst_buf, sizes, **common))
+            props = None
+            if cls.__init__ is isa._MoveOp.__init__:
+                props = self.move_props(cls, sizes, ss, ds, common["pad"])
+                if windows is None and st is not None:
+                    st.plain = (cls, sizes, (ss, ds), props)
+            self.b.add(move_op(cls, src_buf, dst_buf, sizes, **common, props=props))
             return
         if isinstance(quant, L0cBias):  # the 910's converting read-out: f32 -> f16 [, ReLU]
             extra = {"relu": UnitAttr()} if quant.relu else {}
@@ -950,6 +1029,19 @@ class KernelLowering:
             common.update(src_strides=ss, dst_strides=ds)
         props, tiles = self.quant_props(op, quant, sizes, ds, do, windows)
         self.b.add(isa.FixpipeOp(src_buf, dst_buf, sizes, **tiles, **common, **props))
+
+    def move_props(self, cls: type[isa._MoveOp], sizes: list[int], ss: list[int], ds: list[int],
+                   pad: float | None) -> dict[str, Attribute]:
+        """`cls.move_props(sizes, ss, ds, pad, {})`, kept for the compile: the same moves recur
+        in every slot's copy of a loop body and in the kernels of repeated blocks."""
+        memo = scope_memo("isa_move_props")
+        if memo is None:
+            return cls.move_props(sizes, ss, ds, pad, {})
+        key = (cls, tuple(sizes), tuple(ss), tuple(ds), pad, pad is not None and math.copysign(1.0, pad) < 0)  # (-0.0)
+        props = memo.get(key)
+        if props is None:
+            props = memo[key] = cls.move_props(sizes, ss, ds, pad, {})
+        return props
 
     def quant_props(self, op: t.CopyOp, quant: FixQuant, sizes: list[int], ds: list[int], do: Index,
                     windows) -> tuple[dict[str, Attribute], dict[str, SSAValue]]:
@@ -998,8 +1090,10 @@ class KernelLowering:
         plan = self.l0c_steps.get(op)
         if plan is not None and plan.anchor is not None:  # accumulates onto the bias in L0C
             init = 0
-        self.b.add(isa.MmadOp(c, a, b, m, k, n, init=self.b.value(init) if not isinstance(init, int)
-                              else self.b.const(init, i1)))
+        init_v = self.b.value(init) if not isinstance(init, int) else self.b.const(init, i1)
+        # (`create_op`: the op `isa.MmadOp(c, a, b, m, k, n, init=init_v)` builds)
+        self.b.add(create_op(isa.MmadOp, [c, [], a, [], b, [], [init_v]],
+                             {"m": int_attr(m), "k": int_attr(k), "n": int_attr(n)}))
 
     # -- structure -----------------------------------------------------------------------------
 
@@ -1008,54 +1102,57 @@ class KernelLowering:
             self.lower_op(op)
 
     def lower_op(self, op: Operation) -> None:
-        if isinstance(op, arith.ConstantOp | scf.YieldOp):
+        kind = type(op)
+        handler = self.handlers.get(kind, _UNKNOWN)
+        if handler is _UNKNOWN:
+            name = _HANDLERS.get(kind, _UNKNOWN)
+            if name is _UNKNOWN:
+                name = _HANDLERS[kind] = _handler_of(op)
+            handler = self.handlers[kind] = None if name is None else getattr(type(self), name)
+        if handler is None:
             return
-        plan = self.l0c_steps.get(op)
-        if plan is not None:
-            if op is plan.bias_copy:
-                return  # emitted before the anchor
-            if op is plan.anchor and id(plan) not in self.armed:
-                self.l0c_bias_in(plan)
-        if isinstance(op, t.AllocOp):
-            self.declare(op)
-        elif isinstance(op, t.ViewOp):
-            alloc, _ = self.base(op.source)
-            self.views[op.result] = (alloc, tuple(op.result.type.get_shape()))
-        elif isinstance(op, t.BlockIdxOp):
-            self.values[op.result] = self.b.block_idx()
-        elif isinstance(op, t.CopyOp):
-            if op not in self.fixquants:  # else emitted with its vector op, after the scale's copy-in
-                self.copy(op)
-        elif isinstance(op, t.LoadIndexOp):
-            self.load_index(op)
-        elif isinstance(op, t.Img2colOp):
-            self.img2col(op)
-        elif isinstance(op, t.MmadOp):
-            self.mmad(op)
-        elif isinstance(op, t.VectorOp):
-            from ge.lowering.isa_vector import lower_vector
+        if self.l0c_steps:
+            plan = self.l0c_steps.get(op)
+            if plan is not None:
+                if op is plan.bias_copy:
+                    return  # emitted before the anchor
+                if op is plan.anchor and id(plan) not in self.armed:
+                    self.l0c_bias_in(plan)
+        handler(self, op)
 
-            quant = self.fixquants.get(op)
-            if quant is not None:
-                self.copy(quant.copy, quant)
-            blocks = self.slice_blocks(op)
-            with self.b.scratch():
-                lower_vector(self, op, quant, blocks)
-            self.last_blocks = (op, blocks)
-            if isinstance(quant, L0cBias) and id(quant) in self.armed:  # this L0C slot's next tile
-                loop, slots = self.armed[id(quant)]
-                self.arm(quant, loop, self.b.add_(self.values[loop.body.block.args[0]], slots))
-        elif isinstance(op, t.VPoolOp):
-            from ge.lowering.isa_pool import lower_vpool
+    def view(self, op: t.ViewOp) -> None:
+        alloc, _ = self.base(op.source)
+        self.views[op.result] = (alloc, tuple(op.result.type.get_shape()))
 
-            with self.b.scratch():
-                lower_vpool(self, op)
-        elif isinstance(op, scf.ForOp):
-            self.loop(op)
-        elif op.dialect_name() == "arith":
-            self.arith(op)
-        else:
-            raise self.fail(op, "has no isa lowering")
+    def block_idx(self, op: t.BlockIdxOp) -> None:
+        self.values[op.result] = self.b.block_idx()
+
+    def copy_op(self, op: t.CopyOp) -> None:
+        if op not in self.fixquants:  # else emitted with its vector op, after the scale's copy-in
+            self.copy(op)
+
+    def vector(self, op: t.VectorOp) -> None:
+        from ge.lowering.isa_vector import lower_vector
+
+        quant = self.fixquants.get(op)
+        if quant is not None:
+            self.copy(quant.copy, quant)
+        blocks = self.slice_blocks(op)
+        with self.b.scratch():
+            lower_vector(self, op, quant, blocks)
+        self.last_blocks = (op, blocks)
+        if isinstance(quant, L0cBias) and id(quant) in self.armed:  # this L0C slot's next tile
+            loop, slots = self.armed[id(quant)]
+            self.arm(quant, loop, self.b.add_(self.values[loop.body.block.args[0]], slots))
+
+    def vpool(self, op: t.VPoolOp) -> None:
+        from ge.lowering.isa_pool import lower_vpool
+
+        with self.b.scratch():
+            lower_vpool(self, op)
+
+    def unknown(self, op: Operation) -> None:
+        raise self.fail(op, "has no isa lowering")
 
     def slice_blocks(self, op: t.VectorOp) -> dict:
         """What the scratch buffers hold from the inputs of the tile.vector before `op` in its
@@ -1129,7 +1226,9 @@ class KernelLowering:
         then `l0c_bias_in`."""
         body = loop.body.block
         iv = body.args[0]
-        prefix = self.bias_slice(plan, body) or []
+        prefix = self.slices.get(id(plan))
+        if prefix is None:  # (the same ops for every iteration the plan is armed for)
+            prefix = self.slices[id(plan)] = self.bias_slice(plan, body) or []
         keys = [iv, *(r for o in prefix for r in o.results)]
         saved = {v: self.values[v] for v in keys if v in self.values}
         hi = self.index(loop.ub)
@@ -1247,6 +1346,23 @@ class KernelLowering:
                 raise self.fail(op, "a loop step that is not a constant")
             self.values[body.args[0]] = it
             self.lower_block(body)
+
+
+_UNKNOWN = object()  # (a class `KernelLowering.handlers` has not seen yet)
+_HANDLERS: dict[type, str | None] = {}  # op class -> `_handler_of` (a fact of the class, not of a compile)
+
+
+def _handler_of(op: Operation) -> str | None:
+    """The name of the `KernelLowering` method that lowers ops of `op`'s class (None: nothing
+    to emit). It depends on the class only, so `lower_op` looks it up once per class."""
+    if isinstance(op, arith.ConstantOp | scf.YieldOp):
+        return None
+    for cls, name in ((t.AllocOp, "declare"), (t.ViewOp, "view"), (t.BlockIdxOp, "block_idx"), (t.CopyOp, "copy_op"),
+                      (t.LoadIndexOp, "load_index"), (t.Img2colOp, "img2col"), (t.MmadOp, "mmad"),
+                      (t.VectorOp, "vector"), (t.VPoolOp, "vpool"), (scf.ForOp, "loop")):
+        if isinstance(op, cls):
+            return name
+    return "arith" if op.dialect_name() == "arith" else "unknown"
 
 
 GUARDED_ROUNDS = True  # a multi-buffered loop's leftover iterations in its last round, not in a loop after it
@@ -1383,7 +1499,7 @@ def rotation_loops(kernel: t.KernelOp) -> dict[SSAValue, Operation]:
 
 def isa_type(ty: Attribute) -> Attribute:
     assert isinstance(ty, MemRefType)
-    return isa.buffer_type(ty.get_shape(), ty.element_type, isa.MemSpace.GM)
+    return buffer_type(ty.get_shape(), ty.element_type, isa.MemSpace.GM)
 
 
 def lower_kernel(kernel: t.KernelOp, target: targets.Target, double_buffer: bool = True,

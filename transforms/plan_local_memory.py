@@ -22,15 +22,15 @@ from dataclasses import dataclass, field
 
 from xdsl.context import Context
 from xdsl.dialects import scf
-from xdsl.dialects.builtin import FusedLoc, IntegerAttr, ModuleOp, NameLoc, i64
-from xdsl.ir import Operation, SSAValue
+from xdsl.dialects.builtin import FusedLoc, ModuleOp, NameLoc, i64
+from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from ge import targets
 from ge.dialects import isa
+from ge.dialects.interning import int_attr
 from ge.errors import GeError
-from ge.transforms.isa_analysis import Linear, kernel_ops
 
 
 class LocalMemoryOverflowError(PassFailedException, GeError):
@@ -75,24 +75,48 @@ class Buffer:
 
 def lifetimes(kernel: isa.KernelOp, target: targets.Target) -> dict[isa.BufferOp, Buffer]:
     """Each buffer of the kernel with its lifetime and the pipes that use it."""
-    lin = Linear.of(kernel)
     bufs = {op: Buffer(op, op.total_bytes(target)) for op in kernel.body.block.ops if isinstance(op, isa.BufferOp)}
-    for op in kernel_ops(kernel.body.block):
+    by_id = {id(op): b for op, b in bufs.items()}
+    for op, number, span in _spans(kernel):
         if not isinstance(op, isa.InstructionOp):
             continue
-        lo = hi = lin.number[op]
-        p: Operation | None = op.parent_op()
-        while p is not None and p is not kernel:
-            if isinstance(p, scf.ForOp):
-                lo, hi = min(lo, lin.number[p]), max(hi, lin.end[p])
-            p = p.parent_op()
+        lo, hi = (number, number) if span is None else span
+        pipe = op.PIPE
         for buffer in _buffers(op, target):
-            owner = buffer.owner
-            if isinstance(owner, isa.BufferOp):
-                b = bufs[owner]
-                b.start, b.end = min(b.start, lo), max(b.end, hi)
-                b.pipes.add(op.PIPE)
+            b = by_id.get(id(buffer.owner))
+            if b is not None:
+                if lo < b.start:
+                    b.start = lo
+                if hi > b.end:
+                    b.end = hi
+                b.pipes.add(pipe)
     return bufs
+
+
+def _spans(kernel: isa.KernelOp) -> list[tuple[Operation, int, list[int] | None]]:
+    """Each op inside the kernel in pre-order with its number (`isa_analysis.Linear`'s) and,
+    inside a loop, the [first, last] numbers of the outermost `scf.for` around it (a loop
+    repeats all of its body): one walk, instead of a walk up the parents of every op."""
+    out: list[tuple[Operation, int, list[int] | None]] = []
+    count = 0
+
+    def walk(block: Block, span: list[int] | None) -> None:
+        nonlocal count
+        op = block.first_op
+        while op is not None:
+            out.append((op, count, span))
+            count += 1
+            if op.regions:
+                inner = [count - 1, -1] if span is None and isinstance(op, scf.ForOp) else span
+                for r in op.regions:
+                    for b in r.blocks:
+                        walk(b, inner)
+                if inner is not span:
+                    inner[1] = count - 1
+            op = op.next_op
+
+    walk(kernel.body.block, None)
+    return out
 
 
 # The `accesses` whose buffers are the buffer operands (the elements each touches are not
@@ -126,8 +150,11 @@ def plan_kernel(kernel: isa.KernelOp, target: targets.Target, reuse: bool = True
     bufs = lifetimes(kernel, target)
     if all(op.byte_offset is not None for op in bufs):
         return
+    by_space: dict[isa.MemSpace, list[Buffer]] = {}
+    for b in bufs.values():
+        by_space.setdefault(b.op.space, []).append(b)
     for space in isa.LOCAL_SPACES:
-        group = [b for b in bufs.values() if b.op.space == space]
+        group = by_space.get(space, [])
         if all(b.op.byte_offset is not None for b in group):
             continue
         align, cap = isa.alignment_of(target, space), isa.capacity_of(target, space)
@@ -152,7 +179,7 @@ def plan_kernel(kernel: isa.KernelOp, target: targets.Target, reuse: bool = True
             )
         for b in group:
             if b.op.byte_offset is None:
-                b.op.properties["offset"] = IntegerAttr(b.offset, i64)
+                b.op.properties["offset"] = int_attr(b.offset, i64)
 
 
 @dataclass(frozen=True)
@@ -165,6 +192,19 @@ class PlanLocalMemoryPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         target = module_target(op)
-        for kernel in op.walk():
-            if isinstance(kernel, isa.KernelOp):
-                plan_kernel(kernel, target, self.reuse)
+        for kernel in _kernels(op):
+            plan_kernel(kernel, target, self.reuse)
+
+
+def _kernels(op: Operation) -> list[isa.KernelOp]:
+    """The isa kernels in `op`, in `walk` order, without walking their bodies (most of a
+    module's ops)."""
+    out: list[isa.KernelOp] = []
+    for r in op.regions:
+        for b in r.blocks:
+            for inner in b.ops:
+                if isinstance(inner, isa.KernelOp):
+                    out.append(inner)
+                elif inner.regions:
+                    out += _kernels(inner)
+    return out
