@@ -657,13 +657,19 @@ class InstructionOp(IRDLOperation):
         """Op-specific checks (after the memory spaces)."""
 
     def _check_bounds(self, role: str, rects: tuple[Rect, ...]) -> None:
+        if not rects:
+            return
         off = static_index(self.offset_of(role))
-        if off is None or not rects:
+        if off is None:
             return
         t = self.buffer(role).type
         assert isinstance(t, MemRefType)
         n = num_elements(t)
-        lo, hi = off + min(r.lo for r in rects), off + max(r.hi for r in rects)
+        if len(rects) == 1:  # (most operands: no generators)
+            r = rects[0]
+            lo, hi = off + r.lo, off + r.hi
+        else:
+            lo, hi = off + min([r.lo for r in rects]), off + max([r.hi for r in rects])
         if lo < 0 or hi > n:
             raise VerifyException(f"{role} elements [{lo}, {hi}) are outside its {n} elements")
 
@@ -702,6 +708,9 @@ def _plain_operands(cls: type[IRDLOperation], groups) -> tuple[list[SSAValue], t
         else:
             return None
     return flat, tuple(sizes)
+
+
+_I32, _I8 = IntegerType(32), IntegerType(8)  # (verifiers compare with these: one built per call runs its checks)
 
 
 def _elem(v: SSAValue) -> Attribute:
@@ -895,7 +904,7 @@ class _L0cOutOp(_MoveOp):
     def verify_instruction(self, target: targets.Target) -> None:
         super().verify_instruction(target)
         src, what = _elem(self.src), self.name.removeprefix("isa.")
-        if src not in (f32, IntegerType(32)):
+        if src not in (f32, _I32):
             raise VerifyException(f"{what} reads the f32 or i32 accumulator, got {src}")
         if self.pad is not None:
             raise VerifyException(f"{what} writes only the window; it has no pad value")
@@ -999,7 +1008,7 @@ class FixpipeOp(_L0cOutOp):
             return
         if mode not in QUANT_MODES:
             raise VerifyException(f"quant_pre must be one of {', '.join(QUANT_MODES)}, got '{mode}'")
-        if _elem(self.src) != IntegerType(32):
+        if _elem(self.src) != _I32:
             raise VerifyException(f"quant_pre {mode} reads the i32 accumulator, got {_elem(self.src)}")
         vector = mode.startswith("V")
         if vector != (self.scale is not None) or vector != (self.scale_strides is not None) or \
@@ -1014,10 +1023,10 @@ class FixpipeOp(_L0cOutOp):
         if (self.bias is None) != (self.bias_strides is None) or \
                 (self.bias is not None and len(ints(self.bias_strides)) != len(self.static_sizes)):
             raise VerifyException("a bias vector needs bias_strides, one per dim of sizes")
-        if self.bias is not None and _elem(self.bias) != IntegerType(32):
+        if self.bias is not None and _elem(self.bias) != _I32:
             raise VerifyException(f"the bias vector is i32, got {_elem(self.bias)}")
         requant = mode.endswith("REQ8")
-        want = IntegerType(8) if requant else f16
+        want = _I8 if requant else f16
         if _elem(self.dst) != want:
             raise VerifyException(f"{mode} writes {want}, got {_elem(self.dst)}")
         if requant != (self.quant_scale is not None):
@@ -1302,7 +1311,7 @@ class MmadOp(InstructionOp):
         a, b, c = _elem(self.a), _elem(self.b), _elem(self.c)
         if a != b:
             raise VerifyException(f"A and B must have one element type, got {a} and {b}")
-        want = IntegerType(32) if dtypes.is_integer(a) else f32
+        want = _I32 if dtypes.is_integer(a) else f32
         if c != want:
             raise VerifyException(f"C must accumulate in {want} for {a} inputs, got {c}")
         m0, k0, n0 = cube_fractal(target, a)
