@@ -400,22 +400,32 @@ def test_ge_compile_does_not_import_what_it_does_not_run(tmp_path):
 def test_ge_compile_command_runs_without_collections(tmp_path):
     """`ge-compile` as the process itself (main() reading sys.argv): the garbage collector
     is off before the dialects and onnx are imported, no collection runs during the
-    command, and the heap is frozen at its end (tools/ge_compile.py `main`)."""
+    command, the heap is frozen at its end and the process ends by `hard_exit` with the
+    command's status (tools/ge_compile.py `main`): here `hard_exit` reports the state
+    before it exits the process itself."""
     _relu_conv(tmp_path / "m.onnx")
     script = (
-        "import gc, json, sys\n"
-        "from ge.tools.ge_compile import main\n"
+        "import gc, json, os, sys\n"
+        "import ge.tools.ge_compile as cli\n"
         "early = sorted(m for m in ('ge.dialects.isa', 'ge.tools.ge_opt', 'onnx') if m in sys.modules)\n"
         "runs = []\n"
         "gc.callbacks.append(lambda phase, info: runs.append(info['generation']) if phase == 'start' else None)\n"
+        "real_exit = cli.hard_exit\n"
+        "def report(code):\n"
+        "    print(json.dumps({'status': code, 'early': early, 'runs': runs, 'enabled': gc.isenabled(),\n"
+        "                      'frozen': gc.get_freeze_count() > 0, 'isa': 'ge.dialects.isa' in sys.modules}))\n"
+        "    real_exit(code)\n"
+        "cli.hard_exit = report\n"
         f"sys.argv = ['ge-compile', {str(tmp_path / 'm.onnx')!r}, '-o', {str(tmp_path / 'm.om')!r}]\n"
-        "status = main()\n"
-        "print(json.dumps({'status': status, 'early': early, 'runs': runs, 'enabled': gc.isenabled(),\n"
-        "                  'frozen': gc.get_freeze_count() > 0, 'isa': 'ge.dialects.isa' in sys.modules}))\n"
+        "cli.main()\n"
+        "print('main returned')\n"
     )
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
-    result = json.loads(out.stdout.strip().splitlines()[-1])
+    lines = out.stdout.strip().splitlines()
+    assert "main returned" not in lines  # the process ended in hard_exit
+    result = json.loads(lines[-1])
     assert result == {"status": 0, "early": [], "runs": [], "enabled": False, "frozen": True, "isa": True}
+    assert (tmp_path / "m.om").stat().st_size > 0  # written and closed before the exit
 
 
 @pytest.mark.parametrize(("values", "splat"), [
