@@ -27,6 +27,7 @@ import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +35,7 @@ from xdsl.utils.exceptions import DiagnosticException, PassFailedException, Veri
 
 from ge import targets
 from ge.errors import GeError, ShapeError
+from ge.forked import Forked, can_fork
 
 if TYPE_CHECKING:
     import numpy as np
@@ -82,6 +84,7 @@ class CompileOptions:
     kernels_once: bool = True  # lower identical kernels once and copy them (same result; False: each on its own)
     reuse_probes: bool = True  # with kernels_once: take the kernels fuse's legality probes built (same result)
     verify_each: bool = False  # verify the whole module after every stage (a debugging aid; off: at VERIFY_AFTER)
+    verify_aside: bool = True  # the final verify in a forked copy while the model file is built (same checks)
 
 
 Progress = Callable[[str, int, int], None]  # (stage, number of stages done, total)
@@ -178,6 +181,8 @@ class _GearResult:
     gear: Any  # ge.gears.Gear
     module: ModuleOp
     stats: dict[str, Any] = field(default_factory=dict)
+    # the pipeline's final verify running in a forked copy (stage, ge.forked.Forked), or None
+    verifying: tuple[str, Any] | None = None
 
 
 class _Pipeline:
@@ -252,34 +257,67 @@ class _Pipeline:
         module = self.timed("import", lambda: _import(self.source, dict(gear.shapes), self.name))
         self.dump(module, prefix, 0, "import")
         result = _GearResult(gear, module)
-        ctx = make_context()
-        _pass("quant-fold").apply(ctx, module)  # QDQ -> int8 Cube ops with the import (README "INT8 quantization")
-        stages = pass_stages(self.options, self.target)
-        once = None  # the isa stages on one copy of each distinct kernel (lowering/kernel_dedup.py)
-        probes = self.probe_kernels(stages)
-        for number, (stage, p) in enumerate(stages, start=1):
-            if stage == ISA_STAGES[0] and self.kernels_once(stages):
-                once = self.untimed("kernel-copies", lambda: _distinct_kernels(module, probes))
-            on = module if once is None else once.work
-            check = self.verifies(stages, number - 1)
-            with probes if stage in ("fuse", "tile") else contextlib.nullcontext():  # tile copies the probes' tilings
-                self.timed(stage, lambda p=p, on=on, check=check: (p.apply(ctx, on), check and _verify(on)))
-            if once is not None and stage == ISA_STAGES[1]:
-                self.untimed("kernel-copies", once.add_probe_kernels)
-            if once is not None and stage == ISA_STAGES[-1]:
-                with symbols_indexed():  # (it verifies the launches it lowers)
-                    self.untimed("kernel-copies", once.finish)
-                result.stats["distinct_kernels"], result.stats["twins"], once = once.distinct, once.twins(), None
-            self.dump(module, prefix, number, stage)
-            if stage == "graph-optimize":
-                result.stats["graph_ops"] = _count(module, _is_graph_compute)
-            elif stage == "eliminate-trans-data":
-                result.stats["trans_data"] = _count(module, lambda op: op.name == "layout.trans_data")
-        build = BuildOptions(not self.options.disable_reuse_memory, self.options.enable_single_stream)
-        reports = self.timed("build-model", lambda: build_model(module, build))
-        self.dump(module, prefix, number + 1, "build-model")
-        result.stats["build"] = reports[0]
-        return result
+        try:
+            ctx = make_context()
+            _pass("quant-fold").apply(ctx, module)  # QDQ -> int8 Cube ops with the import (README "INT8 quantization")
+            stages = pass_stages(self.options, self.target)
+            once = None  # the isa stages on one copy of each distinct kernel (lowering/kernel_dedup.py)
+            probes = self.probe_kernels(stages)
+            for number, (stage, p) in enumerate(stages, start=1):
+                if stage == ISA_STAGES[0] and self.kernels_once(stages):
+                    once = self.untimed("kernel-copies", lambda: _distinct_kernels(module, probes))
+                on = module if once is None else once.work
+                check = self.verifies(stages, number - 1)
+                later = check and once is not None and number == len(stages) and self.options.verify_aside and can_fork()
+                with probes if stage in ("fuse", "tile") else contextlib.nullcontext():  # tile copies the probes' tilings
+                    self.timed(stage, lambda p=p, on=on, check=check and not later: (p.apply(ctx, on), check and _verify(on)))
+                if later:  # the distinct isa kernels verified beside the rest (`verified`)
+                    result.verifying = stage, self.untimed(stage, lambda on=on: Forked(partial(_verify, on)))
+                if once is not None and stage == ISA_STAGES[1]:
+                    self.untimed("kernel-copies", once.add_probe_kernels)
+                if once is not None and stage == ISA_STAGES[-1]:
+                    with symbols_indexed():  # (it verifies the launches it lowers)
+                        self.untimed("kernel-copies", once.finish)
+                    result.stats["distinct_kernels"], result.stats["twins"], once = once.distinct, once.twins(), None
+                self.dump(module, prefix, number, stage)
+                if stage == "graph-optimize":
+                    result.stats["graph_ops"] = _count(module, _is_graph_compute)
+                elif stage == "eliminate-trans-data":
+                    result.stats["trans_data"] = _count(module, lambda op: op.name == "layout.trans_data")
+            build = BuildOptions(not self.options.disable_reuse_memory, self.options.enable_single_stream)
+            reports = self.timed("build-model", lambda: build_model(module, build))
+            self.dump(module, prefix, number + 1, "build-model")
+            result.stats["build"] = reports[0]
+            return result
+        except BaseException:
+            _stop_verifying([result])
+            raise
+
+    def verified(self, result: _GearResult) -> None:
+        """The answer of `result`'s final verify in a forked copy (`gear`), waited for and
+        counted in its stage: its error raised as the stage's would have been; a copy that
+        died or failed otherwise leaves the verify to this process, on the whole module."""
+        if result.verifying is None:
+            return
+        stage, worker = result.verifying
+        result.verifying = None
+        outcome, error = self.untimed(stage, worker.result)
+        if outcome == "ok":
+            return
+        if outcome == "raised" and isinstance(error, PassFailedException | DiagnosticException | VerifyException):
+            raise CompileError(f"{self.name}: {stage} failed: {error}") from None
+        try:
+            self.untimed(stage, lambda: _verify(result.module))
+        except (PassFailedException, DiagnosticException, VerifyException) as e:
+            raise CompileError(f"{self.name}: {stage} failed: {e}") from None
+
+
+def _stop_verifying(results: list[_GearResult]) -> None:
+    """The forked verifies not waited for (the compile failed first) stopped."""
+    for r in results:
+        if r.verifying is not None:
+            r.verifying[1].stop()
+            r.verifying = None
 
 
 def _verify(module: ModuleOp) -> None:
@@ -438,13 +476,20 @@ def _compile(model, options: CompileOptions | None, progress: Progress | None,
     source = str(model) if isinstance(model, Path) else model
     pipeline = _Pipeline(source, name, options, target, progress)
     pipeline.total = len(gears) * (len(pass_stages(options, target)) + 2) + 1
-    results = [pipeline.gear(gear) for gear in gears]
-    if results[0].gear.kind is None:
-        built = pipeline.timed("serialize", lambda: model_from_module(results[0].module, with_ir=options.keep_ir_text,
-                                                                      twins=results[0].stats.get("twins")))
-    else:
-        pairs = [(r.gear, r.module) for r in results]
-        built = pipeline.timed("serialize", lambda: model_from_gears(pairs, with_ir=options.keep_ir_text))
+    results: list[_GearResult] = []
+    try:
+        for gear in gears:
+            results.append(pipeline.gear(gear))
+        if results[0].gear.kind is None:
+            built = pipeline.timed("serialize", lambda: model_from_module(
+                results[0].module, with_ir=options.keep_ir_text, twins=results[0].stats.get("twins")))
+        else:
+            pairs = [(r.gear, r.module) for r in results]
+            built = pipeline.timed("serialize", lambda: model_from_gears(pairs, with_ir=options.keep_ir_text))
+        for r in results:
+            pipeline.verified(r)
+    finally:
+        _stop_verifying(results)
     report = _report(name, options, target, pipeline.seconds, results, built)
     built.metadata["compile_report"] = report
     if progress is not None:

@@ -58,12 +58,10 @@ import gc
 import heapq
 import itertools
 import os
-import pickle
-import signal
-import threading
 from collections import Counter, defaultdict
 from collections.abc import Hashable, Iterator
 from dataclasses import dataclass, field, replace
+from functools import partial
 
 from xdsl.context import Context
 from xdsl.dialects import scf
@@ -75,6 +73,7 @@ from xdsl.utils.exceptions import PassFailedException
 from ge import targets
 from ge.dialects import isa
 from ge.errors import GeError
+from ge.forked import Forked, can_fork
 from ge.transforms.isa_analysis import (
     Instr,
     Linear,
@@ -1319,7 +1318,7 @@ def _plans(todo: list[tuple[isa.KernelOp, list[Operation]]], target: targets.Tar
         k = load.index(min(load))
         shares[k].append(i)
         load[k] += len(todo[i][1])
-    pending = [_fork(todo, target, share) for share in shares[1:]]
+    pending = [Forked(partial(_plan_share, todo, target, share)) for share in shares[1:]]
     got: dict[int, SyncPlan] = {}
     here: dict[int, dict] = {}  # the blocks' ops of the kernels planned here
     try:
@@ -1327,23 +1326,22 @@ def _plans(todo: list[tuple[isa.KernelOp, list[Operation]]], target: targets.Tar
         for i in sorted(shares[0]):
             got[i] = plan_sync(todo[i][0], target, patterns, todo[i][1], here.setdefault(i, {}))
         while pending:
-            got.update(_collect(*pending.pop(0)))
+            outcome, plans = pending.pop(0).result()
+            if outcome == "ok":
+                got.update(plans)
         for i in range(len(todo)):  # a worker's failures: planned here (raising their errors)
             if i not in got:
                 got[i] = plan_sync(todo[i][0], target, patterns, todo[i][1])
     finally:
-        for pid, fd in pending:  # left by an error here: stopped
-            os.close(fd)
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
+        for worker in pending:  # left by an error here: stopped
+            worker.stop()
     return {todo[i][0]: (got[i], todo[i][1], here.get(i)) for i in range(len(todo))}
 
 
 def _processes(todo: list[tuple[isa.KernelOp, list[Operation]]], jobs: int) -> int:
     """How many processes plan `todo`: `jobs`, or with 0 one per CPU core this process may
-    use when there is enough work; one where a process cannot fork safely (no `os.fork`,
-    or other threads running: a forked copy of a thread's locks may stay locked)."""
-    if jobs == 1 or len(todo) < 2 or not hasattr(os, "fork") or threading.active_count() > 1:
+    use when there is enough work; one where a process cannot fork safely (`can_fork`)."""
+    if jobs == 1 or len(todo) < 2 or not can_fork():
         return 1
     if jobs == 0:
         if sum(len(ops) for _, ops in todo) < PARALLEL_MIN_OPS:
@@ -1352,48 +1350,18 @@ def _processes(todo: list[tuple[isa.KernelOp, list[Operation]]], jobs: int) -> i
     return max(1, min(jobs, len(todo)))
 
 
-def _fork(todo: list[tuple[isa.KernelOp, list[Operation]]], target: targets.Target, share: list[int]) -> tuple[int, int]:
-    """A worker process planning the kernels `share` of `todo`: (its pid, the pipe it writes
-    {index: plan} to, pickled; a kernel it could not plan is left out)."""
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid:
-        os.close(w)
-        return pid, r
-    code = 1
-    try:  # the worker: never returns into the caller
-        os.close(r)
-        patterns = Patterns()
-        out: dict[int, SyncPlan] = {}
-        for i in share:
-            try:
-                out[i] = plan_sync(todo[i][0], target, patterns, todo[i][1])
-            except Exception:  # planned again by the parent, which reports it
-                pass
-        with os.fdopen(w, "wb") as f:
-            pickle.dump(out, f, protocol=pickle.HIGHEST_PROTOCOL)
-        code = 0
-    finally:
-        os._exit(code)
-
-
-def _collect(pid: int, fd: int) -> dict[int, SyncPlan]:
-    """A worker's plans (none when it failed); the worker is waited for (stopped when
-    reading its pipe is interrupted)."""
-    data = None
-    try:
-        with os.fdopen(fd, "rb") as f:
-            data = f.read()
-    finally:
-        if data is None:
-            os.kill(pid, signal.SIGKILL)
-        _, status = os.waitpid(pid, 0)
-    if status != 0 or not data:
-        return {}
-    try:
-        return pickle.loads(data)
-    except Exception:  # a truncated pipe: planned here instead
-        return {}
+def _plan_share(todo: list[tuple[isa.KernelOp, list[Operation]]], target: targets.Target,
+                share: list[int]) -> dict[int, SyncPlan]:
+    """A worker's plans, {index: plan}, of the kernels `share` of `todo` (one it could not
+    plan is left out: the parent plans it again and reports its error)."""
+    patterns = Patterns()
+    out: dict[int, SyncPlan] = {}
+    for i in share:
+        try:
+            out[i] = plan_sync(todo[i][0], target, patterns, todo[i][1])
+        except Exception:  # planned again by the parent, which reports it
+            pass
+    return out
 
 
 def _kernels(op: Operation) -> list[isa.KernelOp]:

@@ -48,13 +48,13 @@ def _synced(jobs: int, texts: list[str] = LIT_CASES, copies: int = 3) -> str:
 def _forks(monkeypatch) -> list[int]:
     """The number of kernels each forked worker is given, as the pass forks them."""
     shares: list[int] = []
-    fork = sync._fork
+    forked = sync.Forked
 
-    def counted(todo, target, share):
-        shares.append(len(share))
-        return fork(todo, target, share)
+    def counted(plan_share):  # (a partial of `_plan_share`: todo, target, share)
+        shares.append(len(plan_share.args[2]))
+        return forked(plan_share)
 
-    monkeypatch.setattr(sync, "_fork", counted)
+    monkeypatch.setattr(sync, "Forked", counted)
     return shares
 
 
