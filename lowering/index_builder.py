@@ -130,9 +130,10 @@ class IndexBuilder:
 
     def _binary(self, cls, a: Index, b: Index, name: str | None = None) -> SSAValue:
         a, b = self.value(a), self.value(b)
-        key = (cls, a, b, self.at)
-        if self.MEMOIZE and (hit := self.memo.get(key)) is not None:
-            return hit
+        if self.MEMOIZE:
+            key = (cls, a, b, self.at)
+            if (hit := self.memo.get(key)) is not None:
+                return hit
         props = self._binary_props.get(cls)
         if props is None:  # the first of its class through xDSL's constructor, the rest alike
             op = self.add(cls(a, b))

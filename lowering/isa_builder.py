@@ -103,20 +103,6 @@ class IsaBuilder(IndexBuilder):
             return hit if hit is not None else self.const(x)
         return x
 
-    def _binary(self, cls, a: Index, b: Index, name: str | None = None) -> SSAValue:
-        """`IndexBuilder._binary` without its memo (the isa builder keeps every op asked for)."""
-        a, b = self.value(a), self.value(b)
-        props = self._binary_props.get(cls)
-        if props is None:  # the first of its class through xDSL's constructor, the rest alike
-            op = self.add(cls(a, b))
-            self._binary_props[cls] = dict(op.properties)
-        else:
-            op = self.add(cls.create(operands=(a, b), result_types=(a.type,), properties=props))
-        result = op.results[0]
-        if name:
-            result.name_hint = name
-        return result
-
     @property
     def args(self) -> tuple[SSAValue, ...]:
         return tuple(self.top.args)

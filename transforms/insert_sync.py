@@ -89,7 +89,7 @@ from ge.transforms.isa_analysis import (
     may_repeat,
     min_trips,
 )
-from ge.transforms.plan_local_memory import describe_kernel, module_target
+from ge.transforms.plan_local_memory import describe_kernel, isa_kernels, module_target
 
 # Pipes whose instructions may overlap in time (the Cube and the scalar unit do not).
 PIPELINED = {isa.Pipe.V, isa.Pipe.MTE1, isa.Pipe.MTE2, isa.Pipe.MTE3, isa.Pipe.FIX}
@@ -1271,7 +1271,7 @@ class InsertSyncPass(ModulePass):
     def _apply(self, op: ModuleOp) -> None:
         target = module_target(op)
         done: dict[Hashable, isa.KernelOp] = {}
-        kernels = _kernels(op)
+        kernels = isa_kernels(op)
         # Only kernels that share a cheap signature can be twins: the others are not keyed.
         shapes = [_shape(k) for k in kernels]
         counts = Counter(shapes)
@@ -1361,19 +1361,6 @@ def _plan_share(todo: list[tuple[isa.KernelOp, list[Operation]]], target: target
             out[i] = plan_sync(todo[i][0], target, patterns, todo[i][1])
         except Exception:  # planned again by the parent, which reports it
             pass
-    return out
-
-
-def _kernels(op: Operation) -> list[isa.KernelOp]:
-    """The isa kernels in `op`, in `walk` order, without walking their bodies."""
-    out: list[isa.KernelOp] = []
-    for r in op.regions:
-        for b in r.blocks:
-            for o in b.ops:
-                if isinstance(o, isa.KernelOp):
-                    out.append(o)
-                elif o.regions:
-                    out += _kernels(o)
     return out
 
 

@@ -192,11 +192,11 @@ class PlanLocalMemoryPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         target = module_target(op)
-        for kernel in _kernels(op):
+        for kernel in isa_kernels(op):
             plan_kernel(kernel, target, self.reuse)
 
 
-def _kernels(op: Operation) -> list[isa.KernelOp]:
+def isa_kernels(op: Operation) -> list[isa.KernelOp]:
     """The isa kernels in `op`, in `walk` order, without walking their bodies (most of a
     module's ops)."""
     out: list[isa.KernelOp] = []
@@ -206,5 +206,5 @@ def _kernels(op: Operation) -> list[isa.KernelOp]:
                 if isinstance(inner, isa.KernelOp):
                     out.append(inner)
                 elif inner.regions:
-                    out += _kernels(inner)
+                    out += isa_kernels(inner)
     return out

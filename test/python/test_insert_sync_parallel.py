@@ -61,7 +61,7 @@ def _forks(monkeypatch) -> list[int]:
 def test_lit_kernels_cover_loops_and_pairs():
     text = _synced(1)
     assert len(LIT_CASES) >= 6
-    assert text.count("isa.kernel @") == 3 * len(sync._kernels(_merged(LIT_CASES, 1))) == 27
+    assert text.count("isa.kernel @") == 3 * len(sync.isa_kernels(_merged(LIT_CASES, 1))) == 27
     assert text.count("isa.set_flag") > 30 and text.count("isa.pipe_barrier") > 3 and "scf.for" in text
 
 
@@ -72,7 +72,7 @@ def test_workers_give_the_same_ir(jobs, monkeypatch):
     shares = _forks(monkeypatch)
     assert _synced(jobs) == serial
     # the distinct kernels (the copies are twins) are split over the workers and this process
-    distinct = len(sync._kernels(_merged(LIT_CASES, 1)))
+    distinct = len(sync.isa_kernels(_merged(LIT_CASES, 1)))
     assert len(shares) == jobs - 1 and all(shares) and sum(shares) < distinct
 
 
@@ -113,7 +113,7 @@ def test_a_kernels_error_is_the_same_error():
 
 def test_how_many_processes(monkeypatch):
     module = _merged(LIT_CASES, 1)
-    todo = [(k, sync.kernel_ops(k.body.block)) for k in sync._kernels(module)]
+    todo = [(k, sync.kernel_ops(k.body.block)) for k in sync.isa_kernels(module)]
     ops = sum(len(o) for _, o in todo)
     assert sync._processes(todo, 1) == 1 and sync._processes(todo[:1], 4) == 1
     assert sync._processes(todo, 4) == (4 if hasattr(os, "fork") else 1)

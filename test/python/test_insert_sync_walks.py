@@ -36,8 +36,8 @@ def test_kernels_found_without_walking_their_bodies_in_walk_order():
   {_kernel("k2")}
 }}""")
     walked = [op for op in module.walk() if isinstance(op, isa.KernelOp)]
-    assert [k.sym_name.data for k in sync._kernels(module)] == ["k0", "k1", "k2"]
-    assert sync._kernels(module) == walked
+    assert [k.sym_name.data for k in sync.isa_kernels(module)] == ["k0", "k1", "k2"]
+    assert sync.isa_kernels(module) == walked
 
 
 def test_sync_ops_found_by_type():

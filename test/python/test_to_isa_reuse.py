@@ -240,7 +240,7 @@ def test_spans_give_the_lifetimes_of_the_parent_walk(models):
         modules.append(module)
     for module in modules:
         target = plm.module_target(module)
-        for kernel in plm._kernels(module):
+        for kernel in plm.isa_kernels(module):
             got = plm.lifetimes(kernel, target)
             want = _old_lifetimes(kernel, target)
             assert {op: (b.start, b.end, b.pipes) for op, b in got.items() if b.end >= 0} == want
