@@ -21,7 +21,8 @@ odd ones:
 
 The table quotes medians over the repeats; `ge / TVM` is ge's whole process over TVM's
 in-process build (the issue's comparison; TVM's process time, with its import of the tvm
-package, is in the next column). Times depend on the machine and its load: the two sides
+package, is in the next column), and `per repeat` the median of that ratio taken within
+each repeat (`pair_ratio`). Times depend on the machine and its load: the two sides
 alternate so that a load change hits both. A failing compile is shown as `failed` and the
 script exits with status 1.
 """
@@ -180,9 +181,18 @@ def measure(name: str, repeats: int, tvm_python: str | None, work: Path) -> dict
         "ge_stages": {s: statistics.median(g["stages"][s] for g in ok) for s in stage_names},
         "kernels": ok[0]["kernels"] if ok else None, "distinct_kernels": ok[0]["distinct_kernels"] if ok else None,
         "tvm_build_seconds": median(tvm_runs, "build_seconds"), "tvm_process_seconds": median(tvm_runs, "process_seconds"),
-        "tvm_peak_mb": median(tvm_runs, "peak_mb"),
+        "tvm_peak_mb": median(tvm_runs, "peak_mb"), "pair_ratio": pair_ratio(ge_runs, tvm_runs),
         "failed": any(g.get("failed") for g in ge_runs),
     }
+
+
+def pair_ratio(ge_runs: list[dict], tvm_runs: list[dict]) -> float | None:
+    """The median over the repeats of ge's process over TVM's build in the same repeat: the
+    two ran one after the other, so a change of the machine's speed between repeats (this
+    machine's TVM build ranged 2.4-4.1 s over a day) cancels out of each pair."""
+    ratios = [g["process_seconds"] / t["build_seconds"] for g, t in zip(ge_runs, tvm_runs)
+              if not g.get("failed") and not t.get("failed")]
+    return statistics.median(ratios) if ratios else None
 
 
 def fmt(x: float | None, digits: int = 2) -> str:
@@ -194,7 +204,7 @@ def table(rows: list[dict], repeats: int, tvm_version: str | None) -> str:
     head = (f"seconds, median of {repeats} alternating runs per side; ge = whole `ge-compile` process; "
             f"TVM {tvm_version or 'not run'} = Relax ONNX import + tvm.compile(llvm) in process\n\n")
     cols = ["model", "kernels (distinct)", "ge process", "ge peak MB", "TVM build", "TVM process", "TVM peak MB",
-            "ge / TVM build", *stages]
+            "ge / TVM build", "per repeat", *stages]
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for r in rows:
         ratio = (r["ge_process_seconds"] / r["tvm_build_seconds"]
@@ -202,6 +212,7 @@ def table(rows: list[dict], repeats: int, tvm_version: str | None) -> str:
         cells = [r["model"], f"{r['kernels']} ({r['distinct_kernels']})",
                  "failed" if r["failed"] else fmt(r["ge_process_seconds"]), fmt(r["ge_peak_mb"], 0),
                  fmt(r["tvm_build_seconds"]), fmt(r["tvm_process_seconds"]), fmt(r["tvm_peak_mb"], 0), fmt(ratio, 1),
+                 fmt(r.get("pair_ratio"), 2),
                  *[fmt(r["ge_stages"].get(s), 3) for s in stages]]
         lines.append("| " + " | ".join(cells) + " |")
     return head + "\n".join(lines) + "\n"
