@@ -12,9 +12,10 @@ value, only slower -- so a pass run on its own (ge-opt, a test) needs no scope.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
+from typing import Any
 
 from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, i32, i64
 from xdsl.ir import Attribute
@@ -60,6 +61,18 @@ def scope_memo(name: str) -> dict | None:
     return None if tables is None else tables.memos.setdefault(name, {})
 
 
+def scope_cached(name: str, key: Hashable, make: Callable[[], Any]) -> Any:
+    """`make()`, kept under `key` in the current scope's memo `name` (`scope_memo`); made
+    each time outside any scope."""
+    memo = scope_memo(name)
+    if memo is None:
+        return make()
+    hit = memo.get(key)
+    if hit is None:
+        hit = memo[key] = make()
+    return hit
+
+
 def int_attr(value: int, ty: Attribute = i64) -> IntegerAttr:
     """`IntegerAttr(value, ty)`, interned in the current scope."""
     tables = _TABLES.get()
@@ -96,4 +109,4 @@ def segment_sizes(sizes: tuple[int, ...]) -> DenseArrayBase:
     return arr
 
 
-__all__ = ["InternTables", "int_array", "int_attr", "intern_scope", "scope_memo", "segment_sizes"]
+__all__ = ["InternTables", "int_array", "int_attr", "intern_scope", "scope_cached", "scope_memo", "segment_sizes"]

@@ -24,7 +24,7 @@ from xdsl.dialects.builtin import MemRefType, i1, i64
 from xdsl.ir import Attribute, Block, Region, SSAValue
 
 from ge.dialects import isa
-from ge.dialects.interning import scope_memo
+from ge.dialects.interning import scope_cached
 from ge.lowering.index_builder import INDEX, Index, IndexBuilder, create_op, int_attr
 
 
@@ -47,14 +47,8 @@ def move_op(cls: type[isa._MoveOp], src: SSAValue, dst: SSAValue, sizes: Sequenc
 def buffer_type(shape: Sequence[int], elem: Attribute, space: isa.MemSpace | str) -> MemRefType:
     """`isa.buffer_type`, one per (shape, element, memory) for the compile: a `MemRefType`
     checks its parameters on construction, and the kernels ask for the same few types."""
-    memo = scope_memo("isa_buffer_types")
-    if memo is None:
-        return isa.buffer_type(shape, elem, space)
-    key = (tuple(shape), elem, str(space))
-    ty = memo.get(key)
-    if ty is None:
-        ty = memo[key] = isa.buffer_type(shape, elem, space)
-    return ty
+    return scope_cached("isa_buffer_types", (tuple(shape), elem, str(space)),
+                        lambda: isa.buffer_type(shape, elem, space))
 
 
 class IsaBuilder(IndexBuilder):

@@ -74,7 +74,7 @@ from ge import targets
 from ge.dialects import graph as g
 from ge.dialects import isa
 from ge.dialects import tile as t
-from ge.dialects.interning import int_attr, scope_memo
+from ge.dialects.interning import int_attr, scope_cached
 from ge.errors import GeError
 from ge.lowering.index_builder import Index, create_op
 from ge.lowering.isa_builder import IsaBuilder, buffer_type, move_op
@@ -1034,14 +1034,8 @@ class KernelLowering:
                    pad: float | None) -> dict[str, Attribute]:
         """`cls.move_props(sizes, ss, ds, pad, {})`, kept for the compile: the same moves recur
         in every slot's copy of a loop body and in the kernels of repeated blocks."""
-        memo = scope_memo("isa_move_props")
-        if memo is None:
-            return cls.move_props(sizes, ss, ds, pad, {})
         key = (cls, tuple(sizes), tuple(ss), tuple(ds), pad, pad is not None and math.copysign(1.0, pad) < 0)  # (-0.0)
-        props = memo.get(key)
-        if props is None:
-            props = memo[key] = cls.move_props(sizes, ss, ds, pad, {})
-        return props
+        return scope_cached("isa_move_props", key, lambda: cls.move_props(sizes, ss, ds, pad, {}))
 
     def quant_props(self, op: t.CopyOp, quant: FixQuant, sizes: list[int], ds: list[int], do: Index,
                     windows) -> tuple[dict[str, Attribute], dict[str, SSAValue]]:
