@@ -85,6 +85,7 @@ class CompileOptions:
     reuse_probes: bool = True  # with kernels_once: take the kernels fuse's legality probes built (same result)
     verify_each: bool = False  # verify the whole module after every stage (a debugging aid; off: at VERIFY_AFTER)
     verify_aside: bool = True  # the final verify in a forked copy while the model file is built (same checks)
+    sync_ahead: bool = True  # with reuse_probes: the probes' kernels' sync planned in a forked copy after fuse (same result)
 
 
 Progress = Callable[[str, int, int], None]  # (stage, number of stages done, total)
@@ -183,6 +184,7 @@ class _GearResult:
     stats: dict[str, Any] = field(default_factory=dict)
     # the pipeline's final verify running in a forked copy (stage, ge.forked.Forked), or None
     verifying: tuple[str, Any] | None = None
+    ahead: Any = None  # the probes' kernels' sync being planned in a forked copy (insert_sync.PlansAhead), or None
 
 
 class _Pipeline:
@@ -231,6 +233,14 @@ class _Pipeline:
         isa = ISA_STAGES[0] in [s for s, _ in stages]
         return ProbeScope(self.options.reuse_probes and self.options.double_buffer and isa and self.kernels_once(stages))
 
+    def plans_ahead(self, stages: list[tuple[str, Any]], probes) -> bool:
+        """Plan the sync of the kernels fuse's probes kept in a forked copy now (insert_sync
+        `PlansAhead`)? When insert-sync will take them (the probes reused, its `jobs` not 1)
+        and this process may fork."""
+        names = [s for s, _ in stages]
+        return (self.options.sync_ahead and probes.enabled and bool(probes.kernels) and ISA_STAGES[2] in names
+                and stages[names.index(ISA_STAGES[2])][1].jobs != 1 and can_fork())
+
     def verifies(self, stages: list[tuple[str, Any]], i: int) -> bool:
         """Verify the module after stage i? At the end of each level and of the pipeline,
         before and after a custom pass, or after every stage with `verify_each`."""
@@ -252,6 +262,7 @@ class _Pipeline:
         from ge.dialects.kernel_base import symbols_indexed
         from ge.ir import make_context
         from ge.lowering.build_model import BuildOptions, build_model
+        from ge.transforms.insert_sync import PlansAhead, planned_ahead
 
         prefix = gear.prefix
         module = self.timed("import", lambda: _import(self.source, dict(gear.shapes), self.name))
@@ -269,12 +280,22 @@ class _Pipeline:
                 on = module if once is None else once.work
                 check = self.verifies(stages, number - 1)
                 later = check and once is not None and number == len(stages) and self.options.verify_aside and can_fork()
-                with probes if stage in ("fuse", "tile") else contextlib.nullcontext():  # tile copies the probes' tilings
+                with (probes if stage in ("fuse", "tile")  # tile copies the probes' tilings
+                      else planned_ahead(result.ahead) if stage == ISA_STAGES[2] else contextlib.nullcontext()):
                     self.timed(stage, lambda p=p, on=on, check=check and not later: (p.apply(ctx, on), check and _verify(on)))
+                if stage == ISA_STAGES[2] and result.ahead is not None:  # what insert-sync did not take
+                    result.ahead.stop()
+                    result.ahead = None
+                if stage == "fuse" and self.plans_ahead(stages, probes):
+                    result.ahead = self.untimed("fuse", lambda: PlansAhead([k for *_, k in probes.kernels.values()],
+                                                                           self.target))
                 if later:  # the distinct isa kernels verified beside the rest (`verified`)
                     result.verifying = stage, self.untimed(stage, lambda on=on: Forked(partial(_verify, on)))
                 if once is not None and stage == ISA_STAGES[1]:
                     self.untimed("kernel-copies", once.add_probe_kernels)
+                    if result.ahead is not None:
+                        for copy, original in once.from_probe:
+                            result.ahead.copied(copy, original)
                 if once is not None and stage == ISA_STAGES[-1]:
                     with symbols_indexed():  # (it verifies the launches it lowers)
                         self.untimed("kernel-copies", once.finish)
@@ -313,11 +334,15 @@ class _Pipeline:
 
 
 def _stop_verifying(results: list[_GearResult]) -> None:
-    """The forked verifies not waited for (the compile failed first) stopped."""
+    """The forked copies not waited for (the compile failed first) stopped: the verifies,
+    and the sync plans ahead that insert-sync did not take."""
     for r in results:
         if r.verifying is not None:
             r.verifying[1].stop()
             r.verifying = None
+        if r.ahead is not None:
+            r.ahead.stop()
+            r.ahead = None
 
 
 def _verify(module: ModuleOp) -> None:

@@ -268,6 +268,7 @@ class DistinctKernels:
         self.rep: dict[t.KernelOp, t.KernelOp] = {}  # each kernel -> the one lowered for it
         self.names: dict[t.KernelOp, dict[str, str]] = {}  # a twin -> rep's name hints to its own
         self.probed: dict[t.KernelOp, tuple] = {}  # a rep -> its probe's kernel
+        self.from_probe: list[tuple[Operation, Operation]] = []  # (isa kernel in `work`, the probe's kernel it copies)
         self.reps: list[t.KernelOp] = []
         firsts: dict[Hashable, t.KernelOp] = {}
         lowered: list[t.KernelOp] = []
@@ -304,6 +305,7 @@ class DistinctKernels:
             names, (attrs, kernel) = self.probed[k]
             uses[id(kernel)] -= 1
             new = as_lowered(kernel, names, attrs, k, copy=uses[id(kernel)] > 0)
+            self.from_probe.append((new, kernel))
             if after is None:
                 self.work.body.block.add_op(new)
             else:

@@ -60,6 +60,7 @@ import itertools
 import os
 from collections import Counter, defaultdict
 from collections.abc import Hashable, Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from functools import partial
 
@@ -1289,7 +1290,10 @@ class InsertSyncPass(ModulePass):
                 todo.append((kernel, ops))
                 twin = None
             steps.append((kernel, twin))
-        plans = _plans(todo, target, self.jobs)
+        ahead = PLANNED_AHEAD.get()
+        plans = _plans([x for x in todo if ahead is None or not ahead.covers(x[0])], target, self.jobs)
+        if ahead is not None:
+            plans.update(ahead.plans([x for x in todo if ahead.covers(x[0])], target))
         make = _SyncOps()
         for kernel, twin in steps:
             if twin is None:
@@ -1338,6 +1342,66 @@ def _plans(todo: list[tuple[isa.KernelOp, list[Operation]]], target: targets.Tar
     return {todo[i][0]: (got[i], todo[i][1], here.get(i)) for i in range(len(todo))}
 
 
+class PlansAhead:
+    """Kernels' plans made in a forked copy before the pass runs on their copies.
+
+    Why: `ge.compile`'s fusion probes build most distinct kernels of a model at `fuse`
+    (lowering/fusion_legality.py); their plans (which depend only on the isa kernel) are
+    made beside the stages that lower the other kernels (bufferize to plan-local-memory),
+    on the CPU core the compile leaves idle there. The pass later finds a plan for each
+    kernel the compile names a copy of a planned one (`copied`: a renamed clone, the same
+    ops in the same order -- a `SyncPlan` names ops by position), and plans the rest
+    itself. A copy that died, or a kernel it could not plan, is planned by the pass as if
+    there were no plans ahead: the same IR either way."""
+
+    def __init__(self, kernels: list[isa.KernelOp], target: targets.Target):
+        self.index = {id(k): i for i, k in enumerate(kernels)}
+        self.worker: Forked | None = Forked(partial(_plan_share, [(k, None) for k in kernels], target,
+                                                    list(range(len(kernels)))))
+        self.copies: dict[isa.KernelOp, int] = {}
+        self.got: dict[int, SyncPlan] | None = None
+
+    def copied(self, copy: isa.KernelOp, original: Operation) -> None:
+        """`copy` (in the module the pass runs on) is `original` (a planned kernel) renamed."""
+        if id(original) in self.index:
+            self.copies[copy] = self.index[id(original)]
+
+    def covers(self, kernel: isa.KernelOp) -> bool:
+        return kernel in self.copies
+
+    def plans(self, todo: list[tuple[isa.KernelOp, list[Operation]]], target: targets.Target,
+              ) -> dict[isa.KernelOp, tuple[SyncPlan, list[Operation], None]]:
+        """The plans of `todo`'s kernels (all `covers`ed): the copy's, waited for, or planned here."""
+        if self.got is None:
+            outcome, got = self.worker.result() if self.worker is not None else ("lost", None)
+            self.worker, self.got = None, got if outcome == "ok" else {}
+        patterns = Patterns()
+        out = {}
+        for kernel, ops in todo:
+            plan = self.got.get(self.copies[kernel])
+            out[kernel] = (plan if plan is not None else plan_sync(kernel, target, patterns, ops), ops, None)
+        return out
+
+    def stop(self) -> None:
+        """The copy stopped, its plans dropped (the compile failed first, or no pass ran)."""
+        if self.worker is not None:
+            self.worker.stop()
+            self.worker = None
+
+
+# The plans ahead the pass takes (`planned_ahead`): none outside a `ge.compile` that made them.
+PLANNED_AHEAD: ContextVar[PlansAhead | None] = ContextVar("ge_sync_plans_ahead", default=None)
+
+
+@contextlib.contextmanager
+def planned_ahead(ahead: PlansAhead | None) -> Iterator[None]:
+    token = PLANNED_AHEAD.set(ahead)
+    try:
+        yield
+    finally:
+        PLANNED_AHEAD.reset(token)
+
+
 def _processes(todo: list[tuple[isa.KernelOp, list[Operation]]], jobs: int) -> int:
     """How many processes plan `todo`: `jobs`, or with 0 one per CPU core this process may
     use when there is enough work; one where a process cannot fork safely (`can_fork`)."""
@@ -1350,15 +1414,17 @@ def _processes(todo: list[tuple[isa.KernelOp, list[Operation]]], jobs: int) -> i
     return max(1, min(jobs, len(todo)))
 
 
-def _plan_share(todo: list[tuple[isa.KernelOp, list[Operation]]], target: targets.Target,
+def _plan_share(todo: list[tuple[isa.KernelOp, list[Operation] | None]], target: targets.Target,
                 share: list[int]) -> dict[int, SyncPlan]:
-    """A worker's plans, {index: plan}, of the kernels `share` of `todo` (one it could not
-    plan is left out: the parent plans it again and reports its error)."""
+    """A worker's plans, {index: plan}, of the kernels `share` of `todo` (ops None: the
+    kernel's `kernel_ops`; one it could not plan is left out: the parent plans it again and
+    reports its error)."""
     patterns = Patterns()
     out: dict[int, SyncPlan] = {}
     for i in share:
+        kernel, ops = todo[i]
         try:
-            out[i] = plan_sync(todo[i][0], target, patterns, todo[i][1])
+            out[i] = plan_sync(kernel, target, patterns, kernel_ops(kernel.body.block) if ops is None else ops)
         except Exception:  # planned again by the parent, which reports it
             pass
     return out
