@@ -197,8 +197,11 @@ class CubeProblem:
         return i32 if numpy_dtype(self.elem).kind in "iu" else f32
 
 
-def _conv_problem(op: g.Conv2dOp | g.QuantConv2dOp, block: Block, weight_value: np.ndarray | None, x: SSAValue,
-                  out: SSAValue) -> CubeProblem:
+def _conv_problem(op: g.Conv2dOp | g.QuantConv2dOp, block: Block, weight_of: Callable[[], np.ndarray | None],
+                  x: SSAValue, out: SSAValue) -> CubeProblem:
+    """`weight_of()`: the weights' origin-format value when they are constant, else None --
+    asked only when the problem needs them (C04, weights not in FRACTAL_Z): it converts
+    them back from their storage format."""
     w = op.weight
     xe, we, oe = lt.layout_of(x.type), lt.layout_of(w.type), lt.layout_of(out.type)
     xs = xe.shape if xe else shape_of(x)
@@ -234,16 +237,16 @@ def _conv_problem(op: g.Conv2dOp | g.QuantConv2dOp, block: Block, weight_value: 
     )
     if groups_e > 1 and (cg_e % c0 or mg_e % FRACTAL):
         raise Unsupported(f"grouped conv with {cg} channels and {mg} filters per group")
-    if _c04(prob, weight_value):
+    if _c04(prob) and (weight_value := weight_of()) is not None:
         _make_c04(prob, weight_value)
         return prob
     cv = prob.conv
     if SUBSAMPLE and kh == kw == 1 and max(cv["strides"]) > 1 and not any(cv["pads"]):
         cv["sub"] = tuple(cv["strides"])
     if not fz_ok:
-        if weight_value is None:
+        origin = weight_of()
+        if origin is None:
             raise Unsupported("conv weights that are not FRACTAL_Z constants cannot be rearranged at compile time")
-        origin = weight_value
         if ext > 1:
             wide = np.zeros((groups_e * mg_e, cg_e, kh, kw), dtype=origin.dtype)
             for gi in range(group):
@@ -260,16 +263,17 @@ def _conv_problem(op: g.Conv2dOp | g.QuantConv2dOp, block: Block, weight_value: 
     return prob
 
 
-def _c04(p: CubeProblem, weight_value: np.ndarray | None) -> bool:
+def _c04(p: CubeProblem) -> bool:
     """Does a conv take K in blocks of 4 channels (GE's C04: a first conv's 3 input channels
     padded to 4, not to C0 = 16)? One group of at most 4 channels, a window larger than 1 x 1,
-    2-byte elements whose C0 is 16 and constant weights (rebuilt at compile time). Then K =
+    2-byte elements whose C0 is 16 (and constant weights, rebuilt at compile time: the
+    caller's check). Then K =
     kh * kw * 4 rounded to the Cube's K0 instead of kh * kw * 16: resnet50's conv1 runs
     208 instead of 784 K rows (3.8x fewer mmads and img2col bytes); the feature map keeps
     its C0 = 16 in GM and the copy-in takes the first 4 channels of each pixel."""
     cv = p.conv
     return (C04 and cv["group"] == 1 and cv["cg"] <= C04_C0 < p.c0 == 16 and cv["kh"] * cv["kw"] > 1
-            and numpy_dtype(p.elem).itemsize == 2 and weight_value is not None
+            and numpy_dtype(p.elem).itemsize == 2
             and (p.a_fmt == "nchw" or shape_of(p.a_src)[1] == 1))
 
 
@@ -427,7 +431,7 @@ def cube_problem(block: Block, weight_value: Callable[[SSAValue], np.ndarray | N
             x = x.owner.input
             if lt.layout_of(x.type) is not None:
                 raise Unsupported("a conv input converted between two storage formats")
-        prob = _conv_problem(anchor, block, weight_value(anchor.weight), x, outs[0])
+        prob = _conv_problem(anchor, block, lambda: weight_value(anchor.weight), x, outs[0])
         w = anchor.weight
         if isinstance(w.owner, lt.TransDataOp) and w.owner in ops:
             # weights known only at run time: the copy-in builds the FRACTAL_Z chunks
