@@ -289,8 +289,9 @@ class _Pipeline:
                 if stage == "fuse" and self.plans_ahead(stages, probes):
                     result.ahead = self.untimed("fuse", lambda: PlansAhead([k for *_, k in probes.kernels.values()],
                                                                            self.target))
-                if later:  # the distinct isa kernels verified beside the rest (`verified`)
-                    result.verifying = stage, self.untimed(stage, lambda on=on: Forked(partial(_verify, on)))
+                if later:  # the distinct isa kernels encoded for the model file, then verified, beside the rest
+                    result.verifying = stage, self.untimed(stage, lambda on=on: Forked(
+                        partial(_verify, on), first=partial(_encoded, on, self.target)))
                 if once is not None and stage == ISA_STAGES[1]:
                     self.untimed("kernel-copies", once.add_probe_kernels)
                     if result.ahead is not None:
@@ -313,6 +314,16 @@ class _Pipeline:
         except BaseException:
             _stop_verifying([result])
             raise
+
+    def encoded(self, result: _GearResult) -> dict | None:
+        """The distinct isa kernels' encoding for the model file (runtime/kernel_code.py
+        `encode_kernels`), made by the forked copy that verifies them (`gear`) while this
+        process copied the twins and built the task model; None without one, or when it
+        failed (the kernels are then encoded here)."""
+        if result.verifying is None:
+            return None
+        outcome, encoded = result.verifying[1].first_result()
+        return encoded if outcome == "ok" else None
 
     def verified(self, result: _GearResult) -> None:
         """The answer of `result`'s final verify in a forked copy (`gear`), waited for and
@@ -343,6 +354,14 @@ def _stop_verifying(results: list[_GearResult]) -> None:
         if r.ahead is not None:
             r.ahead.stop()
             r.ahead = None
+
+
+def _encoded(module: ModuleOp, target: targets.Target) -> dict:
+    """`module`'s isa kernels encoded as the model file stores them (by symbol)."""
+    from ge.dialects import isa
+    from ge.runtime.kernel_code import encode_kernels
+
+    return encode_kernels([op for op in module.body.block.ops if isinstance(op, isa.KernelOp)], target)
 
 
 def _verify(module: ModuleOp) -> None:
@@ -507,7 +526,8 @@ def _compile(model, options: CompileOptions | None, progress: Progress | None,
             results.append(pipeline.gear(gear))
         if results[0].gear.kind is None:
             built = pipeline.timed("serialize", lambda: model_from_module(
-                results[0].module, with_ir=options.keep_ir_text, twins=results[0].stats.get("twins")))
+                results[0].module, with_ir=options.keep_ir_text, twins=results[0].stats.get("twins"),
+                ahead=pipeline.encoded(results[0])))
         else:
             pairs = [(r.gear, r.module) for r in results]
             built = pipeline.timed("serialize", lambda: model_from_gears(pairs, with_ir=options.keep_ir_text))

@@ -29,6 +29,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from xdsl.dialects import arith, scf
@@ -352,33 +353,70 @@ def label(code: dict[str, Any], names: dict[str, list[str]]) -> dict[str, Any]:
                 instrs=[[i, loc] for i, loc in zip(code["instrs"], names["locs"])])
 
 
+@dataclass
+class Encoded:
+    """A kernel's encoding as plain data (`encode_kernels`, which may run in a forked copy of
+    the compile): its code and names (`strip`) and where its labelled values and
+    instructions stand (`_Places`), for the twins that take its code with their own names."""
+
+    code: dict[str, Any]
+    names: dict[str, list[str]]
+    places: _Places
+
+
+def encode_kernels(kernels: Sequence[isa.KernelOp], target: targets.Target) -> dict[str, Encoded]:
+    """Each kernel's `Encoded`, by symbol (what `partition` takes as `ahead`)."""
+    out = {}
+    for k in kernels:
+        body, enc = _encode(k, target)
+        code, names = strip(body)
+        out[k.sym_name.data] = Encoded(code, names, _Places(k, enc))
+    return out
+
+
+@dataclass
+class _First:
+    """The first kernel of a structure in a partition: its encoder (None when encoded
+    ahead), its body's index, and where its names are (made once it has a twin)."""
+
+    kernel: isa.KernelOp
+    enc: Encoder | None
+    at: int
+    places: _Places | None
+
+
 def partition(kernels: Sequence[isa.KernelOp], target: targets.Target,
-              twins: Mapping[str, str] | None = None) -> dict[str, Any]:
+              twins: Mapping[str, str] | None = None, ahead: Mapping[str, Encoded] | None = None) -> dict[str, Any]:
     """The KERNELS partition of an isa-level model: each distinct code once ("bodies"), and
     per kernel symbol its body's index and its own names (`strip`). `twins` (from
     `ge.compile`'s kernel dedup: a kernel symbol -> the earlier kernel it is a renamed copy
     of) spares computing `structure_key`s: a kernel not in it is encoded, a twin takes its
-    original's encoding (the same partition: kernels of equal code share a body either way)."""
+    original's encoding (the same partition: kernels of equal code share a body either way).
+    `ahead`: kernels encoded already (`encode_kernels`, as they are now), by symbol."""
     from ge.lowering.kernel_dedup import structure_key
 
     bodies = _Bodies()
     refs: dict[str, dict] = {}
-    encoded: dict[Any, tuple[isa.KernelOp, Encoder, int]] = {}  # structure -> its first kernel's encoding, body
-    places: dict[Any, _Places] = {}  # structure -> where its first kernel's names are (once it has a twin)
+    encoded: dict[Any, _First] = {}  # structure -> its first kernel
     for k in kernels:
         shape = structure_key(k) if twins is None else twins.get(k.sym_name.data, k.sym_name.data)
-        if shape in encoded:  # the same code as a kernel encoded already: only its names are new
-            first, enc, at = encoded[shape]
-            if shape not in places:
-                places[shape] = _Places(first, enc)
-            names = names_like(places[shape], enc, k)
+        first = encoded.get(shape)
+        if first is not None:  # the same code as a kernel encoded already: only its names are new
+            if first.places is None:
+                first.places = _Places(first.kernel, first.enc)
+            names = names_like(first.places, k)
             if names is not None:
-                refs[k.sym_name.data] = {"body": at, "names": names}
+                refs[k.sym_name.data] = {"body": first.at, "names": names}
                 continue
-        body, enc = _encode(k, target)
-        code, names = strip(body)
+        done = ahead.get(k.sym_name.data) if ahead else None
+        if done is None:
+            body, enc = _encode(k, target)
+            code, names = strip(body)
+            places = None
+        else:
+            code, names, enc, places = done.code, done.names, None, done.places
         at = bodies.index(code)
-        encoded.setdefault(shape, (k, enc, at))
+        encoded.setdefault(shape, _First(k, enc, at, places))
         refs[k.sym_name.data] = {"body": at, "names": names}
     return {"format": FORMAT, "version": VERSION, "level": "isa", "target": target.name, "bodies": bodies.codes,
             "kernels": refs}
@@ -433,7 +471,8 @@ def _flat(kernel: Operation) -> tuple[list[SSAValue], list[Operation]]:
 
 class _Places:
     """Where, in `_flat`'s order, a first kernel's labelled values and instructions stand:
-    a twin's are at the same places."""
+    a twin's are at the same places. With its buffer table's keys and whether two values
+    share an entry (`names_like`), it is plain data (it crosses a pipe: `encode_kernels`)."""
 
     def __init__(self, first: isa.KernelOp, enc: Encoder):
         values, ops = _flat(first)
@@ -443,21 +482,23 @@ class _Places:
         self.values = [value_at[v] for v in enc.table_values]
         self.defaults = [enc.labelled[v] for v in enc.table_values]
         self.instrs = [op_at[op] for op in enc.instr_ops]
+        self.table = list(enc.table)
+        self.shared_labels = enc.shared_labels
 
 
-def names_like(places: _Places, enc: Encoder, twin: isa.KernelOp) -> dict[str, list[str]] | None:
+def names_like(places: _Places, twin: isa.KernelOp) -> dict[str, list[str]] | None:
     """`strip`'s names of `twin`, a kernel with the structure of the first kernel that
-    `places` and `enc` describe: its values and ops stand where the first's do, so each
-    label and location is the first's with the twin's own name hint and location. None when
-    the buffer table could differ (an entry shared by two values of the first, or two
-    entries whose twin labels coincide): encode it instead."""
-    if enc.shared_labels:
+    `places` describes: its values and ops stand where the first's do, so each label and
+    location is the first's with the twin's own name hint and location. None when the
+    buffer table could differ (an entry shared by two values of the first, or two entries
+    whose twin labels coincide): encode it instead."""
+    if places.shared_labels:
         return None
     values, ops = _flat(twin)
     if (len(values), len(ops)) != places.sizes:
         raise ValueError(f"kernel @{twin.sym_name.data} does not have its twin's structure")
     labels = [f"%{values[i].name_hint or default}{suffix}" for i, (default, suffix) in zip(places.values, places.defaults)]
-    keys = {(*key[:4], new) for key, new in zip(enc.table, labels)}
+    keys = {(*key[:4], new) for key, new in zip(places.table, labels)}
     if len(keys) != len(labels):
         return None
     return {"args": [a.name_hint or f"arg{i}" for i, a in enumerate(twin.body.block.args)],

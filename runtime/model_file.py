@@ -297,29 +297,31 @@ def _parts(module: ModuleOp, prefix: str = "") -> _Parts:
 
 
 def _kernels_partition(level: str, kernel_ops: list[Operation], target: str,
-                       twins: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """The KERNELS partition: kernel code (isa; `twins` as `kernel_code.partition` takes
-    them), else the kernel symbols in one module that names the target."""
+                       twins: Mapping[str, str] | None = None, ahead: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The KERNELS partition: kernel code (isa; `twins` and `ahead` as `kernel_code.partition`
+    takes them), else the kernel symbols in one module that names the target."""
     from ge.ir import print_module
 
     if level == "isa":
         from ge import targets
         from ge.runtime import kernel_code
 
-        return kernel_code.partition(kernel_ops, targets.load_target(target), twins)
+        return kernel_code.partition(kernel_ops, targets.load_target(target), twins, ahead)
     module = ModuleOp(kernel_ops)
     module.attributes["ge.target"] = StringAttr(target)
     return {"format": "mlir", "level": level, "text": print_module(module)}
 
 
 def model_from_module(module: ModuleOp, gears: list[dict[str, Any]] | None = None, with_ir: bool = True,
-                      twins: Mapping[str, str] | None = None) -> Model:
+                      twins: Mapping[str, str] | None = None, ahead: Mapping[str, Any] | None = None) -> Model:
     """The model file contents of a module lowered by `build-model` (one `task.model`);
-    `twins`: which kernels are renamed copies of which (`kernel_code.partition`)."""
+    `twins`: which kernels are renamed copies of which, `ahead`: kernels encoded already
+    (`kernel_code.partition`)."""
     parts = _parts(module)
     model = parts.model
     model.metadata["gears"] = list(gears or [])
-    model.kernels = _kernels_partition(model.metadata["kernel_level"], parts.kernel_ops, model.metadata["target"], twins)
+    model.kernels = _kernels_partition(model.metadata["kernel_level"], parts.kernel_ops, model.metadata["target"], twins,
+                                       ahead)
     model.ir_text = _ir_text(module) if with_ir else None
     return model
 

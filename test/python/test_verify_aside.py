@@ -35,9 +35,9 @@ def forks(monkeypatch) -> list[str]:
     names: list[str] = []
     real = forked.Forked
 
-    def counted(fn):
+    def counted(fn, **kw):
         names.append(getattr(getattr(fn, "func", fn), "__name__", "?"))
-        return real(fn)
+        return real(fn, **kw)
 
     monkeypatch.setattr(compiler, "Forked", counted)
     return names
@@ -92,3 +92,57 @@ def test_forked_returns_values_and_exceptions():
     outcome, error = forked.Forked(lambda: int("x")).result()
     assert outcome == "raised" and isinstance(error, ValueError) and "invalid literal" in str(error)
     assert forked.Forked(lambda: os._exit(3)).result() == ("lost", None)
+
+
+def _encodes_here(monkeypatch) -> list[str]:
+    """The kernels this process encodes for the model file (the forked copy's are not seen)."""
+    from ge.runtime import kernel_code
+
+    names: list[str] = []
+    real = kernel_code._encode
+    me = os.getpid()
+
+    def counted(kernel, target):
+        if os.getpid() == me:
+            names.append(kernel.sym_name.data)
+        return real(kernel, target)
+
+    monkeypatch.setattr(kernel_code, "_encode", counted)
+    return names
+
+
+def test_the_copy_encodes_the_kernels(monkeypatch):
+    """The verify copy encodes the distinct kernels first (`Forked`'s `first`); this process
+    takes its encoding: the same KERNELS partition, nothing encoded here."""
+    here = _encodes_here(monkeypatch)
+    aside = ge.compile(_relu_conv(), ge.CompileOptions(verify_aside=True))
+    assert here == []
+    alone = ge.compile(_relu_conv(), ge.CompileOptions(verify_aside=False))
+    assert len(here) == len(alone.model.kernels["kernels"]) >= 1
+    assert aside.model.kernels == alone.model.kernels
+
+
+def test_an_encoding_that_fails_in_the_copy_is_done_here(monkeypatch):
+    from ge.runtime import kernel_code
+
+    here = _encodes_here(monkeypatch)
+    monkeypatch.setattr(kernel_code, "encode_kernels", lambda kernels, target: int("x"))
+    failed = ge.compile(_relu_conv(), ge.CompileOptions(verify_aside=True))
+    assert len(here) == len(failed.model.kernels["kernels"]) >= 1  # encoded here instead
+    assert failed.model.kernels == ge.compile(_relu_conv(), ge.CompileOptions(verify_aside=False)).model.kernels
+
+
+def test_forked_sends_a_first_result_before_the_last():
+    import time
+
+    big = list(range(200_000))  # more than a pipe holds: the copy must not wait for the reader
+    worker = forked.Forked(lambda: (time.sleep(0.05), "done")[1], first=lambda: big)
+    assert worker.first_result() == ("ok", big)
+    assert worker.result() == ("ok", "done")
+    worker = forked.Forked(lambda: "done", first=lambda: int("x"))
+    outcome, error = worker.first_result()
+    assert outcome == "raised" and isinstance(error, ValueError)
+    assert worker.result() == ("ok", "done")
+    unread = forked.Forked(lambda: 7, first=lambda: big)  # the first never asked for: skipped
+    assert unread.result() == ("ok", 7)
+    assert forked.Forked(lambda: 7, first=lambda: os._exit(3)).first_result() == ("lost", None)
