@@ -500,11 +500,54 @@ def compile(model: str | Path | bytes | onnx.ModelProto | ModuleOp, options: Com
     from ge.dialects.interning import intern_scope
 
     with _fewer_collections(), intern_scope():  # integer attributes interned for this compile only
-        return _compile(model, options, progress, example_inputs)
+        compiled, _ = _compile(model, options, progress, example_inputs)
+        return compiled
+
+
+def compile_to_file(model: str | Path | bytes | onnx.ModelProto | ModuleOp, path: str | Path,
+                    options: CompileOptions | None = None, progress: Progress | None = None) -> tuple[CompiledModel, int]:
+    """`compile(model, options).save(path)` and the file's size -- `ge-compile`'s path: the
+    file is written while the final verify's forked copy (`verify_aside`) may still run, and
+    removed when that verify fails (its error raised as `compile` raises it). The report's
+    `compile_seconds` do not count the wait for that copy after serialize."""
+    from ge.dialects.interning import intern_scope
+
+    with _fewer_collections(), intern_scope():
+        compiled, settle = _compile(model, options, progress, None, settle_later=True)
+        try:
+            size = compiled.save(path)
+        except BaseException:
+            settle.stop()
+            raise
+        try:
+            settle()
+        except BaseException:  # the model file of a compile that failed goes
+            Path(path).unlink(missing_ok=True)
+            raise
+        return compiled, size
+
+
+class _Settle:
+    """Waits for a compile's forked verifies (`_Pipeline.verified`); `stop` drops them."""
+
+    def __init__(self, pipeline: _Pipeline | None = None, results: list[_GearResult] | None = None):
+        self.pipeline, self.results = pipeline, results or []
+
+    def __call__(self) -> None:
+        try:
+            for r in self.results:
+                self.pipeline.verified(r)
+        finally:
+            self.stop()
+
+    def stop(self) -> None:
+        _stop_verifying(self.results)
 
 
 def _compile(model, options: CompileOptions | None, progress: Progress | None,
-             example_inputs: Sequence | None) -> CompiledModel:
+             example_inputs: Sequence | None, settle_later: bool = False) -> tuple[CompiledModel, _Settle]:
+    """The compiled model and its final verifies: waited for here, or, `settle_later`, by
+    the caller (`compile_to_file`)."""
     from ge.runtime.model_file import model_from_gears, model_from_module
 
     options = options or CompileOptions()
@@ -513,7 +556,7 @@ def _compile(model, options: CompileOptions | None, progress: Progress | None,
     if options.input_shape_range:
         from ge.dynamic import compile_dynamic
 
-        return compile_dynamic(model, options, progress)
+        return compile_dynamic(model, options, progress), _Settle()
     gears = compile_gears(options)
     name = type(model).__name__ if (torch_source := _torch_module(model, example_inputs)) is not None else _model_name(model)
     model = torch_source if torch_source is not None else model
@@ -531,17 +574,19 @@ def _compile(model, options: CompileOptions | None, progress: Progress | None,
         else:
             pairs = [(r.gear, r.module) for r in results]
             built = pipeline.timed("serialize", lambda: model_from_gears(pairs, with_ir=options.keep_ir_text))
-        for r in results:
-            pipeline.verified(r)
-    finally:
+        settle = _Settle(pipeline, results)
+        if not settle_later:
+            settle()
+    except BaseException:
         _stop_verifying(results)
+        raise
     report = _report(name, options, target, pipeline.seconds, results, built)
     built.metadata["compile_report"] = report
     if progress is not None:
         progress("done", pipeline.total, pipeline.total)
     for r in results:
         log.debug("%s: %s", name, r.stats["build"].summary())
-    return CompiledModel(built, report)
+    return CompiledModel(built, report), settle
 
 
 # --------------------------------------------------------------------------------------

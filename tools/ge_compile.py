@@ -277,7 +277,7 @@ def _onnx_model(data: bytes):
 
 
 def run(args: argparse.Namespace) -> int:
-    import ge
+    from ge.compiler import compile_to_file
     from ge.tools.ge_opt import setup_logging
     from ge.tools.ge_quantize import calibrated
 
@@ -291,8 +291,7 @@ def run(args: argparse.Namespace) -> int:
     source = framework_source(args.model, args.framework)
     source = calibrated(source, args)  # ge.quantize first with --calibration-data
     progress = _Progress(sys.stderr) if sys.stderr.isatty() else None
-    compiled = ge.compile(source, _options(args), progress=progress)
-    size = compiled.save(args.output)
+    compiled, size = compile_to_file(source, args.output, _options(args), progress=progress)
     if args.report:
         with open(args.report, "w") as f:
             json.dump(compiled.report, f, indent=2)

@@ -145,4 +145,30 @@ def test_forked_sends_a_first_result_before_the_last():
     assert worker.result() == ("ok", "done")
     unread = forked.Forked(lambda: 7, first=lambda: big)  # the first never asked for: skipped
     assert unread.result() == ("ok", 7)
-    assert forked.Forked(lambda: 7, first=lambda: os._exit(3)).first_result() == ("lost", None)
+    died = forked.Forked(lambda: 7, first=lambda: os._exit(3))
+    assert died.first_result() == ("lost", None) and died.result() == ("lost", None)
+
+
+def test_compile_to_file_writes_before_the_verify_ends(tmp_path, monkeypatch):
+    """`ge-compile`'s path: the file is written, then the forked verify waited for; the same
+    file as `compile(...).save`; a verify that fails removes the file and raises."""
+    from ge.compiler import compile_to_file
+
+    order: list[str] = []
+    verified = compiler._Pipeline.verified
+    monkeypatch.setattr(compiler._Pipeline, "verified", lambda self, r: (order.append("verified"), verified(self, r)))
+    save = compiler.CompiledModel.save
+    monkeypatch.setattr(compiler.CompiledModel, "save", lambda self, p: (order.append("saved"), save(self, p))[1])
+    compiled, size = compile_to_file(_relu_conv(), tmp_path / "a.om")
+    assert order == ["saved", "verified"]
+    assert size == (tmp_path / "a.om").stat().st_size
+    ge.compile(_relu_conv()).save(tmp_path / "b.om")
+    a, b = ge.load_model(tmp_path / "a.om").model, ge.load_model(tmp_path / "b.om").model
+    assert a.kernels == b.kernels and a.tasks == b.tasks and bytes(a.weights) == bytes(b.weights)
+
+    _broken_sync(monkeypatch)
+    with pytest.raises(GeError, match="insert-sync failed: .*outside its"):
+        compile_to_file(_relu_conv(), tmp_path / "c.om")
+    assert not (tmp_path / "c.om").exists()
+    with pytest.raises(ChildProcessError):  # no forked copy left behind
+        os.waitpid(-1, os.WNOHANG)
