@@ -11,7 +11,9 @@ step `slots` (slot k of every multi-buffer in copy k), then a loop over the 0 ..
 leftover iterations runs the slot-0 copy (marked `isa.max_trips = slots - 1`, so that
 insert-sync knows that a double buffer's leftover loop never repeats). Every copy has static buffers, so insert-sync
 sees which copies share bytes and gives each slot its own set/wait pairs: the loads of
-one slot overlap the compute on the other.
+one slot overlap the compute on the other. `pipelined(..., guarded=True)` has no leftover
+loop: the rounds run while they start before hi, each later slot in a loop of at most one
+trip, so that a leftover iteration runs in the last round.
 """
 
 from __future__ import annotations
@@ -180,16 +182,30 @@ class IsaBuilder(IndexBuilder):
             body.add_op(scf.YieldOp.create())
             self.at = outer
 
-    def pipelined(self, lo: Index, hi: Index, slots: int, body: Callable[[Index, int], None], name: str = "t") -> None:
+    def pipelined(self, lo: Index, hi: Index, slots: int, body: Callable[[Index, int], None], name: str = "t", *,
+                  guarded: bool = False) -> None:
         """Iterations lo .. hi-1 with `slots`-buffered buffers: `body(iteration, slot)` is
         emitted once per slot in a loop of step `slots`, then once more (slot 0) in a loop
-        over the leftover iterations."""
+        over the leftover iterations. `guarded` (unless lo .. hi is known to be whole
+        rounds): no loop after the rounds; as many rounds as start before hi, each later
+        slot in a loop of at most one trip (`_guarded_rounds`), so that the leftover
+        iterations run in the last round."""
         if slots == 1:
             with self.loop(lo, hi, 1, name) as it:
                 body(it, 0)
             return
-        if not (isinstance(lo, int) and isinstance(hi, int)):
+        static = isinstance(lo, int) and isinstance(hi, int)
+        if not static:
             lo = self.min_(lo, hi)  # a core whose share starts past the end (lo > hi) runs nothing
+        if guarded and not (static and (hi - lo) % slots == 0):  # (whole rounds only: no guard needed)
+            self._guarded_rounds(lo, hi, slots, body, name)
+        else:
+            self._rounds_then_rest(lo, hi, slots, body, name)
+
+    def _rounds_then_rest(self, lo: Index, hi: Index, slots: int, body: Callable[[Index, int], None],
+                          name: str) -> None:
+        """The whole rounds of `slots` iterations from lo, then the 0 .. slots-1 leftover
+        iterations in a loop of their own (slot 0, `isa.max_trips` slots - 1)."""
         n = self.sub(hi, lo)
         whole = self.add_(lo, self.mul(self.div(n, slots), slots), "pairs_end") if not isinstance(n, int) else (
             lo + (n // slots) * slots if isinstance(lo, int) else self.add_(lo, (n // slots) * slots, "pairs_end"))
@@ -201,3 +217,18 @@ class IsaBuilder(IndexBuilder):
             return
         with self.loop(whole, hi, 1, f"{name}_rest", max_trips=slots - 1) as it:
             body(it, 0)
+
+    def _guarded_rounds(self, lo: Index, hi: Index, slots: int, body: Callable[[Index, int], None],
+                        name: str) -> None:
+        """Rounds of `slots` iterations from lo, as many as start before hi, slot s of a round
+        emitted in a loop of at most one trip (round + s to min(round + s + 1, hi),
+        `isa.max_trips` 1: insert-sync orders it within the rounds' loop, as if inline). A
+        leftover in a loop of its own after the rounds waits for the drain at their loop's
+        exit (insert-sync consumes every slot's flags there): bert_base's attention softmax,
+        3 tiles a core, started its third tile's Vector work after the second tile's store."""
+        with self.loop(lo, hi, slots, name) as it:
+            body(it, 0)
+            for s in range(1, slots):
+                first = self.add_(it, s, f"{name}{s}")
+                with self.loop(first, self.min_(self.add_(first, 1), hi), 1, f"{name}{s}_if", max_trips=1) as it_s:
+                    body(it_s, s)

@@ -47,6 +47,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ge.dialects.dtypes import numpy_dtype
+from ge.dialects.layout import Format, layout_of
 from ge.runtime.sim_timing import CostModel
 from ge.targets import Target
 
@@ -316,8 +317,11 @@ def op_program(mach: Machine, op, tile_shape: Sequence[int], widened: bool = Fal
     elementwise steps; Softmax divides by one `vrec` per row and a `vmul`; dense f16 Softmax
     rows stay f16 but for their sum, `isa_vector.softmax_centred_f16`). A conversion is
     priced on its source type. `widened`: an f16 LayerNorm computed in f32 straight into
-    the result of the cast to f32 after it (tile_vector.widened; the cast costs nothing)."""
+    the result of the cast to f32 after it (tile_vector.widened; the cast costs nothing).
+    A global pool over an NC1HWC0 tile: its halvings (`_block_pool_program`)."""
     name = op.name.split(".", 1)[1]
+    if name in ("global_avg_pool", "global_max_pool") and _is_nc1hwc0(op.operands[0]):
+        return _block_pool_program(mach, op, tile_shape)
     ty = op.operands[0].type if op.operands else op.results[0].type
     elem = elem_name(ty.element_type)
     size = numpy_dtype_size(elem)
@@ -443,14 +447,19 @@ def _group_steps(mach: Machine, kind: str, r: int, row: int, sides: int, elem: s
     return out
 
 
-def block_pool_program(mach: Machine, op, tile: Sequence[int]) -> list[tuple[str, str, int]]:
+def _is_nc1hwc0(v) -> bool:
+    enc = layout_of(v.type)
+    return enc is not None and enc.fmt == Format.NC1HWC0
+
+
+def _block_pool_program(mach: Machine, op, tile: Sequence[int]) -> list[tuple[str, str, int]]:
     """The instructions isa_vector's `block_pool` runs for a global pool over an NC1HWC0
     tile [n, c1, h, w, c0]: the tile copied (an average: converted to f32), the pixel
     blocks of every (n, c1) halved pairwise until one is left (one dependent step per
     halving), an average scaled by 1 / (h w), the result copied out (and narrowed back).
-    (op_program's one instruction over the tile priced squeezenet's last global average
-    pool at 57 Vector cycles a tile against 601 simulated: its 8 halvings of 169 pixels
-    alone take 372.)"""
+    (One instruction over the tile, as for an elementwise op, priced squeezenet's last
+    global average pool at 57 Vector cycles a tile against 601 simulated: its 8 halvings
+    of 169 pixels alone take 372.)"""
     n, c1, h, w, c0 = tile
     rows, left = n * c1, h * w
     elem = elem_name(op.operands[0].type.element_type)

@@ -44,7 +44,7 @@ from ge.dialects.dtypes import numpy_dtype
 from ge.dialects.layout import Format
 from ge.lowering import fusion_rules as fr
 from ge.lowering import to_isa
-from ge.lowering.tile_cost import Machine, align, block_pool_program, op_program, pipelined, pool_program
+from ge.lowering.tile_cost import Machine, align, op_program, pipelined, pool_program
 from ge.lowering.tile_ir import KernelBuilder, tile_type, written_inputs
 from ge.targets import Target
 from ge.transforms.graph_utils import make_constant
@@ -608,10 +608,7 @@ class VectorKernel:
                 n = math.prod(shape[op.axis.value.data % len(shape):])
                 if wide := widened(op, math.prod(shape) // max(n, 1), n, mach.target.vector.block_bytes // 4):
                     absorbed.add(next(iter(op.results[0].uses)).operation)
-            if isinstance(op, g.GlobalPoolOp) and fmt_of(op.operands[0]) == Format.NC1HWC0:
-                vec += mach.program(block_pool_program(mach, op, self.shape(op.operands[0], tiles)))
-            else:
-                vec += mach.program(op_program(mach, op, max(shapes, key=math.prod, default=()), wide))
+            vec += mach.program(op_program(mach, op, max(shapes, key=math.prod, default=()), wide))
             if any(v in loaded for v in op.operands):
                 reads_in = vec
         written = sum(inside[v] for v in self.stored())
@@ -641,7 +638,7 @@ class VectorKernel:
             k = math.ceil(self.chunk.extent / self.chunk_size)
             mte2, vec, port = mte2 * k, vec * k, port * k
         # an odd count's last tile: in the last round of the paired loop when the cores split
-        # the tiles (to_isa.guarded_rounds), else after that loop (isa_builder.pipelined: one
+        # the tiles (isa_builder.pipelined, guarded), else after that loop (pipelined: one
         # core, or tiles that visit chunks -- a loop in the body), its Vector work then after
         # the stores before it; (a pool's coarser estimate keeps the term: without it
         # squeezenet's first pool took 220 tiles, 4,828 simulated cycles against 3,599 with 32)

@@ -35,9 +35,9 @@ becomes an `isa.launch`. Inside a kernel:
   slot, so that `insert-sync` gives each slot its own flags and the loads of one tile
   overlap the compute on the other (double buffering). A Vector loop split over the
   cores whose shares are not whole rounds of slots runs its leftover tile in the last
-  round instead (`guarded_rounds`: the later slots each in a loop of at most one trip),
-  so that it does not wait for the drain after the rounds. A buffer reserved twice that
-  rotates in no loop gets one copy. `to-isa{double-buffer=false}` gives every buffer one
+  round instead (`pipelined(..., guarded=True)`: the later slots each in a loop of at most
+  one trip), so that it does not wait for the drain after the rounds. A buffer reserved
+  twice that rotates in no loop gets one copy. `to-isa{double-buffer=false}` gives every buffer one
   copy and emits plain loops.
 
 No synchronization is emitted here: `insert-sync` derives it from the buffers each
@@ -1329,11 +1329,9 @@ class KernelLowering:
                 self.lower_block(body)
                 self.slot.update(saved)
 
-            if GUARDED_ROUNDS and not plans and self.leftover(op, slots) and \
-                    not any(isinstance(o, scf.ForOp | t.MmadOp) for o in body.walk()):
-                guarded_rounds(self.b, lo, hi, slots, emit, name)
-            else:
-                self.b.pipelined(lo, hi, slots, emit, name)
+            guarded = GUARDED_ROUNDS and not plans and self.leftover(op, slots) and \
+                not any(isinstance(o, scf.ForOp | t.MmadOp) for o in body.walk())
+            self.b.pipelined(lo, hi, slots, emit, name, guarded=guarded)
             return
         with self.b.loop(lo, hi, step if isinstance(step, int) else 1, name) as it:
             if not isinstance(step, int):
@@ -1360,30 +1358,6 @@ def _handler_of(op: Operation) -> str | None:
 
 
 GUARDED_ROUNDS = True  # a multi-buffered loop's leftover iterations in its last round, not in a loop after it
-
-
-def guarded_rounds(b: IsaBuilder, lo: Index, hi: Index, slots: int, body, name: str = "t") -> None:
-    """`IsaBuilder.pipelined` without the loop over the leftover iterations: rounds of `slots`
-    iterations from lo, as many as start before hi, slot s of a round emitted in a loop of at
-    most one trip (round + s to min(round + s + 1, hi), `isa.max_trips` 1: insert-sync orders
-    it within the rounds' loop, as if inline). A leftover in a loop of its own after the
-    rounds waits for the drain at their loop's exit (insert-sync consumes every slot's flags
-    there): bert_base's attention softmax, 3 tiles a core, started its third tile's Vector
-    work after the second tile's store."""
-    if slots == 1:
-        b.pipelined(lo, hi, slots, body, name)
-        return
-    if not (isinstance(lo, int) and isinstance(hi, int)):
-        lo = b.min_(lo, hi)  # a core whose share starts past the end (lo > hi) runs nothing
-    elif (hi - lo) % slots == 0:
-        b.pipelined(lo, hi, slots, body, name)  # (whole rounds only: no guard needed)
-        return
-    with b.loop(lo, hi, slots, name) as it:
-        body(it, 0)
-        for s in range(1, slots):
-            first = b.add_(it, s, f"{name}{s}")
-            with b.loop(first, b.min_(b.add_(first, 1), hi), 1, f"{name}{s}_if", max_trips=1) as it_s:
-                body(it_s, s)
 
 
 MOVES = {

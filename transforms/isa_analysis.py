@@ -86,9 +86,9 @@ def _affine(v: SSAValue | None, depth: int, memo: dict | None) -> Affine:
         elif kind == "cast":
             return affine(owner.input, depth + 1, memo)
         elif kind is not None:
-            # (one of arith's binary ops itself: its operands are (lhs, rhs), unpacked without
-            # IRDL's operand accessors, a Python call each)
-            lhs, rhs = owner._operands if exact else (owner.lhs, owner.rhs)
+            # (one of arith's binary ops itself: its operands are (lhs, rhs), unpacked from
+            # `operands`, not through IRDL's named accessors, a Python call each)
+            lhs, rhs = owner.operands if exact else (owner.lhs, owner.rhs)
             a, b = affine(lhs, depth + 1, memo), affine(rhs, depth + 1, memo)
             if kind == "sub":
                 return a.minus(b)
@@ -197,21 +197,21 @@ def position(op: Operation) -> int:
 
 def kernel_ops(block: Block) -> list[Operation]:
     """The ops inside `block`, nested ones included, in pre-order (each op before the
-    ops of its regions). Walked through the block links directly: xDSL's `Block.ops`
-    iterator and a generator per nesting level cost more than the walk itself."""
+    ops of its regions). Walked through the block links (`first_op`, `next_op`): xDSL's
+    `Block.ops` iterator and a generator per nesting level cost more than the walk itself."""
     out: list[Operation] = []
-    stack: list[Operation | None] = [block._first_op]
+    stack: list[Operation | None] = [block.first_op]
     while stack:
         op = stack.pop()
         while op is not None:
             out.append(op)
             if op.regions:
-                stack.append(op._next_op)
+                stack.append(op.next_op)
                 for r in reversed(op.regions):
                     for b in reversed(r.blocks):
-                        stack.append(b._first_op)
+                        stack.append(b.first_op)
                 break
-            op = op._next_op
+            op = op.next_op
     return out
 
 
@@ -521,8 +521,8 @@ def _static(v: SSAValue) -> int | None:
 
 def _bounds(loop: scf.ForOp) -> list[int | None]:
     """[lb, ub, step] of an `scf.for`, each a constant or None (`_static`)."""
-    if type(loop) is scf.ForOp:  # (its first operands, unpacked without IRDL's operand accessors)
-        lb, ub, step, *_ = loop._operands
+    if type(loop) is scf.ForOp:  # (its first operands, unpacked, not through IRDL's named accessors)
+        lb, ub, step, *_ = loop.operands
         return [_static(lb), _static(ub), _static(step)]
     return [_static(w) for w in (loop.lb, loop.ub, loop.step)]
 
@@ -624,8 +624,8 @@ class Positions:
     def last_in(self, op: Operation) -> int:
         """The number of the last op inside `op` in pre-order (its own when it holds none)."""
         while True:
-            inner = next((b._last_op for r in reversed(op.regions) for b in reversed(r.blocks)
-                          if b._last_op is not None), None)
+            inner = next((b.last_op for r in reversed(op.regions) for b in reversed(r.blocks)
+                          if b.last_op is not None), None)
             if inner is None:
                 return self.at[id(op)]
             op = inner

@@ -175,7 +175,7 @@ def test_more_live_events_than_ids_merge_pairs(monkeypatch, target):
     model = pool_batch_norm()
     inputs = _inputs(model)
     # (the kernel's leftover tile after its paired loop: in the last round instead
-    # (`to_isa.guarded_rounds`) the 910B's 8 ids suffice without merging)
+    # (`IsaBuilder.pipelined(..., guarded=True)`) the 910B's 8 ids suffice without merging)
     monkeypatch.setattr(to_isa, "GUARDED_ROUNDS", False)
     with monkeypatch.context() as patch:
         patch.setattr(insert_sync, "_merge_closest", lambda *args: False)

@@ -1,8 +1,8 @@
 """A double-buffered Vector kernel whose cores take an odd number of tiles (bert_base's
 attention softmax: 96 heads on 32 cores, 3 tiles each) runs its leftover tile in the last
-round of the paired loop (`to_isa.guarded_rounds`: slot 1 in a loop of at most one trip),
-not in a loop after it, where insert-sync's drain at the paired loop's exit made it wait for
-the second tile's store. Checked against onnxruntime, free of hazards, and faster than the
+round of the paired loop (`IsaBuilder.pipelined(..., guarded=True)`: slot 1 in a loop of at
+most one trip), not in a loop after it, where insert-sync's drain at the paired loop's exit
+made it wait for the second tile's store. Checked against onnxruntime, free of hazards, and faster than the
 leftover loop."""
 
 from __future__ import annotations

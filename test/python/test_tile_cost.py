@@ -83,3 +83,38 @@ def test_hbm_port_limits_throughput_without_adding_fill():
     assert pipelined(4, [10.0, 20.0], True) == 4 * 20.0 + 10.0
     assert pipelined(4, [10.0, 20.0], False, port=25.0) == 120.0
     assert pipelined(4, [10.0, 20.0], False, port=40.0) == 160.0
+
+
+def test_op_program_prices_an_nc1hwc0_global_pool_as_its_halvings():
+    """A global pool over an NC1HWC0 tile goes through `op_program` like every other vector
+    op: its program is the pixel blocks' pairwise halvings (isa_vector's `block_pool`); over
+    a plain tensor it stays one instruction over the tile."""
+    from xdsl.dialects.builtin import TensorType, f16
+    from xdsl.ir import Block
+
+    from ge.dialects import graph as g
+    from ge.dialects.layout import FormatAttr
+    from ge.lowering.tile_cost import op_program
+
+    mach = Machine(load_target("ascend910"))
+    assert mach.target.vector.bytes_per_repeat == 256
+
+    def nc1hwc0(nchw: list[int]) -> TensorType:
+        n, c, h, w = nchw
+        return TensorType(f16, [n, c // 16, h, w, 16], FormatAttr("NC1HWC0", "NCHW", nchw))
+
+    def pool(cls, fmt: bool):
+        x_ty, y_ty = ((nc1hwc0([1, 64, 13, 13]), nc1hwc0([1, 64, 1, 1])) if fmt else
+                      (TensorType(f16, [1, 64, 13, 13]), TensorType(f16, [1, 64, 1, 1])))
+        return cls.create(operands=[Block(arg_types=[x_ty]).args[0]], result_types=[y_ty])
+
+    tile = (1, 4, 13, 13, 16)
+    # an average on f32: 4 planes of 169 pixels x 16 channels converted, 8 halvings (169 -> 1)
+    # of 4 x ceil(half x 64 bytes / 256) repeats, the scale, the copy out, the narrowing
+    halvings = [("vadd", "f32", r) for r in (84, 44, 24, 12, 8, 4, 4, 4)]
+    assert op_program(mach, pool(g.GlobalAvgPoolOp, True), tile) == [
+        ("vconv", "f16", 169), *halvings, ("vmuls", "f32", 1), ("default", "f32", 1), ("vconv", "f32", 1)]
+    # a max on f16: half the bytes, no scale, no conversions
+    assert op_program(mach, pool(g.GlobalMaxPoolOp, True), tile) == [
+        ("default", "f16", 85), *[("vmax", "f16", r) for r in (44, 24, 12, 8, 4, 4, 4, 4)], ("default", "f16", 1)]
+    assert op_program(mach, pool(g.GlobalAvgPoolOp, False), (1, 64, 13, 13)) == [("default", "f16", 85)]

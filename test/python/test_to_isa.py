@@ -247,3 +247,55 @@ def test_fast_builders_make_the_ops_of_the_irdl_constructors():
     first, second = b._binary(arith.AddiOp, i, 5), b._binary(arith.AddiOp, i, 7)
     assert first.owner.properties == second.owner.properties == arith.AddiOp(i, i).properties
     assert second.type == i.type and list(second.owner.operands) == [i, b.const(7)]
+
+
+def _pipelined_loops(lo, hi, slots: int, guarded: bool) -> tuple[list[tuple], list[int]]:
+    """The loops `IsaBuilder.pipelined` emits over lo .. hi (each loop's induction name,
+    static step, `isa.max_trips` and the name of the loop around it) and the slots the body
+    was emitted for, in order. A `None` hi: a core's share, lo = core x lo, hi = min(lo + 3,
+    10) (neither static)."""
+    from xdsl.dialects import scf
+
+    from ge.lowering.isa_builder import IsaBuilder
+    from ge.transforms.isa_analysis import _static
+
+    b = IsaBuilder.new_kernel("k", [], [], 2)
+    if hi is None:
+        lo = b.mul(b.block_idx(), lo)
+        hi = b.min_(b.add_(lo, 3), 10)
+    emitted = []
+    b.pipelined(lo, hi, slots, lambda it, s: emitted.append(s), guarded=guarded)
+
+    def outer(op):
+        parent = op.parent_op()
+        return parent.body.block.args[0].name_hint if isinstance(parent, scf.ForOp) else None
+
+    def trips(op):
+        hint = op.attributes.get(isa.MAX_TRIPS_ATTR)
+        return None if hint is None else hint.value.data
+
+    loops = [(op.body.block.args[0].name_hint, _static(op.step), trips(op), outer(op))
+             for op in b.kernel.walk() if isinstance(op, scf.ForOp)]
+    return loops, emitted
+
+
+@pytest.mark.parametrize("lo,hi,slots,guarded,loops,emitted", [
+    # whole rounds: the rounds' loop only, guarded or not
+    (0, 6, 2, False, [("t", 2, None, None)], [0, 1]),
+    (0, 6, 2, True, [("t", 2, None, None)], [0, 1]),
+    # a leftover: after the rounds in a loop of at most slots - 1 trips, or (guarded) in
+    # the last round, the later slots each in a loop of at most one trip inside the rounds' loop
+    (0, 5, 2, False, [("t", 2, None, None), ("t_rest", 1, 1, None)], [0, 1, 0]),
+    (0, 5, 2, True, [("t", 2, None, None), ("t1_if", 1, 1, "t")], [0, 1]),
+    (0, 7, 3, True, [("t", 3, None, None), ("t1_if", 1, 1, "t"), ("t2_if", 1, 1, "t")], [0, 1, 2]),
+    # fewer iterations than slots: the leftover loop alone
+    (0, 1, 2, False, [("t_rest", 1, 1, None)], [0]),
+    # a core's share (bounds not static): the guarded form whatever the count
+    (3, None, 2, False, [("t", 2, None, None), ("t_rest", 1, 1, None)], [0, 1, 0]),
+    (3, None, 2, True, [("t", 2, None, None), ("t1_if", 1, 1, "t")], [0, 1]),
+    # one slot: a plain loop
+    (0, 5, 1, False, [("t", 1, None, None)], [0]),
+    (0, 5, 1, True, [("t", 1, None, None)], [0]),
+])
+def test_pipelined_rounds_and_their_leftover(lo, hi, slots, guarded, loops, emitted):
+    assert _pipelined_loops(lo, hi, slots, guarded) == (loops, emitted)

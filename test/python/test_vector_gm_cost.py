@@ -8,7 +8,7 @@ simulator's timing moves it (runtime/sim_timing.py, `GmPaths`):
 - double-buffered loads pay their start-up once, the stores (a pipe barrier between them)
   each time; two buffers bound the loop by a load plus the Vector work, per two tiles;
 - an input another launch of the run just wrote is an L2 hit (`l2_resident`);
-- an NC1HWC0 global pool is its halvings (`block_pool_program`), not one instruction.
+- an NC1HWC0 global pool is its halvings (`tile_cost.op_program`), not one instruction.
 Each check compares the tiler's predicted cycles of a kernel (`tile.cycles`) with the
 simulated cycles of that launch; the predictions were 1.3-3.5x off before.
 """
@@ -144,7 +144,8 @@ def test_concat_copies_are_priced_within_15_percent(monkeypatch):
 
 def test_global_pool_is_priced_as_its_halvings(monkeypatch):
     """squeezenet's last global average pool (13 x 13 pixels, 1,008 channels): 57 Vector
-    cycles a tile in op_program against 601 simulated; the plan it took ran 19% slower."""
+    cycles a tile as one instruction over the tile against 601 simulated; the plan it took
+    ran 19% slower."""
     rng = np.random.default_rng(3)
     nodes = [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("GlobalAveragePool", ["r"], ["y"])]
     model = _model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT16, [1, 1008, 13, 13])],
