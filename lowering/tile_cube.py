@@ -1127,7 +1127,7 @@ class _TileParts:
     """The terms of `cube_cost` that one tiling's schedules share (its K loop, L0C read-out
     and vector ops; its K fill and copy pieces when first asked), and the problem's
     `_shares_reads` / `gemv`. Why: a plan search costs a tiling's schedules one after
-    another and bounds every tiling it visits (`_tile_floor`): computed once per tiling,
+    another and bounds every tiling it visits (`floor`, `CubeBounds`): computed once per tiling,
     not per schedule -- the same numbers, so the same plans."""
 
     __slots__ = ("_k_fill", "_pieces", "chunk", "chunks", "drain", "fix", "gemv", "k_loops", "kl1", "l0d", "mach",
@@ -1145,7 +1145,7 @@ class _TileParts:
         self.chunks = chunks = _ceil(p.k, kl1)
         self.k_loops = chunks * self.chunk
         self.stage = max(self.k_loops, self.fix, self.vec)  # (`floor`)
-        sliced = SLICED_DRAIN and s.epi_split > 1 and self.shared  # (`cube_cost`'s drain: `_through_bound`)
+        sliced = SLICED_DRAIN and s.epi_split > 1 and self.shared  # (`cube_cost`'s drain: `CubeBounds.through`)
         self.drain = max(self.fix, self.vec) if sliced else self.fix + self.vec
         self._k_fill: float | None = None
         self._pieces: int | None = None
@@ -1161,90 +1161,16 @@ class _TileParts:
         return self._pieces
 
     def floor(self) -> tuple[int, float]:
-        """`_tile_floor` of the tiling."""
+        """(K chunks, the cycles one of a tile's stages surely takes whatever its schedule):
+        the K loops of all its chunks, its L0C read-out or its epilogue's vector ops."""
         return self.chunks, self.stage
-
-
-def _tile_floor(p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl1: int, l0d: bool,
-                s: _Sizes) -> tuple[int, float]:
-    """(K chunks, the cycles one of a tile's stages surely takes whatever its schedule): the
-    K loops of all its chunks, its L0C read-out or its epilogue's vector ops."""
-    return _TileParts(p, mach, tm, tn, tk, kl1, s, l0d).floor()
-
-
-def cube_cost_bound(p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl1: int, order: str, blocks: int,
-                    l1d: bool, l0d: bool, epid: bool, split: int = 1, s: _Sizes | None = None,
-                    batch_inner: bool = False, a_whole: bool = False,
-                    floor: tuple[int, float] | None = None, parts: _TileParts | None = None) -> float:
-    """A lower bound of `cube_cost` with the same arguments, at a fraction of its price
-    (`floor`: the candidate's `_tile_floor`, shared by the schedules of one tiling): the
-    slowest core's tiles times a stage every tile surely has (`_tile_floor`, or the A
-    loads of its K chunks: A not hoisted and not a GEMV's, whose reads hit the L2), or times
-    the GM bytes every tile surely moves (those A bytes, the epilogue operands and outputs)
-    at the core's HBM share. Each is a term of the cost's stages or of its port (and
-    rounding is monotone), so the bound is exact: `_cheapest` skips a candidate whose bound
-    exceeds a cost found. (`parts`: the tiling's `_TileParts`, for the problem's traits.)"""
-    s = s or sizes(p, tm, tn, tk, kl1)
-    chunks, stage = floor or _tile_floor(p, mach, tm, tn, tk, kl1, l0d, s)
-    per_core, inner = _core_tiles(p, tm, tn, order, blocks, split, batch_inner)
-    shared, is_gemv = (_shares_reads(p, mach), gemv(p, mach)) if parts is None else (parts.shared, parts.gemv)
-    return per_core * inner * _bound_stage(p, mach, order, blocks, s, a_whole, chunks, stage, shared, is_gemv)
-
-
-def _through_bound(parts: _TileParts, tiles: int, loads: float = 0.0) -> float:
-    """A lower bound of `cube_cost` for a schedule whose slowest core runs `tiles` tiles of
-    the tiling of `parts`: every tile but one at least at its floor stage (`_tile_floor`),
-    and one through its K loops and its epilogue's read-out and vector ops end to end (the
-    fill and drain of `pipelined`; a sliced epilogue's drain at least its slowest
-    stage), less a rounding margin. Why: `cube_cost_bound` takes every tile at the floor,
-    loose when a core runs few tiles (resnet50 at batch 1 on 32 cores: 1-4), where the
-    candidates the search cost were 1.3-2.3x the plan's cycles (densenet121: 28k costed ->
-    18k). `loads`: a bound of a tile's loads (`_shared_loads` of one tile), a stage every
-    tile has too. It leaves out `cube_cost`'s `serial` (`_serial_floor` bounds it)."""
-    return ((tiles - 1) * max(parts.stage, loads) + parts.k_loops + parts.drain) * (1 - 1e-9)
-
-
-def _serial_floor(parts: _TileParts, mach: Machine, order: str, per_core: int, l1d: bool, a_whole: bool,
-                  misses: tuple[float, float, float, float] | None) -> float:
-    """A lower bound of `cube_cost`'s `serial` (the cycles outside the tiles' pipeline, which
-    `_through_bound` leaves out): the stream's start-up when the cores share their reads or
-    a GEMV streams its weights, and -- sharing, with the outer operand hoisted (one K chunk,
-    or A's whole K) -- its first load, every byte at the faster of the schedule's L2-hit and
-    miss rates (`misses`: its `_shared_misses`), less what its K pieces overlap, per outer
-    tile unless the next one's load overlaps the work (less a rounding margin). Why: the
-    searches' costed candidates (resnet50: 9.7k) ran 1.5x the plan's cycles at the median,
-    and those of them within 2% of the bounds are pushed past the cheapest cost by it."""
-    start = mach.target.startup.mte2 if parts.shared or parts.gemv else 0.0
-    if not (parts.shared and (parts.chunks == 1 or a_whole)):
-        return start
-    s = parts.s
-    _, _, l2_rate, miss_rate = misses
-    first = (s.a_l1 if order == "mn" or a_whole else s.b_l1) / max(l2_rate, miss_rate) * (1 - 1e-9)
-    pieces = parts.pieces()
-    if pieces > 1 and order == "mn":
-        first /= pieces
-    spread = l1d and per_core > 1 and not a_whole  # (`cube_cost`: the next outer tile's load overlaps)
-    return start + (first if spread else per_core * first)
-
-
-def _shared_loads_bound(p: CubeProblem, mach: Machine, tm: int, tn: int, order: str, blocks: int, split: int,
-                        batch_inner: bool, chunks: int, s: _Sizes) -> float:
-    """A lower bound of `cube_cost` when the cores share their reads, tighter than
-    `cube_cost_bound` and dearer: the slowest core's tiles times the loads of a tile's K
-    chunks that are not hoisted, at the schedule's L2 misses -- `cube_cost`'s MTE2 stage
-    `load`, part of a stage every tile has (less a rounding margin). Why: the loads are most
-    convs' slowest stage, which `cube_cost_bound` takes at the faster read rate; asked only
-    of the candidates that bound lets through (densenet121: 49k costed -> 33k)."""
-    per_core, inner = _core_tiles(p, tm, tn, order, blocks, split, batch_inner)
-    misses = _shared_misses(p, mach, tm, tn, order, blocks, split, batch_inner, chunks == 1, per_core)
-    return _shared_loads(mach, order, blocks, chunks, s, per_core * inner, misses)
 
 
 def _shared_misses(p: CubeProblem, mach: Machine, tm: int, tn: int, order: str, blocks: int, split: int,
                    batch_inner: bool, one_chunk: bool, per_core: int,
                    warm: bool | None = None) -> tuple[float, float, float]:
     """(A misses, B misses, L2 rate) of a schedule whose cores share their reads
-    (`cube_cost`, `_shared_loads_bound`): the same for every K option of a tile shape
+    (`cube_cost`, `CubeBounds.of_loads`): the same for every K option of a tile shape
     (`_cheapest` asks once per schedule and `one_chunk`, with the problem's `_warm_in_l2`
     as `warm`)."""
     if BLOCK_MISSES:
@@ -1279,32 +1205,6 @@ def _shared_miss_rate(mach: Machine, blocks: int) -> float:
     return min(mach.bytes_per_cycle("gm_to_l1", 1), MISS_SHARE * mach.hbm_bytes_per_cycle() / max(blocks, 1))
 
 
-def _shared_loads(mach: Machine, order: str, blocks: int, chunks: int, s: _Sizes, tiles: int,
-                  misses: tuple[float, float, float]) -> float:
-    """`_shared_loads_bound` of the slowest core's `tiles` at `misses` (`_shared_misses`)."""
-    a_miss, miss, l2_rate, miss_rate = misses
-    a = 0 if chunks == 1 and order == "mn" else s.a_l1  # hoisted: loaded once per outer tile (`cube_cost`)
-    b = 0 if chunks == 1 and order == "nm" else s.b_l1
-    load = (a * a_miss + b * miss) / miss_rate + b * (1 - miss) / l2_rate + a * (1 - a_miss) / l2_rate
-    return tiles * (chunks * load * (1 - 1e-9))
-
-
-def _bound_stage(p: CubeProblem, mach: Machine, order: str, blocks: int, s: _Sizes, a_whole: bool, chunks: int,
-                 stage: float, shared: bool, is_gemv: bool) -> float:
-    """The cycles each tile surely takes in `cube_cost_bound`: `stage`, the A loads of its K
-    chunks, its shared reads, or its GM bytes at the core's HBM share."""
-    # (a C04 conv's feature-map rows partly hit the L2: no A term)
-    # (nor when the cores share their reads: A's mostly hit the L2)
-    a_in = 0 if a_whole or (chunks == 1 and order == "mn") or is_gemv or (p.conv or {}).get("c04") \
-        or shared else s.a_l1
-    reads = 0.0
-    if shared:  # the loads not hoisted, each byte from the HBM or the L2, at the faster share (`load`)
-        reads = chunks * (s.a_l1 + s.b_l1 if chunks > 1 else s.b_l1 if order == "mn" else s.a_l1) \
-            / _fastest_read(mach, blocks)
-    return max(stage, chunks * mach.dma("gm_to_l1", a_in, blocks), reads,
-               mach.hbm(chunks * a_in + s.epi_in + s.out, blocks))
-
-
 @machine_memo
 def _fastest_read(mach: Machine, blocks: int) -> float:
     """Bytes per cycle of one of `blocks` cores' GM reads, from the HBM or from the L2 at
@@ -1314,99 +1214,201 @@ def _fastest_read(mach: Machine, blocks: int) -> float:
                min(tg.bytes_per_cycle(tg.dma.l2_to_l1), tg.bytes_per_cycle(tg.dma.l2_total) / blocks))
 
 
-def _tiling_bound(p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl1: int, blocks: int, s: _Sizes,
-                  a_whole: bool, traits: tuple[bool, bool] | None = None, l0d: bool = True) -> float:
-    """`_tiling_bounds` of one tiling on at most `blocks` cores (by default taken with two
-    L0 buffers, which bounds it with one too)."""
-    one = _Candidates()
-    one.add((tm, tn, tk, kl1, False, l0d, False, s, a_whole), (("mn", blocks, 1, False),))
-    return float(_tiling_bounds(p, mach, one, np.array([blocks]), traits)[0])
+class CubeBounds:
+    """The lower bounds of `cube_cost` a plan search prunes with, for one problem on one
+    machine, with what they share: the problem's traits (`_shares_reads`, `gemv`, A warm
+    in the L2: `_warm_in_l2`), whether the bounds leave A's loads out (`a_hits`) and the
+    stream's start-up (`start`: `serial`'s least). Each bound is at most the cost of every
+    candidate it bounds (each of its terms is a term of the cost's stages, port or serial
+    part, and rounding is monotone), so `_cheapest` skips a candidate whose bound exceeds a
+    cost found. Made once per search (`_cheapest`); `parts` makes a tiling's `_TileParts`
+    with the traits. Why: as free functions the bounds each took the problem, the machine
+    and the traits (or computed the traits again), and three of them worked out the
+    start-up and which A loads to leave out on their own."""
 
+    __slots__ = ("a_hits", "gemv", "mach", "p", "shared", "start", "warm")
 
-def _tiling_bounds(p: CubeProblem, mach: Machine, found: _Candidates, most: np.ndarray,
-                   traits: tuple[bool, bool] | None = None) -> np.ndarray:
-    """A lower bound of `cube_cost_bound` for every schedule of each tiling of `found` on at
-    most `most` cores (per tiling), cheaper than its `_tile_floor`: the slowest core runs at
-    least its share of all the tiles, each taking its K loops (a bound of `_k_loop` from
-    its mmads and L1 -> L0 moves), or the A loads of its K chunks (several: A is not
-    hoisted), or the tiles' GM bytes at the chip's HBM rate (less a rounding margin:
-    `_k_loop` and a schedule's bound add and multiply in another order). Why: the search
-    orders all its tilings by it (resnet50: 24k) and visits those below the cheapest cost
-    found; as numpy arrays, the bounds cost a few ms per search, and with the moves --
-    most convs' slowest part of the K loop -- resnet50's searches visit 9k tilings, not
-    19k. `traits`: the problem's (`_shares_reads`, `gemv`)."""
-    return _tiling_terms(p, mach, found, most, traits)[0]
+    def __init__(self, p: CubeProblem, mach: Machine) -> None:
+        self.p, self.mach = p, mach
+        self.shared, self.gemv = _shares_reads(p, mach), gemv(p, mach)
+        self.warm = _warm_in_l2(p, mach)
+        # A's reads hit the L2: a GEMV's, a C04 conv's feature-map rows partly, shared reads mostly
+        self.a_hits = bool(self.gemv or (p.conv or {}).get("c04") or self.shared)
+        self.start = mach.target.startup.mte2 if self.shared or self.gemv else 0.0
 
+    def parts(self, tm: int, tn: int, tk: int, kl1: int, s: _Sizes, l0d: bool,
+              epilogue: tuple[float, float] | None = None) -> _TileParts:
+        """The tiling's `_TileParts` (`epilogue`: its `_epilogue_compute`, when known)."""
+        return _TileParts(self.p, self.mach, tm, tn, tk, kl1, s, l0d, self.shared, self.gemv, epilogue)
 
-def _tiling_terms(p: CubeProblem, mach: Machine, found: _Candidates, most: np.ndarray,
-                  traits: tuple[bool, bool] | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(`_tiling_bounds`, a bound of each tiling's K loops (`_TileParts.k_loops`), a bound
-    of a tile's slowest stage) of the tilings of `found`."""
-    shared, is_gemv = traits or (_shares_reads(p, mach), gemv(p, mach))
-    tm, tn, tk, kl1, a_l1, b_l1, l0a, l0b, epi_out, whole, l0d = found.columns().T
-    tiles = p.batch * p.groups * _ceil(p.m, tm) * _ceil(p.n, tn)
-    chunks = _ceil(p.k, kl1)
-    a_in = a_l1 * ((chunks > 1) & (whole == 0)) if not (is_gemv or (p.conv or {}).get("c04") or shared) \
-        else np.zeros_like(a_l1)
-    steps = _ceil(kl1, tk)
-    m0, k0, n0 = mach.fractal(elem_name(p.elem))
-    startup = mach.target.startup
-    cube = startup.cube + _ceil(tm, m0) * _ceil(tk, k0) * _ceil(tn, n0)  # a step's mmad (`Machine.cube`)
-    mte1 = _each(lambda n: mach.dma("l1_to_l0a", n), l0a) + _each(lambda n: mach.dma("l1_to_l0b", n), l0b)
-    mmad, moves = cube, mte1
-    reads = np.zeros(len(tm))
-    if shared:
-        if PIPELINED_K:  # (`_k_loop`: the steps' mmads and moves without their start-ups)
-            mmad, moves = cube - startup.cube, mte1 - 2 * startup.mte1
-        # (`cube_cost_bound`: the loads not hoisted -- either operand -- at one core's rates)
-        reads = chunks * np.where(chunks > 1, a_l1 + b_l1, np.minimum(a_l1, b_l1)) / _fastest_read(mach, 1)
-    # `_k_loop`: with two L0 buffers, the steps at the slower pipe's pace (or two steps'
-    # moves and mmads), and the faster one's step once more where a chunk's first moves wait
-    # for the last mmad before them -- an odd number of steps (not unrolled, `_unrolls`) that
-    # do not rotate (`_rotates`: a matmul's one step); with one, the moves and mmads in turn
-    waits = (steps % 2 == 1) & ((steps > 1) | (p.kind != "matmul"))
-    pace = np.maximum(np.maximum(mmad, moves), (mte1 - startup.mte1 + cube) / 2)
-    k_loop = np.where(l0d == 1, steps * pace + waits * np.minimum(mmad, moves), steps * (mte1 + cube))
-    k_loops = chunks * k_loop * (1 - 1e-9)
-    stage = np.maximum(k_loops, np.maximum(chunks * _each(lambda n: mach.dma("gm_to_l1", n), a_in), reads))
-    port = tiles * (chunks * a_in + epi_out) / mach.hbm_bytes_per_cycle()
-    return np.maximum(_ceil(tiles, most) * stage, port) * (1 - 1e-9), k_loops, stage
+    def of_schedule(self, tm: int, tn: int, tk: int, kl1: int, order: str, blocks: int, l1d: bool, l0d: bool,
+                    epid: bool, split: int = 1, s: _Sizes | None = None, batch_inner: bool = False,
+                    a_whole: bool = False, floor: tuple[int, float] | None = None) -> float:
+        """A lower bound of `cube_cost` with the same arguments, at a fraction of its price
+        (`floor`: the tiling's `_TileParts.floor`, shared by its schedules): the slowest
+        core's tiles times a stage every tile surely has (`stage`)."""
+        s = s or sizes(self.p, tm, tn, tk, kl1)
+        chunks, stage = floor or self.parts(tm, tn, tk, kl1, s, l0d).floor()
+        per_core, inner = _core_tiles(self.p, tm, tn, order, blocks, split, batch_inner)
+        return per_core * inner * self.stage(order, blocks, s, a_whole, chunks, stage)
 
+    def stage(self, order: str, blocks: int, s: _Sizes, a_whole: bool, chunks: int, stage: float) -> float:
+        """The cycles each tile surely takes in `of_schedule`: `stage` (the tiling's floor:
+        the K loops of all its chunks, its L0C read-out or its epilogue's vector ops), the A
+        loads of its K chunks (A not hoisted and not one whose reads hit the L2: `a_hits`),
+        its shared reads, or its GM bytes (those A bytes, the epilogue operands and
+        outputs) at the core's HBM share."""
+        mach = self.mach
+        a_in = 0 if a_whole or (chunks == 1 and order == "mn") or self.a_hits else s.a_l1
+        reads = 0.0
+        if self.shared:  # the loads not hoisted, each byte from the HBM or the L2, at the faster share (`load`)
+            reads = chunks * (s.a_l1 + s.b_l1 if chunks > 1 else s.b_l1 if order == "mn" else s.a_l1) \
+                / _fastest_read(mach, blocks)
+        return max(stage, chunks * mach.dma("gm_to_l1", a_in, blocks), reads,
+                   mach.hbm(chunks * a_in + s.epi_in + s.out, blocks))
 
-def _tiling_keys(p: CubeProblem, mach: Machine, found: _Candidates, most: np.ndarray,
-                 traits: tuple[bool, bool]) -> np.ndarray:
-    """A lower bound of the cost of every candidate of each tiling of `found` on at most
-    `most` cores: its `_tiling_bounds`, or the array form of `_through_bound` at the
-    fewest tiles a core runs (each tile at least its slowest stage -- its K loops, loads,
-    or L0C read-out --, one through its K loops and its read-out) plus the stream's start-up
-    when the cores share their reads or a GEMV streams (`_serial_floor`), less a rounding
-    margin. Why: `_cheapest` visits the tilings in this order while it is at most the
-    cheapest cost found; densenet121's searches visited 22k tilings by `_tiling_bounds`,
-    half of them only to find their `_through_bound` too high (16k by these)."""
-    shared, is_gemv = traits
-    bounds, k_loops, stage = _tiling_terms(p, mach, found, most, traits)
-    tm, tn = found.columns().T[:2]
-    tiles = p.batch * p.groups * _ceil(p.m, tm) * _ceil(p.n, tn)
-    # the L0C read-out and vector ops (`_epilogue_compute`), by (tm, tn, epilogue slices)
-    splits = found.epilogue_splits()
-    program = _fixed(p).program
-    terms: dict[int, tuple[float, float]] = {}
+    def through(self, parts: _TileParts, tiles: int, loads: float = 0.0, serial: float | None = None) -> float:
+        """A lower bound of `cube_cost` for a schedule whose slowest core runs `tiles` tiles
+        of the tiling of `parts`: every tile but one at least at its floor stage
+        (`_TileParts.floor`), and one through its K loops and its epilogue's read-out and
+        vector ops end to end (the fill and drain of `pipelined`; a sliced epilogue's drain
+        at least its slowest stage), less a rounding margin, plus `serial` (a bound of
+        `cube_cost`'s `serial`: by default the least of `serial`, `start`). Why:
+        `of_schedule` takes every tile at the floor, loose when a core runs few tiles
+        (resnet50 at batch 1 on 32 cores: 1-4), where the candidates the search cost were
+        1.3-2.3x the plan's cycles (densenet121: 28k costed -> 18k). `loads`: a bound of a
+        tile's loads (`loads` of one tile), a stage every tile has too."""
+        return ((tiles - 1) * max(parts.stage, loads) + parts.k_loops + parts.drain) * (1 - 1e-9) \
+            + (self.start if serial is None else serial)
 
-    def term(key: int, j: int) -> float:
-        hit = terms.get(key)
-        if hit is None:
-            tm_, tn_, es = key >> 20, (key >> 4) & 0xFFFF, key & 15
-            hit = terms[key] = _epilogue_terms(mach, program, es, tm_ * tn_ * 4, tm_, tn_)
-        return hit[j]
+    def serial(self, parts: _TileParts, order: str, per_core: int, l1d: bool, a_whole: bool,
+               misses: tuple[float, float, float, float] | None) -> float:
+        """A lower bound of `cube_cost`'s `serial` (the cycles outside the tiles' pipeline,
+        which `through` adds): the stream's start-up when the cores share their reads or a
+        GEMV streams its weights, and -- sharing, with the outer operand hoisted (one K
+        chunk, or A's whole K) -- its first load, every byte at the faster of the schedule's
+        L2-hit and miss rates (`misses`: its `_shared_misses`), less what its K pieces
+        overlap, per outer tile unless the next one's load overlaps the work (less a
+        rounding margin). Why: the searches' costed candidates (resnet50: 9.7k) ran 1.5x the
+        plan's cycles at the median, and those of them within 2% of the bounds are pushed
+        past the cheapest cost by it."""
+        if not (self.shared and (parts.chunks == 1 or a_whole)):
+            return self.start
+        s = parts.s
+        _, _, l2_rate, miss_rate = misses
+        first = (s.a_l1 if order == "mn" or a_whole else s.b_l1) / max(l2_rate, miss_rate) * (1 - 1e-9)
+        pieces = parts.pieces()
+        if pieces > 1 and order == "mn":
+            first /= pieces
+        spread = l1d and per_core > 1 and not a_whole  # (`cube_cost`: the next outer tile's load overlaps)
+        return self.start + (first if spread else per_core * first)
 
-    keys = (tm << 20) + (tn << 4) + splits
-    fix, vec = _each(lambda key: term(key, 0), keys), _each(lambda key: term(key, 1), keys)
-    sliced = (splits > 1) & (SLICED_DRAIN and shared)  # (`_TileParts.drain`)
-    drain = np.where(sliced, np.maximum(fix, vec), fix + vec)
-    start = mach.target.startup.mte2 if shared or is_gemv else 0.0
-    stage = np.maximum(stage, np.maximum(fix, vec))
-    through = ((_ceil(tiles, most) - 1) * stage + k_loops + drain) * (1 - 1e-9) + start
-    return np.maximum(bounds, through)
+    def of_loads(self, tm: int, tn: int, order: str, blocks: int, split: int, batch_inner: bool, chunks: int,
+                 s: _Sizes) -> float:
+        """A lower bound of `cube_cost` when the cores share their reads, tighter than
+        `of_schedule` and dearer: the slowest core's tiles times the loads of a tile's K
+        chunks that are not hoisted, at the schedule's L2 misses -- `cube_cost`'s MTE2 stage
+        `load`, part of a stage every tile has (less a rounding margin). Why: the loads are
+        most convs' slowest stage, which `of_schedule` takes at the faster read rate; asked
+        only of the candidates that bound lets through (densenet121: 49k costed -> 33k)."""
+        per_core, inner = _core_tiles(self.p, tm, tn, order, blocks, split, batch_inner)
+        misses = _shared_misses(self.p, self.mach, tm, tn, order, blocks, split, batch_inner, chunks == 1, per_core,
+                                self.warm)
+        return self.loads(order, chunks, s, per_core * inner, misses)
+
+    @staticmethod
+    def loads(order: str, chunks: int, s: _Sizes, tiles: int, misses: tuple[float, float, float, float]) -> float:
+        """`of_loads` of the slowest core's `tiles` at `misses` (`_shared_misses`)."""
+        a_miss, miss, l2_rate, miss_rate = misses
+        a = 0 if chunks == 1 and order == "mn" else s.a_l1  # hoisted: loaded once per outer tile (`cube_cost`)
+        b = 0 if chunks == 1 and order == "nm" else s.b_l1
+        load = (a * a_miss + b * miss) / miss_rate + b * (1 - miss) / l2_rate + a * (1 - a_miss) / l2_rate
+        return tiles * (chunks * load * (1 - 1e-9))
+
+    def of_tiling(self, tm: int, tn: int, tk: int, kl1: int, blocks: int, s: _Sizes, a_whole: bool,
+                  l0d: bool = True) -> float:
+        """`of_tilings` of one tiling on at most `blocks` cores (by default taken with two
+        L0 buffers, which bounds it with one too)."""
+        one = _Candidates()
+        one.add((tm, tn, tk, kl1, False, l0d, False, s, a_whole), (("mn", blocks, 1, False),))
+        return float(self.of_tilings(one, np.array([blocks]))[0])
+
+    def of_tilings(self, found: _Candidates, most: np.ndarray) -> np.ndarray:
+        """A lower bound of `of_schedule` for every schedule of each tiling of `found` on at
+        most `most` cores (per tiling), cheaper than its floor: the slowest core runs at
+        least its share of all the tiles, each taking its K loops (a bound of `_k_loop` from
+        its mmads and L1 -> L0 moves), or the A loads of its K chunks (several: A is not
+        hoisted), or the tiles' GM bytes at the chip's HBM rate (less a rounding margin:
+        `_k_loop` and a schedule's bound add and multiply in another order). Why: the search
+        orders all its tilings by it (resnet50: 24k) and visits those below the cheapest
+        cost found; as numpy arrays, the bounds cost a few ms per search, and with the moves
+        -- most convs' slowest part of the K loop -- resnet50's searches visit 9k tilings,
+        not 19k."""
+        return self._terms(found, most)[0]
+
+    def _terms(self, found: _Candidates, most: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(`of_tilings`, a bound of each tiling's K loops (`_TileParts.k_loops`), a bound
+        of a tile's slowest stage) of the tilings of `found`."""
+        p, mach = self.p, self.mach
+        tm, tn, tk, kl1, a_l1, b_l1, l0a, l0b, epi_out, whole, l0d = found.columns().T
+        tiles = p.batch * p.groups * _ceil(p.m, tm) * _ceil(p.n, tn)
+        chunks = _ceil(p.k, kl1)
+        a_in = np.zeros_like(a_l1) if self.a_hits else a_l1 * ((chunks > 1) & (whole == 0))
+        steps = _ceil(kl1, tk)
+        m0, k0, n0 = mach.fractal(elem_name(p.elem))
+        startup = mach.target.startup
+        cube = startup.cube + _ceil(tm, m0) * _ceil(tk, k0) * _ceil(tn, n0)  # a step's mmad (`Machine.cube`)
+        mte1 = _each(lambda n: mach.dma("l1_to_l0a", n), l0a) + _each(lambda n: mach.dma("l1_to_l0b", n), l0b)
+        mmad, moves = cube, mte1
+        reads = np.zeros(len(tm))
+        if self.shared:
+            if PIPELINED_K:  # (`_k_loop`: the steps' mmads and moves without their start-ups)
+                mmad, moves = cube - startup.cube, mte1 - 2 * startup.mte1
+            # (`stage`: the loads not hoisted -- either operand -- at one core's rates)
+            reads = chunks * np.where(chunks > 1, a_l1 + b_l1, np.minimum(a_l1, b_l1)) / _fastest_read(mach, 1)
+        # `_k_loop`: with two L0 buffers, the steps at the slower pipe's pace (or two steps'
+        # moves and mmads), and the faster one's step once more where a chunk's first moves wait
+        # for the last mmad before them -- an odd number of steps (not unrolled, `_unrolls`) that
+        # do not rotate (`_rotates`: a matmul's one step); with one, the moves and mmads in turn
+        waits = (steps % 2 == 1) & ((steps > 1) | (p.kind != "matmul"))
+        pace = np.maximum(np.maximum(mmad, moves), (mte1 - startup.mte1 + cube) / 2)
+        k_loop = np.where(l0d == 1, steps * pace + waits * np.minimum(mmad, moves), steps * (mte1 + cube))
+        k_loops = chunks * k_loop * (1 - 1e-9)
+        stage = np.maximum(k_loops, np.maximum(chunks * _each(lambda n: mach.dma("gm_to_l1", n), a_in), reads))
+        port = tiles * (chunks * a_in + epi_out) / mach.hbm_bytes_per_cycle()
+        return np.maximum(_ceil(tiles, most) * stage, port) * (1 - 1e-9), k_loops, stage
+
+    def keys(self, found: _Candidates, most: np.ndarray) -> np.ndarray:
+        """A lower bound of the cost of every candidate of each tiling of `found` on at most
+        `most` cores: its `of_tilings`, or the array form of `through` at the fewest tiles a
+        core runs (each tile at least its slowest stage -- its K loops, loads, or L0C
+        read-out --, one through its K loops and its read-out, plus `start`), less a
+        rounding margin. Why: `_cheapest` visits the tilings in this order while it is at
+        most the cheapest cost found; densenet121's searches visited 22k tilings by
+        `of_tilings`, half of them only to find their `through` too high (16k by these)."""
+        p, mach = self.p, self.mach
+        bounds, k_loops, stage = self._terms(found, most)
+        tm, tn = found.columns().T[:2]
+        tiles = p.batch * p.groups * _ceil(p.m, tm) * _ceil(p.n, tn)
+        # the L0C read-out and vector ops (`_epilogue_compute`), by (tm, tn, epilogue slices)
+        splits = found.epilogue_splits()
+        program = _fixed(p).program
+        terms: dict[int, tuple[float, float]] = {}
+
+        def term(key: int, j: int) -> float:
+            hit = terms.get(key)
+            if hit is None:
+                tm_, tn_, es = key >> 20, (key >> 4) & 0xFFFF, key & 15
+                hit = terms[key] = _epilogue_terms(mach, program, es, tm_ * tn_ * 4, tm_, tn_)
+            return hit[j]
+
+        keys = (tm << 20) + (tn << 4) + splits
+        fix, vec = _each(lambda key: term(key, 0), keys), _each(lambda key: term(key, 1), keys)
+        sliced = (splits > 1) & (SLICED_DRAIN and self.shared)  # (`_TileParts.drain`)
+        drain = np.where(sliced, np.maximum(fix, vec), fix + vec)
+        stage = np.maximum(stage, np.maximum(fix, vec))
+        through = ((_ceil(tiles, most) - 1) * stage + k_loops + drain) * (1 - 1e-9) + self.start
+        return np.maximum(bounds, through)
 
 
 def _each(fn: Callable[[int], float], values: np.ndarray) -> np.ndarray:
@@ -1418,25 +1420,23 @@ def _each(fn: Callable[[int], float], values: np.ndarray) -> np.ndarray:
 def _cheapest(p: CubeProblem, mach: Machine, found: Sequence[tuple]) -> tuple[int, float]:
     """(index, cost) of the first cheapest candidate of `found` (`cube_cost` arguments; the
     schedules of one tiling in a row, sharing its `_Sizes`), the one a scan in order finds.
-    Tilings are visited in increasing order of `_tiling_keys`, their schedules in
-    increasing order of `cube_cost_bound`, and a candidate is costed only while its
+    Tilings are visited in increasing order of their `CubeBounds.keys`, their schedules in
+    increasing order of `CubeBounds.of_schedule`, and a candidate is costed only while its
     bounds are at most the cheapest cost found so far: one skipped costs more than the plan
     chosen. A tiling's shared terms are computed once (`_TileParts`), a tile shape's once
     per search (`_ShapeSchedules`: its schedules' tiles per core, their L2 misses), and a
-    tiling's `_bound_stage` once per (order, cores); a candidate passes `_through_bound`
-    (plus the least of `_serial_floor`) too before it is costed, and when the cores share
-    their reads `_shared_loads_bound` and `_through_bound` with the loads plus
-    `_serial_floor`. (`found` from `_search_space` makes a tiling's `_Sizes` when visited.)"""
+    tiling's `CubeBounds.stage` once per (order, cores); a candidate passes
+    `CubeBounds.through` too before it is costed, and when the cores share their reads
+    `CubeBounds.loads` and `through` with the loads plus `CubeBounds.serial`. (`found`
+    from `_search_space` makes a tiling's `_Sizes` when visited.)"""
     if not isinstance(found, _Candidates):
         found = _Candidates.of(found)
-    traits = shared, is_gemv = _shares_reads(p, mach), gemv(p, mach)
+    bounds = CubeBounds(p, mach)
     shape_of, keys = found.shape_index()  # each tiling's tile shape: (tm, tn, schedules)
     most = np.array([max(blocks for _, blocks, _, _ in schedules) for _, _, schedules in keys], dtype=np.int64)
-    bounds_of = _tiling_keys(p, mach, found, most[shape_of], traits)
+    bounds_of = bounds.keys(found, most[shape_of])
     order_of = np.argsort(bounds_of, kind="stable")
     shapes: dict[int, _ShapeSchedules] = {}  # made when first visited
-    warm = _warm_in_l2(p, mach) if shared else False
-    start = mach.target.startup.mte2 if shared or is_gemv else 0.0  # (`_serial_floor`'s least)
     best_i, best = -1, math.inf
     for bound, i, sk in zip(bounds_of[order_of].tolist(), order_of.tolist(), shape_of[order_of].tolist()):
         if bound > best:
@@ -1444,38 +1444,36 @@ def _cheapest(p: CubeProblem, mach: Machine, found: Sequence[tuple]) -> tuple[in
         lo, tm, tn, tk, kl1, l1d, l0d, epid, s, whole, schedules = found.tiling(i)
         shape = shapes.get(sk)
         if shape is None:
-            shape = shapes[sk] = _ShapeSchedules(p, tm, tn, schedules, warm)
-        parts = _TileParts(p, mach, tm, tn, tk, kl1, s, l0d, shared, is_gemv, shape.epilogue(mach, s))
+            shape = shapes[sk] = _ShapeSchedules(p, tm, tn, schedules, bounds.warm)
+        parts = bounds.parts(tm, tn, tk, kl1, s, l0d, shape.epilogue(mach, s))
         chunks, stage = parts.floor()
-        if _through_bound(parts, shape.floor_tiles) + start > best:
+        if bounds.through(parts, shape.floor_tiles) > best:
             continue  # at most every schedule's (its slowest core runs at least `floor_tiles`)
-        stages: dict[tuple[str, int], float] = {}  # `_bound_stage` by (order, blocks)
-        bounds = []
+        stages: dict[tuple[str, int], float] = {}  # `CubeBounds.stage` by (order, blocks)
+        by_bound = []
         for k in shape.by_tiles:
-            if _through_bound(parts, shape.tiles[k]) + start > best:
+            if bounds.through(parts, shape.tiles[k]) > best:
                 break  # (and so every schedule after it, running as many tiles or more)
             order, blocks, _, _ = schedules[k]
             per_tile = stages.get((order, blocks))
             if per_tile is None:
-                per_tile = stages[order, blocks] = _bound_stage(p, mach, order, blocks, s, whole, chunks, stage,
-                                                                shared, is_gemv)
-            bounds.append((shape.tiles[k] * per_tile, lo + k))  # `cube_cost_bound`
-        bounds.sort()
-        for bound, j in bounds:
+                per_tile = stages[order, blocks] = bounds.stage(order, blocks, s, whole, chunks, stage)
+            by_bound.append((shape.tiles[k] * per_tile, lo + k))  # `CubeBounds.of_schedule`
+        by_bound.sort()
+        for bound, j in by_bound:
             if bound > best:
                 break
             k = j - lo
-            through = _through_bound(parts, shape.tiles[k])
-            if through + start > best:
+            if bounds.through(parts, shape.tiles[k]) > best:
                 continue
             order, blocks, split, bin_ = schedules[k]
-            misses = shape.misses(mach, k, chunks == 1) if shared else None
-            if shared:
-                loads = _shared_loads(mach, order, blocks, chunks, s, 1, misses)  # a tile's
-                if shape.tiles[k] * loads > best:  # `_shared_loads_bound`
+            misses = shape.misses(mach, k, chunks == 1) if bounds.shared else None
+            if bounds.shared:
+                loads = bounds.loads(order, chunks, s, 1, misses)  # a tile's
+                if shape.tiles[k] * loads > best:  # `CubeBounds.of_loads`
                     continue
-                if (_through_bound(parts, shape.tiles[k], loads)
-                        + _serial_floor(parts, mach, order, shape.per_core[k], l1d, whole, misses) > best):
+                if bounds.through(parts, shape.tiles[k], loads,
+                                  bounds.serial(parts, order, shape.per_core[k], l1d, whole, misses)) > best:
                     continue  # the tiles through their loads, and the first load outside the pipeline
             cyc = cube_cost(p, mach, tm, tn, tk, kl1, order, blocks, l1d, l0d, epid, split, s, bin_, whole, parts,
                             shape.core[k], misses)
@@ -1486,7 +1484,7 @@ def _cheapest(p: CubeProblem, mach: Machine, found: Sequence[tuple]) -> tuple[in
 
 class _ShapeSchedules:
     """What `_cheapest` asks of a tile shape's schedules for each of its K options, computed
-    once per search: the most cores among them, the tiles that `_tile_floor` multiplies
+    once per search: the most cores among them, the tiles that `_TileParts.floor` multiplies
     (every tile over the most cores), the slowest core's tiles of each (`_core_tiles`:
     outer x inner; `by_tiles`: the schedules in increasing order of them) and, when
     asked, each one's L2 misses (`_shared_misses`) and the shape's epilogue terms
@@ -1503,7 +1501,7 @@ class _ShapeSchedules:
         self.core = [_core_tiles(p, tm, tn, order, blocks, split, bin_) for order, blocks, split, bin_ in schedules]
         self.per_core = [per_core for per_core, _ in self.core]
         self.tiles = [per_core * inner for per_core, inner in self.core]
-        self.by_tiles = sorted(range(len(schedules)), key=self.tiles.__getitem__)  # (`_through_bound` grows with them)
+        self.by_tiles = sorted(range(len(schedules)), key=self.tiles.__getitem__)  # (`CubeBounds.through` grows with them)
         self._misses: dict[tuple[int, bool], tuple[float, float, float]] = {}
         self._epilogue: dict[tuple[int, int, int], tuple[float, float]] = {}
 
@@ -1714,7 +1712,7 @@ class _Candidates:
 
     def columns(self) -> np.ndarray:
         """(tm, tn, tk, kl1, A's and B's L1 bytes, L0A and L0B bytes, epilogue GM bytes,
-        a_whole, l0d) of each tiling, for `_tiling_bounds`."""
+        a_whole, l0d) of each tiling, for `CubeBounds.of_tilings`."""
         return np.array([(tm, tn, tk, kl1, s.a_l1, s.b_l1, s.l0a, s.l0b, s.epi_in + s.out, whole, l0d)
                          for _, tm, tn, tk, kl1, _, l0d, _, s, whole, _ in self._tilings], dtype=np.int64).reshape(-1, 11)
 

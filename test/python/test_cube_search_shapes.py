@@ -1,17 +1,17 @@
 """The Cube plan search's per-shape terms and array bounds change no cost and no plan
-(lowering/tile_cube.py `_tiling_bounds`, `_ShapeSchedules`, `_through_bound`; issue 17,
-compile speed).
+(lowering/tile_cube.py `CubeBounds.of_tilings`, `_ShapeSchedules`, `CubeBounds.through`;
+issue 17, compile speed).
 
-`_cheapest` orders a search's tilings by `_tiling_bounds` (numpy arrays over every
+`_cheapest` orders a search's tilings by `CubeBounds.of_tilings` (numpy arrays over every
 tiling, with a bound of the K loop from its mmads and L1 -> L0 moves), asks a tile shape's
 schedules their tiles per core, L2 misses and epilogue terms once (`_ShapeSchedules`) and
-hands them to `cube_cost`, and costs a candidate only below its `_through_bound` too.
+hands them to `cube_cost`, and costs a candidate only below its `CubeBounds.through` too.
 Checked on every tiling of real kernels' searches (test_plan_search_speed's ResNet-50
 convs and transformer / GEMV matmuls, on the 910 and the 910B), each on a fresh `Machine`:
-the array bound of a tiling never exceeds any of its schedules' `cube_cost_bound` (nor
-so their costs), equals the one-tiling `_tiling_bound`, and its K-loop term is what binds
-for some convs' tilings; `_through_bound` never exceeds a candidate's cost and is tighter
-than `cube_cost_bound` for many; a cost with the shape's terms is bit-identical to the
+the array bound of a tiling never exceeds any of its schedules' `CubeBounds.of_schedule`
+(nor so their costs), equals the one-tiling `CubeBounds.of_tiling`, and its K-loop term is
+what binds for some convs' tilings; `CubeBounds.through` never exceeds a candidate's cost
+and is tighter than `of_schedule` for many; a cost with the shape's terms is bit-identical to the
 plain one; the chosen plan is the first cheapest of a plain scan.
 """
 
@@ -63,17 +63,18 @@ def test_tiling_bounds_never_exceed_a_schedule_bound(searches):
     checked = tighter = 0
     for p, mach, found, *_ in searches:
         fresh = Machine(mach.target)
+        bounds_of = tile_cube.CubeBounds(p, fresh)
         shapes = _shapes(p, found)
         most = np.array([shape.most for shape in shapes])
-        bounds = tile_cube._tiling_bounds(p, fresh, found, most)
+        bounds = bounds_of.of_tilings(found, most)
         assert bounds.shape == (len(found.tilings),)
         for n, ((_, tm, tn, tk, kl1, l1d, l0d, epid, s, whole, schedules), shape) in enumerate(zip(found.tilings,
                                                                                                 shapes)):
-            sched = [tile_cube.cube_cost_bound(p, fresh, tm, tn, tk, kl1, order, blocks, l1d, l0d, epid, split, s,
-                                               bin_, whole) for order, blocks, split, bin_ in schedules]
+            sched = [bounds_of.of_schedule(tm, tn, tk, kl1, order, blocks, l1d, l0d, epid, split, s, bin_, whole)
+                     for order, blocks, split, bin_ in schedules]
             assert 0 < bounds[n] <= min(sched), (tm, tn, tk, kl1)
-            assert bounds[n] == tile_cube._tiling_bound(p, fresh, tm, tn, tk, kl1, shape.most, s, whole, l0d=l0d)
-            assert tile_cube._tiling_bound(p, fresh, tm, tn, tk, kl1, shape.most, s, whole) <= bounds[n]
+            assert bounds[n] == bounds_of.of_tiling(tm, tn, tk, kl1, shape.most, s, whole, l0d=l0d)
+            assert bounds_of.of_tiling(tm, tn, tk, kl1, shape.most, s, whole) <= bounds[n]
             old = _without_moves(p, fresh, tm, tn, tk, kl1, shape.most, s, whole)
             assert bounds[n] >= old * (1 - 1e-8)  # (less its rounding margins)
             tighter += bool(bounds[n] > old)  # the moves term binds
@@ -99,9 +100,9 @@ def test_cost_with_the_shape_terms_is_the_plain_cost(searches):
                 plain = tile_cube.cube_cost(p, Machine(mach.target), *args)
                 assert tile_cube.cube_cost(p, fresh, *args, parts, shape.core[k], misses) == plain, args[:10]
                 if shared:
-                    assert tile_cube._shared_loads(fresh, order, blocks, chunks, s, shape.tiles[k], misses) == \
-                        tile_cube._shared_loads_bound(p, Machine(mach.target), tm, tn, order, blocks, split, bin_,
-                                                      chunks, s)
+                    assert tile_cube.CubeBounds.loads(order, chunks, s, shape.tiles[k], misses) == \
+                        tile_cube.CubeBounds(p, Machine(mach.target)).of_loads(tm, tn, order, blocks, split, bin_,
+                                                                               chunks, s)
                 checked += 1
     assert checked > 5000
 
@@ -110,17 +111,18 @@ def test_through_bound_never_exceeds_the_cost(searches):
     tighter = checked = 0
     for p, mach, found, *_ in searches:
         fresh = Machine(mach.target)
+        bounds = tile_cube.CubeBounds(p, fresh)
         for _, tm, tn, tk, kl1, l1d, l0d, epid, s, whole, schedules in found.tilings:
             parts = tile_cube._TileParts(p, fresh, tm, tn, tk, kl1, s, l0d)
             for order, blocks, split, bin_ in schedules:
                 args = (tm, tn, tk, kl1, order, blocks, l1d, l0d, epid, split, s, bin_, whole)
                 per_core, inner = tile_cube._core_tiles(p, tm, tn, order, blocks, split, bin_)
-                through = tile_cube._through_bound(parts, per_core * inner)
+                through = bounds.through(parts, per_core * inner)  # (with the stream's start-up, as searched)
                 assert 0 < through <= tile_cube.cube_cost(p, fresh, *args), args[:10]
-                tighter += through > tile_cube.cube_cost_bound(p, fresh, *args)
+                tighter += through > bounds.of_schedule(*args)
                 checked += 1
     assert checked > 5000
-    assert tighter > 1000  # it prunes what cube_cost_bound lets through
+    assert tighter > 1000  # it prunes what of_schedule lets through
 
 
 def test_the_plan_is_the_first_cheapest_of_a_plain_scan(searches):

@@ -1,12 +1,12 @@
 """The Cube plan search's array enumeration and tighter bounds change no candidate, no cost
-and no plan (lowering/tile_cube.py `_search_space`, `_tiling_keys`, `_serial_floor`;
+and no plan (lowering/tile_cube.py `_search_space`, `CubeBounds.keys`, `CubeBounds.serial`;
 issue 17, compile speed).
 
 `_search_space` finds a problem's candidates with numpy over the (M tile, N tile, K option)
 grid and makes a tiling's `_Sizes` when first asked; `_cheapest` visits the tilings in the
-order of `_tiling_keys` (`_tiling_bounds` or an array `_through_bound`) and skips a
-candidate whose `_through_bound` plus `_serial_floor` (the cost's first load and start-up,
-outside the tiles' pipeline) exceeds the cheapest cost found. Checked on the searches of
+order of `CubeBounds.keys` (`CubeBounds.of_tilings` or an array `CubeBounds.through`) and
+skips a candidate whose `through` plus `CubeBounds.serial` (the cost's first load and
+start-up, outside the tiles' pipeline) exceeds the cheapest cost found. Checked on the searches of
 test_plan_search_speed's ResNet-50 convs and transformer / GEMV matmuls on the 910 and the
 910B: the candidates are those of the plain scalar scan (below: the search before the
 arrays), also on the same chips with smaller local memories, where the nearest miss a
@@ -113,11 +113,12 @@ def test_new_bounds_never_exceed_the_cost(searches):
     tighter = checked = 0
     for p, mach, found, _, cyc in searches:
         fresh = Machine(mach.target)
-        shared, is_gemv = tc._shares_reads(p, fresh), tc.gemv(p, fresh)
+        bounds_of = tc.CubeBounds(p, fresh)
+        shared = tc._shares_reads(p, fresh)
         shape_of, keys = found.shape_index()
         most = np.array([max(b for _, b, _, _ in sch) for _, _, sch in keys])[shape_of]
-        bounds = tc._tiling_bounds(p, fresh, found, most, (shared, is_gemv))
-        tiling_keys = tc._tiling_keys(p, fresh, found, most, (shared, is_gemv))
+        bounds = bounds_of.of_tilings(found, most)
+        tiling_keys = bounds_of.keys(found, most)
         assert np.all(tiling_keys >= bounds)
         for n, (_, tm, tn, tk, kl1, l1d, l0d, epid, s, whole, schedules) in enumerate(found.tilings):
             parts = tc._TileParts(p, fresh, tm, tn, tk, kl1, s, l0d)
@@ -130,12 +131,13 @@ def test_new_bounds_never_exceed_the_cost(searches):
                 per_core, inner = tc._core_tiles(p, tm, tn, order, blocks, split, bin_)
                 misses = tc._shared_misses(p, fresh, tm, tn, order, blocks, split, bin_, chunks == 1, per_core) \
                     if shared else None
-                loads = tc._shared_loads(fresh, order, blocks, chunks, s, 1, misses) if shared else 0.0
-                through = tc._through_bound(parts, per_core * inner, loads)
-                serial = tc._serial_floor(parts, fresh, order, per_core, l1d, whole, misses)
-                assert through >= tc._through_bound(parts, per_core * inner)
-                assert 0 < through + serial <= cost, args[:10]
-                tighter += through + serial > cyc >= tc._through_bound(parts, per_core * inner)
+                loads = bounds_of.loads(order, chunks, s, 1, misses) if shared else 0.0
+                plain = bounds_of.through(parts, per_core * inner, serial=0.0)  # (the old bound)
+                assert bounds_of.through(parts, per_core * inner, loads, serial=0.0) >= plain
+                serial = bounds_of.serial(parts, order, per_core, l1d, whole, misses)
+                through = bounds_of.through(parts, per_core * inner, loads, serial)
+                assert 0 < through <= cost, args[:10]
+                tighter += through > cyc >= plain
                 checked += 1
             assert tiling_keys[n] <= min(costs), (tm, tn, tk, kl1)
     assert checked > 5000
@@ -168,8 +170,8 @@ def test_search_costs_fewer_candidates_for_the_same_plan(searches, monkeypatch):
         for k in new:
             new[k] += counts[k]
         with monkeypatch.context() as m:  # without the new bounds
-            m.setattr(tc, "_serial_floor", lambda *a: 0.0)
-            m.setattr(tc, "_tiling_keys", tc._tiling_bounds)
+            m.setattr(tc.CubeBounds, "serial", lambda *a: 0.0)
+            m.setattr(tc.CubeBounds, "keys", tc.CubeBounds.of_tilings)
             got, counts = counted(p, mach, found)
         assert got == (i, cyc)
         for k in old:

@@ -1,5 +1,5 @@
 """The Cube plan search's shortcuts change no plan (lowering/tile_cube.py `_cheapest`,
-`cube_cost_bound`, `_tiling_bound`; lowering/tile_cost.py's memos).
+`CubeBounds.of_schedule`, `CubeBounds.of_tiling`; lowering/tile_cost.py's memos).
 
 The search collects every candidate (tiling and schedule) the plain scan would cost and
 costs only those whose lower bound is at most the cheapest cost found. Checked on the
@@ -148,23 +148,24 @@ def test_the_chosen_plan_is_the_first_cheapest_of_a_plain_scan(searches):
 def test_bounds_never_exceed_the_cost(searches):
     for p, mach, found, *_ in searches:
         fresh = Machine(mach.target)
+        bounds_of = tile_cube.CubeBounds(p, fresh)
         costs = [tile_cube.cube_cost(p, fresh, *args) for args in found]
         tilings: dict[int, list[int]] = {}
         for j, args in enumerate(found):
             tilings.setdefault(id(args[10]), []).append(j)
         for js in tilings.values():
             tm, tn, tk, kl1, _, _, _, l0d, _, _, s, _, _ = found[js[0]]
-            floor = tile_cube._tile_floor(p, fresh, tm, tn, tk, kl1, l0d, s)
+            floor = bounds_of.parts(tm, tn, tk, kl1, s, l0d).floor()
             most = max(found[j][5] for j in js)
             bounds = []
             for j in js:
-                bound = tile_cube.cube_cost_bound(p, fresh, *found[j])
-                assert bound == tile_cube.cube_cost_bound(p, fresh, *found[j], floor=floor)
+                bound = bounds_of.of_schedule(*found[j])
+                assert bound == bounds_of.of_schedule(*found[j], floor=floor)
                 assert 0 < bound <= costs[j], (_kind(p), found[j][:10])
                 bounds.append(bound)
             tiles = p.batch * p.groups * -(-p.m // tm) * -(-p.n // tn)
             assert -(-tiles // most) * floor[1] <= min(bounds)
-            assert tile_cube._tiling_bound(p, fresh, tm, tn, tk, kl1, most, s, found[js[0]][12]) <= min(bounds)
+            assert bounds_of.of_tiling(tm, tn, tk, kl1, most, s, found[js[0]][12]) <= min(bounds)
 
 
 def test_a_memoized_machine_costs_as_a_fresh_one(searches):
