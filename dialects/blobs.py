@@ -5,12 +5,16 @@ store (`{-# dialect_resources: {builtin: {...}} #-}`). That store is process-glo
 keeps hex strings, which double the bytes; we keep the numpy array beside the hex in our
 own table so that passes and the interpreter never decode hex twice, and build hex only when
 a handle is registered (the printer needs it).
+
+A registered value may also be `Deferred`: a numpy computation of a known shape and type
+running on the background thread (ge/background.py), resolved when it is first read.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import numpy as np
 from xdsl.dialect_interfaces.op_asm import OpAsmDialectInterface
@@ -23,9 +27,70 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute
 
+from ge import background
 from ge.dialects.dtypes import numpy_dtype
 
-_ARRAYS: dict[str, np.ndarray] = {}
+
+class Deferred:
+    """A weight's value computed on the background thread: `fn(*inputs)` (`Deferred`
+    inputs are their values), of a known shape and dtype. `head` is its first two
+    elements (flat order) when they were cheap to know beforehand (see `head_of`)."""
+
+    __slots__ = ("dtype", "head", "job", "shape")
+
+    def __init__(self, fn: Callable[..., np.ndarray], inputs: tuple[Any, ...], shape: tuple[int, ...],
+                 dtype: np.dtype, head: np.ndarray | None = None):
+        self.shape, self.dtype, self.head = tuple(shape), np.dtype(dtype), head
+        args = tuple(a.job if isinstance(a, Deferred) else a for a in inputs)
+        self.job = background.submit(_checked, fn, self.shape, self.dtype, *args)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    def result(self) -> np.ndarray:
+        """The value (waited for, or computed here); the computation's error raised."""
+        return self.job.result()
+
+
+def _checked(fn: Callable[..., np.ndarray], shape: tuple[int, ...], dtype: np.dtype, *args: Any) -> np.ndarray:
+    out = np.asarray(fn(*args), order="C")
+    if out.shape != shape or out.dtype != dtype:
+        raise AssertionError(f"a deferred weight computed {out.dtype}{list(out.shape)}, not {dtype}{list(shape)}")
+    return out
+
+
+def defer(fn: Callable[..., np.ndarray], *inputs: Any, shape: tuple[int, ...], dtype: Any,
+          head: np.ndarray | None = None) -> Deferred:
+    """`fn(*inputs)` computed on the background thread (see `Deferred`)."""
+    return Deferred(fn, inputs, shape, dtype, head)
+
+
+DEFER_BYTES = 1 << 16
+"""Smallest result (bytes) computed on the background thread: below it, computing the value
+at once costs the compile less than handing it over."""
+
+
+def worth_deferring(nbytes: int, *inputs: Any) -> bool:
+    """Compute a value of `nbytes` from `inputs` on the background thread? When it is large,
+    or an input is deferred (never waited for only because the result is small)."""
+    return nbytes >= DEFER_BYTES or any(isinstance(a, Deferred) for a in inputs)
+
+
+def value_of(arr: np.ndarray | Deferred) -> np.ndarray:
+    """An array, or a deferred one's value."""
+    return arr.result() if isinstance(arr, Deferred) else arr
+
+
+def head_of(arr: np.ndarray | Deferred) -> np.ndarray:
+    """The first two elements (flat order; fewer if it has fewer) of a value, without
+    waiting for a deferred one whose head is known."""
+    if isinstance(arr, Deferred) and arr.head is not None:
+        return arr.head
+    return value_of(arr).reshape(-1)[:2]
+
+
+_ARRAYS: dict[str, np.ndarray | Deferred] = {}
 
 # Largest constant printed inline as `dense<...>`; larger ones become `dense_resource`.
 INLINE_LIMIT = 16
@@ -41,12 +106,20 @@ class _LazyBlobStore(dict):
     def __getitem__(self, key: str) -> str:
         value = dict.__getitem__(self, key)
         if value == "" and key in _ARRAYS:
-            value = _hex(_ARRAYS[key])
+            value = _hex(_resolved(key))
             dict.__setitem__(self, key, value)
         return value
 
     def get(self, key: str, default=None):
         return self[key] if key in self else default
+
+
+def _resolved(key: str) -> np.ndarray:
+    """The array registered under `key` (a deferred one waited for, then kept)."""
+    arr = _ARRAYS[key]
+    if isinstance(arr, Deferred):
+        arr = _ARRAYS[key] = arr.result()
+    return arr
 
 
 def _hex(arr: np.ndarray) -> str:
@@ -105,14 +178,17 @@ def blob_scope() -> Iterator[None]:
     try:
         yield
     finally:
+        background.settle()  # (no work of the scope's weights left running)
         for key in set(store) - before:
             del store[key]
             _ARRAYS.pop(key, None)
 
 
-def register_blob(name: str, arr: np.ndarray) -> str:
-    """Store `arr` under a fresh handle derived from `name` and return the handle."""
-    arr = np.asarray(arr, order="C")
+def register_blob(name: str, arr: np.ndarray | Deferred) -> str:
+    """Store `arr` under a fresh handle derived from `name` and return the handle (a
+    `Deferred` value is computed on; the handle is the same)."""
+    if not isinstance(arr, Deferred):
+        arr = np.asarray(arr, order="C")
     key = _store().declare_resource(_sanitize(name))
     _ARRAYS[key] = arr  # the store keeps "" for it; hex is built when printed
     return key
@@ -127,8 +203,8 @@ def _sanitize(name: str) -> str:
 
 def blob_array(handle: str, type: TensorType) -> np.ndarray:
     """The numpy value of a resource handle (decoded from hex once, then cached)."""
-    if (arr := _ARRAYS.get(handle)) is not None:
-        return arr
+    if handle in _ARRAYS:
+        return _resolved(handle)
     text = _store().lookup(handle)
     if not text or text == "0x":
         raise KeyError(f"dense_resource<{handle}> has no data in the module's resource section")
@@ -155,6 +231,13 @@ def dense_attr(arr: np.ndarray, type: TensorType) -> DenseIntOrFPElementsAttr:
     return DenseIntOrFPElementsAttr(type, BytesAttr(data.tobytes()))
 
 
+def attr_value(attr: Attribute) -> np.ndarray | Deferred:
+    """`attr_array`, but a deferred value as it is (not waited for)."""
+    if isinstance(attr, DenseResourceAttr) and isinstance(arr := _ARRAYS.get(attr.resource_handle.data), Deferred):
+        return arr
+    return attr_array(attr)
+
+
 def attr_array(attr: Attribute) -> np.ndarray:
     """The numpy value of a constant's `dense` or `dense_resource` attribute."""
     if isinstance(attr, DenseResourceAttr):
@@ -172,8 +255,8 @@ def attr_array(attr: Attribute) -> np.ndarray:
     return arr.reshape(shape).astype(dtype, copy=False)
 
 
-def constant_attr(arr: np.ndarray, type: TensorType, name: str) -> Attribute:
+def constant_attr(arr: np.ndarray | Deferred, type: TensorType, name: str) -> Attribute:
     """`dense<...>` for small values (readable IR), `dense_resource` for weights."""
     if arr.size <= INLINE_LIMIT:
-        return dense_attr(arr, type)
+        return dense_attr(value_of(arr), type)
     return DenseResourceAttr.from_params(register_blob(name, arr), type)

@@ -16,10 +16,14 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from ge import background
+
 
 def can_fork() -> bool:
     """Whether this process may fork safely: `os.fork` exists and no other thread runs (a
-    forked copy of another thread's lock may stay locked)."""
+    forked copy of another thread's lock may stay locked). The background thread's work on
+    weights (ge/background.py) is waited for first: it ends when it has none."""
+    background.settle()
     return hasattr(os, "fork") and threading.active_count() == 1
 
 
@@ -33,6 +37,7 @@ class Forked:
     `fn()` still runs (the compile takes the kernels' encoding from its verify copy so)."""
 
     def __init__(self, fn: Callable[[], Any], first: Callable[[], Any] | None = None):
+        background.settle()  # (no thread of ours is copied mid-job)
         r, w = os.pipe()
         self.pid = os.fork()
         if self.pid:

@@ -66,6 +66,8 @@ class FoldConstantOp(RewritePattern):
         if isinstance(op, graph.ShapeOp):
             args = [_shape_only_input(op)]
         else:
+            if not all(isinstance(v.owner, graph.ConstantOp) for v in op.operands):
+                return  # (no value read: a weight may still be computed aside)
             args = [constant_value(v) for v in op.operands]
             if any(a is None for a in args):
                 return

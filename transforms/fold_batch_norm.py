@@ -36,7 +36,10 @@ from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern
 
 from ge.dialects import dtypes, graph
+from ge.dialects.blobs import Deferred, head_of, value_of
 from ge.dialects.graph import float_attr, get_float, has_flag
+from ge.transforms import deferred_weights
+from ge.transforms.deferred_weights import broadcast_head, constant_data
 from ge.transforms.graph_utils import (
     constant_value,
     elem_of,
@@ -115,14 +118,14 @@ def _producer_axis(x: SSAValue) -> int | None:
     if single_user(x) is None or not dtypes.is_float(elem_of(x)):
         return None
     if isinstance(p, graph.Conv2dOp):
-        ok = constant_value(p.weight) is not None and (p.bias is None or constant_value(p.bias) is not None)
+        ok = constant_data(p.weight) is not None and (p.bias is None or constant_value(p.bias) is not None)
         return 1 if ok else None
     if isinstance(p, graph.GemmOp):
-        ok = constant_value(p.b) is not None and (p.c is None or constant_value(p.c) is not None)
+        ok = constant_data(p.b) is not None and (p.c is None or constant_value(p.c) is not None)
         return 1 if ok else None
     if isinstance(p, graph.MatMulOp):
-        b = constant_value(p.rhs)
-        ok = b is not None and b.ndim == 2 and len(shape_of(x)) >= 2
+        b = constant_data(p.rhs)
+        ok = b is not None and len(b.shape) == 2 and len(shape_of(x)) >= 2
         return len(shape_of(x)) - 1 if ok else None
     params = [constant_value(v) for v in (p.scale, p.bias, p.mean, p.var)]
     return 1 if all(v is not None for v in params) else None
@@ -137,8 +140,28 @@ def _scaled(w: np.ndarray, s: np.ndarray, like: SSAValue) -> np.ndarray:
     """`_rounded(w.astype(float64) * s, like)` without the float64 copies of a weight:
     numpy's multiply computes in float64 chunk by chunk and rounds each product once into
     the result (the same bits; resnet50's weights were two 200 MB temporaries)."""
-    out = np.empty(np.broadcast_shapes(w.shape, s.shape), dtypes.numpy_dtype(elem_of(like)))
+    return _scaled_to(w, s, dtypes.numpy_dtype(elem_of(like)))
+
+
+def _scaled_to(w: np.ndarray, s: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """`_scaled` rounded to `dtype` (no IR read: it runs on the background thread)."""
+    out = np.empty(np.broadcast_shapes(w.shape, s.shape), dtype)
     return np.multiply(w, s, dtype=np.float64, out=out, casting="same_kind")
+
+
+def _scaled_constant(w: np.ndarray | Deferred, s: np.ndarray, like: SSAValue, name: str,
+                     at: Operation) -> graph.ConstantOp:
+    """A constant holding weight `w` scaled by `s` (broadcast), rounded once to the type
+    of `like`; computed on the background thread (transforms/deferred_weights.py)."""
+    dtype = dtypes.numpy_dtype(elem_of(like))
+    shape = np.broadcast_shapes(w.shape, s.shape)
+    if isinstance(w, Deferred) and w.shape == shape:
+        w_head = head_of(w)
+    else:
+        w = value_of(w)
+        w_head = broadcast_head(w, shape)
+    head = _scaled_to(w_head, broadcast_head(s, shape), dtype)
+    return deferred_weights.constant(_scaled_to, (w, s, dtype), shape, dtypes.element_type(dtype), head, name, at)
 
 
 class FoldAffineIntoProducer(RewritePattern):
@@ -167,14 +190,14 @@ class FoldAffineIntoProducer(RewritePattern):
 
 
 def _fold_conv(conv: graph.Conv2dOp, a: Affine) -> list[Operation]:
-    w = constant_value(conv.weight)
+    w = constant_data(conv.weight)
     assert w is not None
     m = w.shape[0]
     s, t = _scale_of(a, m), _shift_of(a, m)
     b = constant_value(conv.bias) if conv.bias is not None else np.zeros(m)
     assert b is not None
     name = loc_name(conv)
-    w_new = make_constant(_scaled(w, s[:, None, None, None], conv.weight), None, f"{name}_w", conv)
+    w_new = _scaled_constant(w, s[:, None, None, None], conv.weight, f"{name}_w", conv)
     b_new = make_constant(_rounded(b.astype(np.float64) * s + t, conv.output), None, f"{name}_b", conv)
     new = graph.Conv2dOp.make([conv.input, w_new.output, b_new.output], dict(conv.properties))
     new.location = conv.location
@@ -182,7 +205,7 @@ def _fold_conv(conv: graph.Conv2dOp, a: Affine) -> list[Operation]:
 
 
 def _fold_gemm(gemm: graph.GemmOp, a: Affine) -> list[Operation]:
-    b = constant_value(gemm.b)
+    b = constant_data(gemm.b)
     assert b is not None
     n = shape_of(gemm.output)[1]
     s, t = _scale_of(a, n), _shift_of(a, n)
@@ -191,8 +214,7 @@ def _fold_gemm(gemm: graph.GemmOp, a: Affine) -> list[Operation]:
     c = constant_value(gemm.c) if gemm.c is not None else None
     c_new = t if c is None or beta == 0.0 else c.astype(np.float64) * beta * s + t
     name = loc_name(gemm)
-    b_new = _scaled(b, s[:, None] if trans_b else s[None, :], gemm.b)
-    ops: list[Operation] = [make_constant(b_new, None, f"{name}_b", gemm)]
+    ops: list[Operation] = [_scaled_constant(b, s[:, None] if trans_b else s[None, :], gemm.b, f"{name}_b", gemm)]
     c_op = None
     if gemm.c is not None or np.any(t != 0):
         c_op = make_constant(_rounded(c_new, gemm.output), None, f"{name}_c", gemm)
@@ -205,7 +227,7 @@ def _fold_gemm(gemm: graph.GemmOp, a: Affine) -> list[Operation]:
 
 
 def _fold_matmul(mm: graph.MatMulOp, a: Affine) -> list[Operation]:
-    b = constant_value(mm.rhs)
+    b = constant_data(mm.rhs)
     assert b is not None
     n = b.shape[1]
     s, t = _scale_of(a, n), _shift_of(a, n)
@@ -213,7 +235,7 @@ def _fold_matmul(mm: graph.MatMulOp, a: Affine) -> list[Operation]:
     if shifted and len(shape_of(mm.lhs)) != 2:
         return []  # a bias on a batched matmul stays a separate add (decided before the weights are scaled)
     name = loc_name(mm)
-    b_op = make_constant(_scaled(b, s[None, :], mm.rhs), None, f"{name}_b", mm)
+    b_op = _scaled_constant(b, s[None, :], mm.rhs, f"{name}_b", mm)
     if not shifted:
         new = graph.MatMulOp.make([mm.lhs, b_op.output])
         new.location = mm.location

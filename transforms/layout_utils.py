@@ -15,7 +15,16 @@ from xdsl.utils.exceptions import VerifyException
 
 from ge.dialects import graph as g
 from ge.dialects import layout as lt
-from ge.dialects.blobs import attr_array, constant_attr
+from ge.dialects.blobs import (
+    INLINE_LIMIT,
+    Deferred,
+    attr_array,
+    attr_value,
+    constant_attr,
+    defer,
+    value_of,
+    worth_deferring,
+)
 from ge.dialects.dtypes import numpy_dtype
 from ge.dialects.layout import Format
 from ge.runtime import layouts
@@ -43,11 +52,13 @@ def value_name(v: SSAValue, t: Attribute) -> str | None:
     return f"{base}_{suffix(t, v.type)}"
 
 
-def new_constant(data: np.ndarray, want: TensorType, source: SSAValue) -> g.ConstantOp:
+def new_constant(data: np.ndarray | Deferred, want: TensorType, source: SSAValue) -> g.ConstantOp:
     """A `graph.constant` of type `want` holding `data`: the value `source` converted at
     compile time, named (`%w_fractal_z`) and located after it."""
     name = f"{source.name_hint or 'cst'}_{suffix(want, source.type)}"
-    new = g.ConstantOp(constant_attr(np.ascontiguousarray(data), want, name))
+    if not isinstance(data, Deferred):
+        data = np.ascontiguousarray(data)
+    new = g.ConstantOp(constant_attr(data, want, name))
     new.output.name_hint = value_name(source, want)
     if isinstance(source.owner, Operation):
         new.location = source.owner.location
@@ -57,17 +68,28 @@ def new_constant(data: np.ndarray, want: TensorType, source: SSAValue) -> g.Cons
 def fold_constant(const: g.ConstantOp, want: TensorType, fill: float = 0.0) -> g.ConstantOp:
     """`const`'s value in type `want` (converted by the runtime's format functions); a
     plain constant may also gain leading dims of 1 on the way (see `broadcast_type`), and
-    its padding holds `fill` instead of the format's 0 (see `padding_fill`)."""
-    data, have = attr_array(const.value), const.output.type
+    its padding holds `fill` instead of the format's 0 (see `padding_fill`). A weight is
+    converted on the background thread (dialects/blobs.py `Deferred`)."""
+    data, have = attr_value(const.value), const.output.type
     logical = lt.logical_type(want)
     assert isinstance(logical, TensorType)
     if lt.layout_of(have) is None and have.get_shape() != logical.get_shape():
-        data, have = data.reshape(logical.get_shape()), logical
+        have = logical
+    size = math.prod(want.get_shape())
+    if size <= INLINE_LIMIT or not worth_deferring(size * data.dtype.itemsize, data):
+        return new_constant(_converted(value_of(data), have, want, fill), want, const.output)
+    shape = tuple(want.get_shape())
+    return new_constant(defer(_converted, data, have, want, fill, shape=shape, dtype=data.dtype), want, const.output)
+
+
+def _converted(data: np.ndarray, have: TensorType, want: TensorType, fill: float) -> np.ndarray:
+    """`data` (of `have`, or of its shape) converted to `want`, its padding `fill`."""
+    data = data.reshape(have.get_shape())
     out = layouts.convert(data, have, want)
     if fill:
         valid = layouts.convert(np.ones_like(data), have, want)  # 1 where the tensor is, 0 in the padding
         out = np.where(valid != 0, out, np.asarray(fill, out.dtype))
-    return new_constant(out, want, const.output)
+    return np.ascontiguousarray(out)
 
 
 # A padding operand of `padding_fill`: a constant converted at compile time (its padding is

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, NameLoc, NoneAttr, StringAttr, TensorType, UnknownLoc, f16, f32
@@ -37,16 +38,10 @@ from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern
 
 from ge.dialects import dtypes, graph
-from ge.dialects.blobs import attr_array, dense_attr
+from ge.dialects.blobs import attr_array, dense_attr, head_of
 from ge.dialects.dtypes import numpy_dtype
-from ge.transforms.graph_utils import (
-    build_form_operands,
-    constant_value,
-    elem_of,
-    erase_dead,
-    make_constant,
-    value_name,
-)
+from ge.transforms.deferred_weights import constant, constant_data
+from ge.transforms.graph_utils import build_form_operands, elem_of, erase_dead, value_name
 
 MODE_ATTR = "ge.precision_mode"
 MODES = ("force_fp16", "must_keep_origin_dtype", "allow_mix_precision")
@@ -123,10 +118,11 @@ class ApplyPrecision(RewritePattern):
             return v
         if (hit := self.converted.get((v, elem))) is not None:
             return hit
-        arr = constant_value(v)
+        arr = constant_data(v)
         name = f"{v.name_hint or 'v'}_{'f16' if elem == f16 else 'f32'}"
-        if arr is not None:
-            new: Operation = make_constant(arr.astype(numpy_dtype(elem)), elem, name, like=v.owner)
+        if arr is not None:  # (a weight's cast on the background thread)
+            dtype = numpy_dtype(elem)
+            new: Operation = constant(_cast, (arr, dtype), arr.shape, elem, _cast(head_of(arr), dtype), name, v.owner)
             self.sources.append(v)
         else:
             new = graph.CastOp.to(v, elem)
@@ -170,6 +166,10 @@ class ApplyPrecision(RewritePattern):
             if r.type != old.type:
                 self.origin[r] = self.origin.get(old, elem_of(old))
         rewriter.replace(op, new)
+
+
+def _cast(arr: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    return arr.astype(dtype)
 
 
 def _location_of(v: SSAValue) -> Attribute:

@@ -209,6 +209,9 @@ class NormalizeGemm(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: graph.GemmOp, rewriter: PatternRewriter, /) -> None:
+        if not (has_flag(op.properties, "trans_b") or get_float(op.properties, "alpha") != 1.0
+                or (op.c is not None and get_float(op.properties, "beta") != 1.0)):
+            return  # nothing to fold (no weight read: it may still be computed aside)
         b = constant_value(op.b)
         if b is None:
             return

@@ -159,7 +159,7 @@ def test_compile_to_file_writes_before_the_verify_ends(tmp_path, monkeypatch):
     monkeypatch.setattr(compiler._Pipeline, "verified", lambda self, r: (order.append("verified"), verified(self, r)))
     save = compiler.CompiledModel.save
     monkeypatch.setattr(compiler.CompiledModel, "save", lambda self, p: (order.append("saved"), save(self, p))[1])
-    compiled, size = compile_to_file(_relu_conv(), tmp_path / "a.om")
+    _, size = compile_to_file(_relu_conv(), tmp_path / "a.om")
     assert order == ["saved", "verified"]
     assert size == (tmp_path / "a.om").stat().st_size
     ge.compile(_relu_conv()).save(tmp_path / "b.om")
@@ -167,7 +167,7 @@ def test_compile_to_file_writes_before_the_verify_ends(tmp_path, monkeypatch):
     assert a.kernels == b.kernels and a.tasks == b.tasks and bytes(a.weights) == bytes(b.weights)
 
     _broken_sync(monkeypatch)
-    with pytest.raises(GeError, match="insert-sync failed: .*outside its"):
+    with pytest.raises(GeError, match=r"insert-sync failed: .*outside its"):
         compile_to_file(_relu_conv(), tmp_path / "c.om")
     assert not (tmp_path / "c.om").exists()
     with pytest.raises(ChildProcessError):  # no forked copy left behind
