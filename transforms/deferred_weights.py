@@ -16,29 +16,17 @@ from typing import Any
 
 import numpy as np
 from xdsl.dialects.builtin import DenseResourceAttr
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.ir import Attribute, Operation
 
 from ge.dialects import dtypes, graph
 from ge.dialects.blobs import (
     INLINE_LIMIT,
-    Deferred,
-    attr_value,
     defer,
     register_blob,
     value_of,
     worth_deferring,
 )
 from ge.transforms.graph_utils import make_constant, value_name
-
-
-def constant_data(v: SSAValue) -> np.ndarray | Deferred | None:
-    """`graph_utils.constant_value`, but a deferred value as it is (not waited for)."""
-    if not isinstance(v.owner, graph.ConstantOp):
-        return None
-    try:
-        return attr_value(v.owner.value)
-    except (KeyError, ValueError):  # a dense_resource without data: not a usable constant
-        return None
 
 
 def constant(fn: Callable[..., np.ndarray], inputs: tuple[Any, ...], shape: tuple[int, ...], elem: Attribute,

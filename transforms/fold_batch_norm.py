@@ -39,8 +39,9 @@ from ge.dialects import dtypes, graph
 from ge.dialects.blobs import Deferred, head_of, value_of
 from ge.dialects.graph import float_attr, get_float, has_flag
 from ge.transforms import deferred_weights
-from ge.transforms.deferred_weights import broadcast_head, constant_data
+from ge.transforms.deferred_weights import broadcast_head
 from ge.transforms.graph_utils import (
+    constant_data,
     constant_value,
     elem_of,
     erase_dead,

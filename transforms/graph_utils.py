@@ -16,7 +16,14 @@ from xdsl.pattern_rewriter import PatternRewriter
 from xdsl.rewriter import Rewriter
 
 from ge.dialects import dtypes, graph
-from ge.dialects.blobs import INLINE_LIMIT, attr_array, constant_attr, dense_attr
+from ge.dialects.blobs import (
+    INLINE_LIMIT,
+    Deferred,
+    attr_value,
+    constant_attr,
+    dense_attr,
+    value_of,
+)
 
 # A discardable attribute that keeps an op out of constant folding (GE's
 # `_do_not_constant_folding`): `graph.add %a, %b {ge.no_fold}`.
@@ -25,10 +32,17 @@ NO_FOLD_ATTR = "ge.no_fold"
 
 def constant_value(v: SSAValue) -> np.ndarray | None:
     """The value of `v` if a `graph.constant` defines it, else None."""
+    data = constant_data(v)
+    return None if data is None else value_of(data)
+
+
+def constant_data(v: SSAValue) -> np.ndarray | Deferred | None:
+    """`constant_value`, but a weight still computed on the background thread as it is
+    (dialects/blobs.py `Deferred`, not waited for)."""
     if not isinstance(v.owner, graph.ConstantOp):
         return None
     try:
-        return attr_array(v.owner.value)
+        return attr_value(v.owner.value)
     except (KeyError, ValueError):  # a dense_resource without data: not a usable constant
         return None
 

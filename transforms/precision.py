@@ -40,8 +40,8 @@ from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, Rewrite
 from ge.dialects import dtypes, graph
 from ge.dialects.blobs import attr_array, dense_attr, head_of
 from ge.dialects.dtypes import numpy_dtype
-from ge.transforms.deferred_weights import constant, constant_data
-from ge.transforms.graph_utils import build_form_operands, elem_of, erase_dead, value_name
+from ge.transforms.deferred_weights import constant
+from ge.transforms.graph_utils import build_form_operands, constant_data, elem_of, erase_dead, value_name
 
 MODE_ATTR = "ge.precision_mode"
 MODES = ("force_fp16", "must_keep_origin_dtype", "allow_mix_precision")
