@@ -358,10 +358,10 @@ def _stop_verifying(results: list[_GearResult]) -> None:
 
 def _encoded(module: ModuleOp, target: targets.Target) -> dict:
     """`module`'s isa kernels encoded as the model file stores them (by symbol)."""
-    from ge.dialects import isa
     from ge.runtime.kernel_code import encode_kernels
+    from ge.transforms.plan_local_memory import isa_kernels
 
-    return encode_kernels([op for op in module.body.block.ops if isinstance(op, isa.KernelOp)], target)
+    return encode_kernels(isa_kernels(module), target)
 
 
 def _verify(module: ModuleOp) -> None:
