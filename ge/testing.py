@@ -601,3 +601,28 @@ def random_graph(seed: int, *, conv1d: bool = False, max_ops: int = 8, opset: in
         except Exception:  # a graph ge cannot import: the fuzzer reports it
             pass
     return model
+
+
+def kernel_ir(model: onnx.ModelProto, dump_dir: str | os.PathLike, stage: str = "insert-sync",
+              marker: str = "isa.mmad", **options):
+    """Compile `model` (force_fp16 and `options`) dumping its IR into `dump_dir`; returns the
+    compiled model and the text of the one kernel, after `stage`, that contains `marker`."""
+    import re
+
+    import ge
+
+    compiled = ge.compile(model, ge.CompileOptions(precision_mode="force_fp16", keep_ir_text=False,
+                                                   dump_ir=str(dump_dir), **options))
+    text = next(Path(dump_dir).glob(f"*_{stage}.mlir")).read_text()
+    kernels = [k for k in re.split(r"\n  (?=isa\.kernel @)", text[text.index("isa.kernel @"):]) if marker in k]
+    if len(kernels) != 1:
+        raise AssertionError(f"{len(kernels)} kernels contain {marker!r}, want one")
+    return compiled, kernels[0]
+
+
+def onnxruntime_outputs(model: onnx.ModelProto, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
+    """The model's outputs on onnxruntime's CPU provider (the numerics oracle)."""
+    import onnxruntime as ort
+
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    return session.run(None, inputs)

@@ -1,12 +1,17 @@
 // RUN: ge-opt %s -p to-isa --split-input-file | filecheck %s
 // RUN: ge-opt %s -p 'to-isa{l0c-bias=false}' --split-input-file | filecheck %s --check-prefix=OFF
 // RUN: ge-opt %s -p to-isa,plan-local-memory,insert-sync --split-input-file | filecheck %s --check-prefix=SYNC
+// RUN: ge-opt %s -p 'to-isa{resident-bias=false}' --split-input-file | filecheck %s --check-prefix=TILE
 // The 910's Cube epilogue (no FixPipe): an epilogue that starts acc + bias (per output
 // column), then the cast to f16 and a ReLU, puts the f32 bias into the L0C tile before
 // the K loop (broadcast_ub_to_l0c, one per row fractal: count = 2 column fractals, dst_gap
 // = the other row fractal), the mmads accumulate onto it (init false), and the read-out
 // converts and ReLUs (copy_l0c_to_ub into the f16 result); nothing is left for the
-// Vector unit. With l0c-bias=false the read-out is f32 and the vector ops do the rest.
+// Vector unit. The bias is copied in and cast to f32 once, at the kernel's start (zero
+// padded to whole tiles when the last tile would read past it: not here); every tile
+// broadcasts from its columns there (with resident-bias=false: copied and cast per tile,
+// before its broadcasts). With
+// l0c-bias=false the read-out is f32 and the vector ops do the rest.
 
 builtin.module attributes {ge.target = "ascend910"} {
   tile.kernel @bias_relu ins(%a: memref<32x32xf16, #tile.space<gm>>, %b: memref<32x32xf16, #tile.space<gm>>, %bias: memref<32xf16, #tile.space<gm>>) outs(%c: memref<32x32xf16, #tile.space<gm>>) block_dim 1 kind "cube_epilogue" {
@@ -46,20 +51,34 @@ builtin.module attributes {ge.target = "ascend910"} {
 }
 // CHECK-LABEL: isa.kernel @bias_relu
 // CHECK:         %[[FALSE:.*]] = arith.constant false
+// CHECK:         %[[ALL:.*]] = isa.buffer : memref<32xf16, #isa.space<ub>>
+// CHECK:         %[[ALL32:.*]] = isa.buffer : memref<32xf32, #isa.space<ub>>
 // CHECK:         %[[C0:.*]] = isa.buffer : memref<1024xf32, #isa.space<l0c>>
-// CHECK:         %[[BIAS:.*]] = isa.buffer : memref<32xf16, #isa.space<ub>>
 // CHECK:         %[[Y:.*]] = isa.buffer : memref<1024xf16, #isa.space<ub>>
-// CHECK:         %[[B32:.*]] = isa.buffer : memref<32xf32, #isa.space<ub>>
-// CHECK:         isa.copy_gm_to_ub %bias to %[[BIAS]] sizes [32]
-// CHECK-NEXT:    isa.vconv %[[B32]], %[[BIAS]] repeat 1 mask 32 : memref<32xf32, #isa.space<ub>>, memref<32xf16, #isa.space<ub>>
-// CHECK-NEXT:    isa.broadcast_ub_to_l0c %[[B32]] to %[[C0]] count 2 len 1 src_gap 0 dst_gap 1
-// CHECK-NEXT:    isa.broadcast_ub_to_l0c %[[B32]] to %[[C0]][%{{.*}}] count 2 len 1 src_gap 0 dst_gap 1
+// CHECK-NOT:     isa.vdup
+// CHECK:         isa.copy_gm_to_ub %bias to %[[ALL]] sizes [32]
+// CHECK-NEXT:    isa.vconv %[[ALL32]], %[[ALL]] repeat 1 mask 32 : memref<32xf32, #isa.space<ub>>, memref<32xf16, #isa.space<ub>>
+// CHECK-NEXT:    isa.broadcast_ub_to_l0c %[[ALL32]] to %[[C0]] count 2 len 1 src_gap 0 dst_gap 1
+// CHECK-NEXT:    isa.broadcast_ub_to_l0c %[[ALL32]] to %[[C0]][%{{.*}}] count 2 len 1 src_gap 0 dst_gap 1
 // CHECK-NEXT:    scf.for
 // CHECK:           isa.mmad %[[C0]], %{{.*}}, %{{.*}} m 32 k 16 n 32 init %[[FALSE]]
 // CHECK:         isa.copy_l0c_to_ub %[[C0]] to %[[Y]] sizes [2, 32, 16] dst_strides [16, 32, 1] relu : memref<1024xf32, #isa.space<l0c>> to memref<1024xf16, #isa.space<ub>>
 // CHECK-NEXT:    isa.copy_ub_to_gm %[[Y]] to %c sizes [1024]
 // CHECK-NOT:     isa.vadd
 // CHECK-NOT:     isa.vrelu
+// TILE-LABEL:  isa.kernel @bias_relu
+// TILE:          %[[FALSE:.*]] = arith.constant false
+// TILE:          %[[C0:.*]] = isa.buffer : memref<1024xf32, #isa.space<l0c>>
+// TILE:          %[[BIAS:.*]] = isa.buffer : memref<32xf16, #isa.space<ub>>
+// TILE:          %[[Y:.*]] = isa.buffer : memref<1024xf16, #isa.space<ub>>
+// TILE:          %[[B32:.*]] = isa.buffer : memref<32xf32, #isa.space<ub>>
+// TILE:          isa.copy_gm_to_ub %bias to %[[BIAS]] sizes [32]
+// TILE-NEXT:     isa.vconv %[[B32]], %[[BIAS]] repeat 1 mask 32 : memref<32xf32, #isa.space<ub>>, memref<32xf16, #isa.space<ub>>
+// TILE-NEXT:     isa.broadcast_ub_to_l0c %[[B32]] to %[[C0]] count 2 len 1 src_gap 0 dst_gap 1
+// TILE-NEXT:     isa.broadcast_ub_to_l0c %[[B32]] to %[[C0]][%{{.*}}] count 2 len 1 src_gap 0 dst_gap 1
+// TILE-NEXT:     scf.for
+// TILE:            isa.mmad %[[C0]], %{{.*}}, %{{.*}} m 32 k 16 n 32 init %[[FALSE]]
+// TILE:          isa.copy_l0c_to_ub %[[C0]] to %[[Y]] sizes [2, 32, 16] dst_strides [16, 32, 1] relu
 // OFF-LABEL:   isa.kernel @bias_relu
 // OFF-NOT:       isa.broadcast_ub_to_l0c
 // OFF:           isa.copy_l0c_to_ub %{{.*}} : memref<1024xf32, #isa.space<l0c>> to memref<1024xf32, #isa.space<ub>>

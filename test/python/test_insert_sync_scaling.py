@@ -161,7 +161,9 @@ def test_sweep_finds_the_pairwise_pairs_on_planned_kernels():
         plain = _pairwise(instrs)
         assert _swept(instrs) == plain
         tests, sure = tests + len(plain[0]), sure + len(plain[1])
-    assert len(kernels) >= 4 and tests > 20 and sure > 100  # both kinds are exercised
+    # both kinds are exercised (18 exact tests since the 910's conv biases are copied once per
+    # kernel: to_isa.resident_bias_plans)
+    assert len(kernels) >= 4 and tests > 10 and sure > 100
 
 
 def _byte_set(rects, size) -> set[int]:
@@ -255,8 +257,9 @@ def test_batched_searches_answer_as_implied_on_planned_kernels(monkeypatch):
     assert out == plain and out.count("isa.set_flag") > 0
     # batched: fewer searches than deps asked about (241 asked, 143 searched since to-isa
     # arms the 910's L0C bias one rotation ahead in short loops of their own, whose blocks
-    # have few deps per first side; 2x more before)
-    assert asked > 1.5 * searched > 0
+    # have few deps per first side; 2x more before; 134 asked, 103 searched since the bias
+    # is copied in once per kernel, not per tile: to_isa.resident_bias_plans)
+    assert asked > 1.2 * searched > 0
 
 
 @pytest.mark.parametrize("text", LIT_CASES, ids=[f"case{i}" for i in range(len(LIT_CASES))])
