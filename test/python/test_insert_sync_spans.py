@@ -60,4 +60,6 @@ def repeated_blocks_isa():
 def test_spans_on_a_compiled_model():
     module = repeated_blocks_isa()
     accesses, _, unspanned = _spans(module)
-    assert accesses > 300 and unspanned > 10  # (offsets over block indices: no span)
+    # (offsets over block indices: no span; 256 accesses, 30 unspanned since the 910's conv
+    # biases are copied in once per kernel, not per tile: to_isa.resident_bias_plans)
+    assert accesses > 200 and unspanned > 10
