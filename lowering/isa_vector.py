@@ -2274,6 +2274,15 @@ class _PlanOnly(VectorLowering):
         self.take_target(target)
 
 
+class FlatVector(VectorLowering):
+    """The contiguous emitters (`flat`, `dup`, `convert`) outside a `tile.vector`, on builder
+    `b`: what to-isa emits itself (the 910's bias copy cast to f32, zero padding)."""
+
+    def __init__(self, b, target):  # (no region: VectorLowering.__init__ needs one)
+        self.b = b
+        self.take_target(target)
+
+
 # the compile scope's memo (dialects/interning.py, as tile_cube's Cube plans): row-plan key ->
 # (the target, its plan); the target object is kept beside its plan, so that an id reused by
 # another target within the scope is not a hit

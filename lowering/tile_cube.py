@@ -62,8 +62,8 @@ from ge.lowering.tile_vector import CapacityShortfall, Unsupported, shape_of
 TM = (16, 32, 48, 64, 96, 112, 128, 160, 192, 224, 256, 320, 384, 448, 512, 640, 768, 1024)
 TN = (16, 32, 48, 64, 96, 128, 160, 192, 256, 320, 384, 512)
 FRACTAL = 16  # rows of an NZ / Z fractal (M0 of FRACTAL_NZ, N0 of FRACTAL_Z)
-# Does an outer tile's operand, loaded into L1 once (whole K), go into L0 once too when every
-# K step has its own L0 buffer (`CubeKernel.emit`)? Its inner tiles then skip those moves.
+# Do an N tile's weights, loaded into L1 once with the whole K in one step (order "nm"), go
+# into L0B once too (`_CubeEmitter.emit`)? Its M tiles then skip those moves.
 HOLD_L0 = True
 INNER_BATCH = True  # may a conv plan run the images in its inner loop (order "nm": weights once per N tile)?
 GEMV = True  # are GEMV-shaped MatMuls (M one fractal) planned as a weight stream (`gemv`)?
@@ -2528,19 +2528,15 @@ class _CubeEmitter:
                 return b.mul(i, size)
 
             pieces = _pieces(p, pl.kl1, tk, pl.l0_buffers == 2) if hoist else 1
-            # the operand loaded once per outer tile also filled into L0 once, when each K
-            # step has its own L0 buffer: the inner tiles' mmads all read the same fractals
-            held = HOLD_L0 and hoist and steps == 1
-            hold_a, hold_b = False, held and not first_tile
+            # the weights loaded once per outer (N) tile, whole K in one step, also go into
+            # L0B once: the inner (M) tiles' mmads all read the same fractals
+            hold_b = HOLD_L0 and hoist and steps == 1 and not first_tile
             if a_once and first_tile:
                 self.load_a(a_gm, a_l1, bi, gi, scaled(oi, tm), 0, pieces)
             elif hoist:
                 self.load_b(b_gm, b_l1, bi, gi, scaled(oi, tn), 0, pieces)
-            for kj in range(steps) if hold_a or hold_b else ():
-                if hold_a:
-                    self.fill_l0a(a_l1, l0a[kj % len(l0a)], scaled(oi, tm), 0, kj)
-                else:
-                    self.fill_l0b(b_l1, l0b[kj % len(l0b)], kj)
+            if hold_b:
+                self.fill_l0b(b_l1, l0b[0], 0)
             inner_lo = b.mul(part, per_part)
             inner_hi = b.min_(b.add_(inner_lo, per_part), inner_n) if pl.split > 1 else inner_n
             with self._maybe_loop(inner_n, "inner", inner_lo, inner_hi) as ii:
@@ -2555,10 +2551,10 @@ class _CubeEmitter:
                         self.load_b(b_gm, b_l1, bi, gi, n0, kc, pieces)
                     if len(l0a) == 2:
                         for kj in range(steps):
-                            self.step(a_l1, b_l1, l0a[kj % 2], l0b[kj % 2], l0c, m0, kc, kj, hold_a, hold_b)
+                            self.step(a_l1, b_l1, l0a[kj % 2], l0b[kj % 2], l0c, m0, kc, kj, hold_b)
                     else:
                         with self._maybe_loop(steps, "step") as kj:
-                            self.step(a_l1, b_l1, l0a[0], l0b[0], l0c, m0, kc, kj, hold_a, hold_b)
+                            self.step(a_l1, b_l1, l0a[0], l0b[0], l0c, m0, kc, kj, hold_b)
                 # the slices unrolled (a loop here would end the tile's pipelining: its UB
                 # buffers would rotate in the slice loop, and the next tile would wait for it)
                 # (an operand the same for every slice -- a bias -- is loaded once: its
@@ -2594,12 +2590,11 @@ class _CubeEmitter:
                             b.copy(out_ub[v], [0, 0, first, 0], out_gm[v], self.out_offsets(image, gi, 0, n0),
                                    (*ub_shape[:2], pixels, ub_shape[3]))
 
-    def step(self, a_l1, b_l1, l0a, l0b, l0c, m0, kc, kj, held_a: bool = False, held_b: bool = False) -> None:
-        """K step `kj` of chunk `kc`: its L1 -> L0 moves (but of an operand the outer tile
-        holds in L0: `held_a` / `held_b`) and its mmad."""
+    def step(self, a_l1, b_l1, l0a, l0b, l0c, m0, kc, kj, held_b: bool = False) -> None:
+        """K step `kj` of chunk `kc`: its L1 -> L0 moves (not B's when the outer tile holds it
+        in L0B: `held_b`) and its mmad."""
         b, pl = self.b, self.plan
-        if not held_a:
-            self.fill_l0a(a_l1, l0a, m0, kc, kj)
+        self.fill_l0a(a_l1, l0a, m0, kc, kj)
         if not held_b:
             self.fill_l0b(b_l1, l0b, kj)
         first = b.is_zero(b.add_(b.mul(kc, pl.kl1), b.mul(kj, pl.tk)))

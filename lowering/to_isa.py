@@ -66,7 +66,6 @@ from xdsl.dialects.builtin import (
     UnitAttr,
     f16,
     f32,
-    f64,
     i1,
     i32,
 )
@@ -682,12 +681,8 @@ def resident_bias_plans(kernel: t.KernelOp, plans: Sequence[L0cBias], target: ta
                if isinstance(op, t.AllocOp) and t.space_of(op.result.type) == t.MemSpace.UB)
     for q in {q.bias_copy.source: q for q in chosen}.values():
         total = bias_extent(q)
-        used += isa.align_up(total * _itemsize_of(q.bias_copy.source), al) + isa.align_up(total * 4, al)
+        used += isa.align_up(total * isa.itemsize(q.bias_copy.source.type), al) + isa.align_up(total * 4, al)
     return chosen if used <= target.memory.ub else []
-
-
-def _itemsize_of(v: SSAValue) -> int:
-    return isa.itemsize(v.type)
 
 
 def split_at_tile_dims(plan: FixQuant, sizes: list[int], ss: list[int], ds: list[int]):
@@ -1283,42 +1278,26 @@ class KernelLowering:
             self.values.pop(v, None)
         self.values.update(saved)
 
-    def cast_to_f32(self, dst: SSAValue, src: SSAValue, n: int) -> None:
-        """`vconv` of n f16 elements of `src` into f32 `dst` (whole repeats, then a masked one)."""
-        per, most = self.target.vector.bytes_per_repeat // 4, self.target.vector.max_repeats  # f32 per repeat
-        full, rest = divmod(n, per)
-        steps = [(r0 * per, min(most, full - r0), per) for r0 in range(0, full, most)]
-        steps += [(full * per, 1, rest)] if rest else []
-        for start, reps, mask in steps:
-            o = [] if start == 0 else [self.b.value(start)]
-            self.b.add(create_op(isa.VConvOp, [dst, o, src, o], {"repeat": int_attr(reps), "mask": int_attr(mask)}))
-
     def resident_biases(self, plans: Sequence[L0cBias]) -> None:
         """At the kernel's start, each GM bias the plans read (`resident_bias_plans`), zero
         padded, into UB, and cast to f32 there if it is f16."""
+        from ge.lowering.isa_vector import FlatVector, Tensor
+
+        vec = FlatVector(self.b, self.target)
         for q in plans:
             gm, _ = self.buffer(q.bias_copy.source)
             if gm in self.bias_resident:
                 continue
             total, n, elem = bias_extent(q), gm.type.get_shape()[0], gm.type.element_type
-            staged = self.b.buffer(isa.MemSpace.UB, [total], elem, name="bias_all")[0]
+            staged = Tensor(self.b.buffer(isa.MemSpace.UB, [total], elem, name="bias_all")[0], 0, (total,), elem)
             if total > n:  # zeros, then the bias over them
-                per = self.target.vector.bytes_per_repeat // isa.itemsize(gm.type)
-                full, rest = divmod(total, per)
-                steps = [(r0, min(128, full - r0), None) for r0 in range(0, full, 128)]
-                steps += [(full, 1, rest)] if rest else []
-                for r0, reps, mask in steps:
-                    props = {"repeat": int_attr(reps), "scalar": FloatAttr(0.0, f64)}
-                    if mask is not None:
-                        props["mask"] = int_attr(mask)
-                    self.b.add(create_op(isa.VDupOp, [staged, [] if r0 == 0 else [self.b.value(r0 * per)]], props))
-            self.b.add(move_op(isa.CopyGmToUbOp, gm, staged, [n]))
-            if elem == f32:
-                self.bias_resident[gm] = staged
-                continue
-            wide = self.b.buffer(isa.MemSpace.UB, [total], f32, name="bias_all_f32")[0]
-            self.cast_to_f32(wide, staged, total)
-            self.bias_resident[gm] = wide
+                vec.dup(staged, 0.0)
+            self.b.add(move_op(isa.CopyGmToUbOp, gm, staged.buf, [n]))
+            if elem != f32:
+                wide = Tensor(self.b.buffer(isa.MemSpace.UB, [total], f32, name="bias_all_f32")[0], 0, (total,), f32)
+                vec.convert(staged, wide)
+                staged = wide
+            self.bias_resident[gm] = staged.buf
 
     def l0c_bias_in(self, plan: L0cBias) -> None:
         """The bias into the L0C tile before its mmad chain: its copy-in, its f16 -> f32 cast
@@ -1341,7 +1320,9 @@ class KernelLowering:
                 slots = self.bias_f32[id(plan)] = self.b.buffer(isa.MemSpace.UB, [n], f32, slots=len(bias.slots),
                                                                 name="bias_f32")
             dst = slots[self.slot.get(plan.bias_alloc, 0) % len(slots)]
-            self.cast_to_f32(dst, src, n)
+            from ge.lowering.isa_vector import FlatVector, Tensor
+
+            FlatVector(self.b, self.target).convert(Tensor(src, 0, (n,), f16), Tensor(dst, 0, (n,), f32))
             src = dst
         c_buf, _ = self.buffer(plan.c_alloc)
         m, nc = plan.c_alloc.type.get_shape()
@@ -1386,11 +1367,6 @@ class KernelLowering:
         if not (isinstance(add, arith.AddiOp) and add.lhs is loop.lb and _static(add.rhs) == per) or total is None:
             return None
         return [min(per, max(0, total - b * per)) for b in range(self.tile_kernel.block_dim.value.data)]
-
-    def leftover(self, loop: scf.ForOp, slots: int) -> bool:
-        """Whether some core's share of the block-split `loop` (`shares`) is not a whole
-        number of rounds of `slots`; False for any other loop."""
-        return any(n % slots for n in self.shares(loop) or ())
 
     def loop(self, op: scf.ForOp) -> None:
         if op.iter_args:
