@@ -294,17 +294,25 @@ def l0c_epilogue_program(mach: Machine, program: Sequence[tuple]) -> tuple:
     (no bias) and a ReLU right after it go to the converting L0C read-out. Other programs
     (and FixPipe chips) are unchanged. tile_cube._epilogue_stages charges it for an
     epilogue in one row slice (a sliced one keeps its vector program)."""
-    if mach.target.isa.fixpipe:
+    split = None if mach.target.isa.fixpipe else l0c_epilogue_rest(program)
+    if split is None:
         return tuple(program)
-    out = list(program)
+    bias, rest = split
+    return (("broadcast_ub_to_l0c", "f32", 1, False),) * bias + rest
+
+
+def l0c_epilogue_rest(program: Sequence[tuple]) -> tuple[bool, tuple] | None:
+    """(does a bias go into L0C, the program left for the Vector unit) of a Cube epilogue
+    program whose head `to_isa.L0cBias` takes -- [f32 bias add,] f32 -> f16 cast [, ReLU]
+    -- else None (`l0c_epilogue_program`; tile_cube's UB sizes)."""
+    out = tuple(program)
     bias = len(out) > 1 and out[0][:3] == ("vadd", "f32", 4) and out[1][:3] == ("vconv", "f32", 4)
     if not bias and not (out and out[0][:3] == ("vconv", "f32", 4)):
-        return tuple(program)
-    head = [("broadcast_ub_to_l0c", "f32", 1, False)] if bias else []
+        return None
     rest = out[2:] if bias else out[1:]
     if rest and rest[0][0] == ELEMENTWISE["relu"]:
         rest = rest[1:]
-    return tuple(head + rest)
+    return bias, rest
 
 
 def op_program(mach: Machine, op, tile_shape: Sequence[int], widened: bool = False) -> list[tuple[str, str, int]]:

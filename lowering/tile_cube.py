@@ -36,6 +36,7 @@ from xdsl.dialects.builtin import IntegerAttr, TensorType, f32, i32
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
+from ge import targets
 from ge.dialects import graph as g
 from ge.dialects import layout as lt
 from ge.dialects import tile as t
@@ -53,6 +54,7 @@ from ge.lowering.tile_cost import (
     align,
     elem_name,
     l0c_epilogue_program,
+    l0c_epilogue_rest,
     machine_memo,
     pipelined,
 )
@@ -121,6 +123,14 @@ STACK = True
 # at once: the first mmad at 7.6k cycles; in 4 pieces, A's and B's, at 5.0k; 31,909 -> 29,250.)
 PROGRESSIVE = True
 PIECES = 4  # the most K pieces of such a copy
+# Are a candidate's UB bytes those to-isa keeps when the L0C read-out converts the
+# accumulator (`to_isa.L0cBias`, chips without FixPipe: no f32 tile in UB, `_ub_sizes`)? Off:
+# an f32 accumulator tile and f32 temporaries, which kept resnet50_b16's 1 x 1 convs at
+# 64-channel N tiles (k30_n90: 13,773 cycles simulated; 10,662 with 208 x 128 tiles).
+# Convs only: a matmul's epilogue then needs no row slices, and the cost model prices an
+# unsliced one high (bert_base's FFN in, bias + GELU in one slice: modeled 33,452 against
+# 27,665 simulated; 29,107 against 27,788 in 2 slices), so its plans moved for the worse.
+CONVERTED_UB = True
 
 
 def _ceil(a: int, b: int) -> int:
@@ -608,14 +618,24 @@ class _Fixed:
     epi: tuple[tuple[int, int], ...]  # (element bytes, elements) per epilogue operand
     vec_ops: int
     program: tuple[tuple[str, str, int, bool], ...] = ()  # `_epilogue_program`
+    # on a chip without FixPipe whose epilogue starts as `to_isa.L0cBias` takes it: the
+    # vector program left after the converting read-out (`l0c_epilogue_rest`), else None
+    read_out: tuple[tuple[str, str, int, bool], ...] | None = None
+    read_out_bias: bool = False  # ... and its bias goes into L0C (a sliced epilogue keeps it on the Vector unit)
 
 
-def _fixed(p: CubeProblem) -> _Fixed:
+def _fixed(p: CubeProblem, target: targets.Target | None = None) -> _Fixed:
+    """What every candidate of `p` shares; with `target`, also how its epilogue reads L0C
+    out there (without a target: as a chip with FixPipe, the f32 accumulator in UB)."""
     outs = list(dict.fromkeys(p.block.last_op.operands))
     epi = tuple((_itemsize(v), math.prod(shape_of(v))) for v in epilogue_operands(p))
     bn = sum(isinstance(o, g.BatchNormOp) for o in p.epilogue_ops)
+    program = _epilogue_program(p)
+    converts = (target is not None and not target.isa.fixpipe and CONVERTED_UB and p.kind == "conv"
+                and p.out_fmt == "nc1hwc0")
+    split = l0c_epilogue_rest(program) if converts else None
     return _Fixed(numpy_dtype(p.elem).itemsize, max(_itemsize(v) for v in outs), len(outs), epi,
-                  2 + len(p.epilogue_ops) + 4 * bn, _epilogue_program(p))
+                  2 + len(p.epilogue_ops) + 4 * bn, program, split and split[1], bool(split and split[0]))
 
 
 def _epilogue_program(p: CubeProblem) -> tuple[tuple[str, str, int, bool], ...]:
@@ -735,6 +755,17 @@ def _ub_sizes(p: CubeProblem, tm: int, tn: int, f: _Fixed, epi_split: int) -> tu
     # tm x tn; twice for a copy re-laid out in UB), and a bound of the body's live values
     te = tm // epi_split  # rows of one epilogue slice
     epi_bytes = sum(2 * eb * min(n, te * tn) for eb, n in f.epi)
+    if f.read_out is not None and (epi_split == 1 or (to_isa.SLICED_READ_OUT and not f.read_out_bias)):
+        # `to_isa.L0cBias`: the read-out converts to f16 on the way, so no f32 accumulator
+        # tile: the converted one (none when the read-out writes the output), the body's
+        # live f16 values, and the whole bias kept in UB as f16 and f32 (`resident_bias_plans`)
+        value = te * tn * f.ob
+        wide = te * tn * max([f.ob] + [size for _, _, size, _ in f.read_out])  # (an f32 op left: f32 values)
+        temps = ((1 + f.outs) * wide if f.read_out else 0) + 8 * tn * 4 * (len(f.epi) + 1)
+        epi_bytes = sum(eb * min(n, te * tn) for eb, n in f.epi)
+        resident = sum(n * (eb + 4) for eb, n in f.epi if n <= (p.conv["co"] if p.conv else p.n))
+        ub = (value if f.read_out else 0) + f.outs * value + epi_bytes + temps + resident
+        return ub, temps, sum(eb * min(n, tm * tn) for eb, n in f.epi), False
     temps = (2 + f.outs) * te * tn * 4 + 8 * tn * 4 * (len(f.epi) + 1)
     ub = te * tn * 4 + f.outs * te * tn * f.ob + epi_bytes + temps
     epi_in = sum(eb * min(n, tm * tn) for eb, n in f.epi)
@@ -774,7 +805,7 @@ def cube_cost(p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl1: int
     `_TileParts` (`_cheapest` shares them among a tiling's schedules); `core`, `misses`: the
     schedule's `_core_tiles` and, when the cores share their reads, `_shared_misses`
     (`_cheapest` asks once per tile shape)."""
-    s = s or sizes(p, tm, tn, tk, kl1)
+    s = s or sizes(p, tm, tn, tk, kl1, _fixed(p, mach.target))
     parts = parts or _TileParts(p, mach, tm, tn, tk, kl1, s, l0d)
     n_tiles = _ceil(p.n, tn)
     per_core, inner = core or _core_tiles(p, tm, tn, order, blocks, split, batch_inner)
@@ -1250,7 +1281,7 @@ class CubeBounds:
         """A lower bound of `cube_cost` with the same arguments, at a fraction of its price
         (`floor`: the tiling's `_TileParts.floor`, shared by its schedules): the slowest
         core's tiles times a stage every tile surely has (`stage`)."""
-        s = s or sizes(self.p, tm, tn, tk, kl1)
+        s = s or sizes(self.p, tm, tn, tk, kl1, _fixed(self.p, self.mach.target))
         chunks, stage = floor or self.parts(tm, tn, tk, kl1, s, l0d).floor()
         per_core, inner = _core_tiles(self.p, tm, tn, order, blocks, split, batch_inner)
         return per_core * inner * self.stage(order, blocks, s, a_whole, chunks, stage)
@@ -1607,7 +1638,7 @@ def plan_cube(p: CubeProblem, mach: Machine) -> CubePlan:
            p.out_fmt, p.c0, geometry, _fixed(p), GEMV, SHARED_READS, PIPELINED_K, CROWDED, SLICED_DRAIN, SHARED_CONV,
            ODD_K_STEPS, BLOCK_MISSES, SHARED_FILL, UNROLLED_K,
            TIGHT_FORWARD_SYNC, MAX_UNROLLED_STEPS, to_isa.SLICED_READ_OUT, DIV_BY_RECIPROCAL, ROTATING_STEP,
-           VECTOR_PACED, STACK, PROGRESSIVE, PIECES, MISS_SHARE, WARM_INPUTS, p.a_warm)  # the switches change the plan
+           VECTOR_PACED, STACK, PROGRESSIVE, PIECES, MISS_SHARE, WARM_INPUTS, CONVERTED_UB, p.a_warm)  # the switches change the plan
     plan = memo.get(key)
     if plan is None:
         plan = memo[key] = _plan_cube(p, mach)
@@ -1808,7 +1839,7 @@ def _search_space(p: CubeProblem, mach: Machine) -> _Candidates:
     m0, k0, n0 = mach.fractal(elem_name(p.elem))
     cores = mach.cores(cube=True)
     mem, al = tg.memory, tg.alignment
-    fixed = _fixed(p)
+    fixed = _fixed(p, tg)
     ab = fixed.ab
     wholes = (False, True) if gemv(p, mach) else (False,)
     ks = []  # the K options (kl1, tk, a_whole) in scan order

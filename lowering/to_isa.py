@@ -648,6 +648,13 @@ def plan_l0c_biases(kernel: t.KernelOp, target: targets.Target) -> dict[Operatio
     return plans
 
 
+def read_out_plans(kernel: t.KernelOp, target: targets.Target) -> list[L0cBias]:
+    """The converting L0C read-outs to-isa's default lowering takes in `kernel` (chips
+    without FixPipe, `plan_l0c_biases`): the tile-level UB check counts their accumulator
+    tiles as to-isa keeps them (transforms/tile_capacity.py)."""
+    return list({id(q): q for q in plan_l0c_biases(kernel, target).values()}.values())
+
+
 # Is a bias the L0C broadcasts read from a copy of the whole bias made at the kernel's start?
 RESIDENT_BIAS = True
 

@@ -59,8 +59,9 @@ def nbytes(ty) -> int:
     return n
 
 
-def body_peak_bytes(block: Block) -> int:
-    """The peak bytes of the values a tile.vector body computes that are live at once."""
+def body_peak_bytes(block: Block, skipped: frozenset[Operation] = frozenset()) -> int:
+    """The peak bytes of the values a tile.vector body computes that are live at once
+    (except the results of `skipped`: ops the read-out computes into its own tile)."""
     last: dict = {}
     ops = list(block.ops)
     for i, op in enumerate(ops):
@@ -70,7 +71,7 @@ def body_peak_bytes(block: Block) -> int:
     peak = 0
     for i, op in enumerate(ops):
         for r in op.results:
-            live[r] = nbytes(r.type)
+            live[r] = 0 if op in skipped else nbytes(r.type)
         peak = max(peak, sum(live.values()))
         for v in op.operands:
             if last.get(v) == i:
@@ -79,17 +80,29 @@ def body_peak_bytes(block: Block) -> int:
 
 
 def usage(kernel: t.KernelOp, target: targets.Target) -> dict[t.MemSpace, int]:
-    """Bytes of each local memory the kernel's live buffers take."""
+    """Bytes of each local memory the kernel's live buffers take, as to-isa lowers them: on
+    a chip without FixPipe an epilogue head the L0C read-out computes (`to_isa.L0cBias`:
+    the bias in L0C, the f32 -> f16 cast [and ReLU] on the way) keeps no f32 accumulator
+    tile in UB -- the tile holds the converted f16 values, or is not kept at all when the
+    read-out writes the output tile -- and its ops make no temporaries."""
+    from ge.lowering.to_isa import read_out_plans
+
     used = {space: 0 for space in t.LOCAL_SPACES}
     temps = 0
+    plans = read_out_plans(kernel, target)
+    accs = {id(q.acc): q for q in plans}
+    skipped = frozenset(op for q in plans for op in q.ops)
     for op in kernel.walk():
         if isinstance(op, t.AllocOp):
             space = t.space_of(op.result.type)
             if space in used:
+                size = nbytes(op.result.type)
+                if (q := accs.get(id(op.result))) is not None:
+                    size = 0 if q.into is not None else size // 4 * numpy_dtype(q.elem).itemsize
                 align = getattr(target.alignment, space.value)
-                used[space] += -(-nbytes(op.result.type) // align) * align * op.count.value.data
+                used[space] += -(-size // align) * align * op.count.value.data
         elif isinstance(op, t.VectorOp):
-            temps = max(temps, body_peak_bytes(op.body.block))
+            temps = max(temps, body_peak_bytes(op.body.block, skipped))
         elif isinstance(op, t.VPoolOp):
             from ge.lowering.isa_pool import scratch_bytes
 

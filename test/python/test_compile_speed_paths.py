@@ -53,7 +53,7 @@ def searches():
 
 def test_candidates_are_the_plain_scan_in_order(searches):
     assert len(searches) >= 4
-    for p, _, found, _, _ in searches:
+    for p, mach, found, _, _ in searches:
         plain = list(found)
         assert len(plain) == len(found) > 100
         assert all(found[j] == plain[j] for j in range(0, len(plain), 7))
@@ -65,7 +65,7 @@ def test_candidates_are_the_plain_scan_in_order(searches):
         assert [t[:-1] for t in again.tilings] == [t[:-1] for t in found.tilings]
         assert list(again) == plain
         for tm, tn, tk, kl1, _, _, _, _, _, _, s, _, whole in plain[:: max(1, len(plain) // 50)]:
-            assert s == tile_cube.sizes(p, tm, tn, tk, kl1, None, whole, s.epi_split)
+            assert s == tile_cube.sizes(p, tm, tn, tk, kl1, tile_cube._fixed(p, mach.target), whole, s.epi_split)
 
 
 def test_the_search_picks_the_same_from_a_plain_list(searches):

@@ -45,7 +45,7 @@ def _plain_scan(p, mach):
     m0, k0, n0 = mach.fractal(elem_name(p.elem))
     cores = mach.cores(cube=True)
     mem, al = tg.memory, tg.alignment
-    fixed = tc._fixed(p)
+    fixed = tc._fixed(p, tg)
     ab = fixed.ab
     wholes = (False, True) if tc.gemv(p, mach) else (False,)
     out, smallest = [], None
