@@ -1476,6 +1476,15 @@ class VAddOp(_VBinaryOp):
 
 
 @irdl_op_definition
+class VAddReluOp(_VBinaryOp):
+    """dst = ReLU(src0 + src1): CCE's `vaddrelu` (a Vector instruction of the Atlas training
+    and inference parts, f16 / f32 / s16; TBE DSL `vaddrelu`), one pass where a vadd and a
+    vrelu take two -- a residual block's add and ReLU."""
+
+    name = "isa.vaddrelu"
+
+
+@irdl_op_definition
 class VSubOp(_VBinaryOp):
     name = "isa.vsub"
 
@@ -1831,7 +1840,7 @@ class VSelOp(_VectorOp):
             raise VerifyException(f"vsel takes one element type, got {', '.join(sorted(map(str, types)))}")
 
 
-VECTOR_BINARY = (VAddOp, VSubOp, VMulOp, VDivOp, VMaxOp, VMinOp, VAndOp, VOrOp)
+VECTOR_BINARY = (VAddOp, VAddReluOp, VSubOp, VMulOp, VDivOp, VMaxOp, VMinOp, VAndOp, VOrOp)
 VECTOR_UNARY = (VExpOp, VLnOp, VAbsOp, VSqrtOp, VRsqrtOp, VRecOp, VReluOp, VTanhOp, VErfOp, VNotOp)
 VECTOR_SCALAR = (VAddsOp, VMulsOp, VMaxsOp, VMinsOp)
 VECTOR_REDUCE = (VReduceSumOp, VReduceMaxOp, VReduceMinOp)

@@ -282,6 +282,24 @@ PRIMITIVES = frozenset((*UNARY, *BINARY, *COMPARE, *ROUNDING, *SEQUENCES))
 ROUND_LIMIT = 2.0**23  # f32 values of this magnitude are integers
 MAX_REP_STRIDE = 255  # a repeat stride is an 8-bit field of the vector instructions (Ascend C: uint8_t repeat strides)
 SMALL_SCRATCH = 16384  # bytes: a row fold may take this much UB beyond the tiler's estimate
+# Does an Add whose only use is a ReLU run as one `vaddrelu` (`VectorLowering.relu_after`)?
+VADDRELU = True
+
+
+def relu_after(o: Operation) -> Operation | None:
+    """The ReLU that is the only use of float Add (or two-operand Sum) `o`'s result, of the same type: the
+    lowering runs the two as one `vaddrelu` when both operands are tensors (`binary`), and
+    the tiler's costs charge them so (tile_vector, tile_cube's epilogue program)."""
+    if not VADDRELU or not isinstance(o, g.AddOp | g.SumOp) or len(o.operands) != 2:
+        return None
+    (r,) = o.results
+    uses = list(r.uses)
+    if len(uses) != 1 or not isinstance(relu := uses[0].operation, g.ReluOp):
+        return None
+    if not isinstance(r.type, TensorType) or numpy_dtype(r.type.element_type).kind != "f" \
+            or relu.results[0].type != r.type:
+        return None
+    return relu if relu.parent_block() is o.parent_block() else None
 
 
 def is_primitive(op: Operation) -> bool:
@@ -888,6 +906,13 @@ class VectorLowering:
             vals, name = [vals[0], made[0]], g.MulOp
         # only the first two operands may be overwritten: a third is read after the first step
         firsts = list(zip(operands, vals))[:2]
+        relu = relu_after(o) if name in (g.AddOp, g.SumOp) and len(vals) == 2 else None
+        if relu is not None and all(isinstance(x, Tensor) for x in vals):  # one vaddrelu: ReLU(a + b)
+            dst = self.dest(relu.results[0], [v for v, x in firsts if x.shape == tensor_shape(r)])
+            self.ewise(isa.VAddReluOp, dst, list(vals))
+            self.absorbed.add(relu)
+            self.env[r] = self.env[relu.results[0]] = dst
+            return
         dst = self.dest(r, [v for v, x in firsts if isinstance(x, Tensor) and x.shape == tensor_shape(r)])
         acc: Tensor | None = None
         for x in vals:

@@ -46,7 +46,7 @@ from ge.dialects.interning import intern_scope, scope_memo
 from ge.dialects.layout import Format
 from ge.lowering import fusion_rules as fr
 from ge.lowering import to_isa
-from ge.lowering.isa_vector import MAX_REP_STRIDE
+from ge.lowering.isa_vector import MAX_REP_STRIDE, relu_after
 from ge.lowering.tile_cost import (
     ELEMENTWISE,
     Machine,
@@ -57,6 +57,7 @@ from ge.lowering.tile_cost import (
     l0c_epilogue_rest,
     machine_memo,
     pipelined,
+    scalar_form,
 )
 from ge.lowering.tile_ir import Index, KernelBuilder, written_inputs
 from ge.lowering.tile_vector import CapacityShortfall, Unsupported, shape_of
@@ -197,6 +198,8 @@ class CubeProblem:
     b_src: SSAValue | None = None  # the plain weights B is read from (before a fused TransData)
     out_value: SSAValue | None = None  # a stored output (after a fused TransData)
     epilogue_ops: list[Operation] = field(default_factory=list)  # compute ops after the anchor
+    # `_epilogue_program`, made once while the group's IR is whole (it reads use lists)
+    program: tuple | None = field(default=None, compare=False, repr=False)
     folded: bool = False  # a matmul's batch folded into M (`_foldable`): M tiles span batch entries
     a_warm: bool = False  # A was written by a kernel of the run and fits the L2 (`_warm_a`)
 
@@ -639,6 +642,12 @@ def _fixed(p: CubeProblem, target: targets.Target | None = None) -> _Fixed:
 
 
 def _epilogue_program(p: CubeProblem) -> tuple[tuple[str, str, int, bool], ...]:
+    if p.program is None:
+        p.program = _program_of(p)
+    return p.program
+
+
+def _program_of(p: CubeProblem) -> tuple[tuple[str, str, int, bool], ...]:
     """The vector instructions the epilogue body costs per output tile, as (op, element
     type, bytes per output element, per-channel operand): the bias add and the cast on
     the accumulator, then the group's ops. An op with an immediate (a one-element constant
@@ -658,10 +667,17 @@ def _epilogue_program(p: CubeProblem) -> tuple[tuple[str, str, int, bool], ...]:
             out.append(("vadd", "f32", 4, False))
     if anchor.results[0].type.element_type != p.acc_elem:
         out.append(("vconv", "f32", 4, False))
+    fused = None  # a ReLU the add before it runs with (`isa_vector.relu_after`: one vaddrelu)
     for op in p.epilogue_ops:
         name = op.name.split(".", 1)[1]
         elem = elem_name(op.results[0].type.element_type)
         size = numpy_dtype(op.results[0].type.element_type).itemsize
+        if op is fused:
+            continue
+        if (relu := relu_after(op)) is not None and relu in p.epilogue_ops and scalar_form(op) is None:
+            out.append(("vaddrelu", elem, size, "rows" if _row_vector(p, op) else False))
+            fused = relu
+            continue
         if isinstance(op, g.BatchNormOp | g.DequantizeOp):
             out += [("vconv", "f32", 4, False), ("vmul", "f32", 4, True), ("vadd", "f32", 4, True),
                     ("vconv", "f32", 4, False)]

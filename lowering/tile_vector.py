@@ -44,6 +44,7 @@ from ge.dialects.dtypes import numpy_dtype
 from ge.dialects.layout import Format
 from ge.lowering import fusion_rules as fr
 from ge.lowering import to_isa
+from ge.lowering.isa_vector import relu_after
 from ge.lowering.tile_cost import Machine, align, op_program, pipelined, pool_program
 from ge.lowering.tile_ir import KernelBuilder, tile_type, written_inputs
 from ge.targets import Target
@@ -608,7 +609,11 @@ class VectorKernel:
                 n = math.prod(shape[op.axis.value.data % len(shape):])
                 if wide := widened(op, math.prod(shape) // max(n, 1), n, mach.target.vector.block_bytes // 4):
                     absorbed.add(next(iter(op.results[0].uses)).operation)
-            vec += mach.program(op_program(mach, op, max(shapes, key=math.prod, default=()), wide))
+            program = op_program(mach, op, max(shapes, key=math.prod, default=()), wide)
+            if (relu := relu_after(op)) is not None and [i[0] for i in program] == ["vadd"]:
+                program = [("vaddrelu", *program[0][1:])]  # the ReLU on the add's pass (isa_vector)
+                absorbed.add(relu)
+            vec += mach.program(program)
             if any(v in loaded for v in op.operands):
                 reads_in = vec
         written = sum(inside[v] for v in self.stored())

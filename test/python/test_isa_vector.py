@@ -234,7 +234,8 @@ def test_long_flat_op_splits_at_the_repeat_limit():
 @pytest.mark.parametrize("elem", ["f32", "f16"])
 def test_per_channel_vector_on_nc1hwc0_uses_block_stride_zero(elem):
     """[1, C1, P, 1, C0] + [1, C1, 1, 1, C0]: the bias block is read with block and repeat
-    stride 0; every repeat is full (8 blocks), one instruction per C1 block."""
+    stride 0; every repeat is full (8 blocks), one instruction per C1 block (the ReLU after
+    the add on the same pass: vaddrelu)."""
     c0 = 8 if elem == "f32" else 16
     x, bias = f"tensor<1x3x64x1x{c0}x{elem}>", f"tensor<1x3x1x1x{c0}x{elem}>"
     vop = region(f"""
@@ -244,8 +245,8 @@ def test_per_channel_vector_on_nc1hwc0_uses_block_stride_zero(elem):
       func.return %r : {x}
     }}""")
     res = run_region(vop)
-    adds = res.vector_ops("isa.vadd")
-    assert len(adds) == 3
+    adds = res.vector_ops("isa.vaddrelu")
+    assert len(adds) == 3 and not res.vector_ops("isa.vadd") and not res.vector_ops("isa.vrelu")
     for op in adds:
         assert isa.ints(op.blk_stride)[2] == 0 and isa.ints(op.rep_stride)[2] == 0
         assert op.mask.value.data == 256 // (4 if elem == "f32" else 2)
