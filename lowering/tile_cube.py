@@ -124,6 +124,12 @@ STACK = True
 # at once: the first mmad at 7.6k cycles; in 4 pieces, A's and B's, at 5.0k; 31,909 -> 29,250.)
 PROGRESSIVE = True
 PIECES = 4  # the most K pieces of such a copy
+# Are the epilogue operands an earlier kernel of the run wrote (a residual) and that fit the
+# L2 read as L2 hits, outside the HBM budget (`_Fixed.epi_warm`, `_epi_bytes`), as A's are
+# (`WARM_INPUTS`)? Off: at the core's HBM share, which priced resnet50_b16's residual 1 x 1
+# convs by their GM port (k29_n84: 1,584 cycles per tile against a Vector stage of 1,225;
+# 16,180 modeled, 13,297 simulated).
+WARM_EPILOGUE = True
 # Are a candidate's UB bytes those to-isa keeps when the L0C read-out converts the
 # accumulator (`to_isa.L0cBias`, chips without FixPipe: no f32 tile in UB, `_ub_sizes`)? Off:
 # an f32 accumulator tile and f32 temporaries, which kept resnet50_b16's 1 x 1 convs at
@@ -202,6 +208,7 @@ class CubeProblem:
     program: tuple | None = field(default=None, compare=False, repr=False)
     folded: bool = False  # a matmul's batch folded into M (`_foldable`): M tiles span batch entries
     a_warm: bool = False  # A was written by a kernel of the run and fits the L2 (`_warm_a`)
+    epi_written: tuple[bool, ...] = ()  # per `epilogue_operands`: written by a kernel of the run (`_warm_a`)
 
     @property
     def oc0(self) -> int:
@@ -464,6 +471,7 @@ def cube_problem(block: Block, weight_value: Callable[[SSAValue], np.ndarray | N
     prob.a_warm = _warm_a(block, prob.a_src)
     prob.out_value = outs[0]
     prob.epilogue_ops = epilogue
+    prob.epi_written = tuple(_warm_a(block, v) for v in epilogue_operands(prob))
     if prob.kind == "matmul" and _foldable(prob):
         prob.m, prob.batch, prob.a_batched, prob.out_batch, prob.folded = prob.batch * prob.m, 1, False, (), True
     if prob.out_fmt == "nc1hwc0":
@@ -591,6 +599,7 @@ class _Sizes:
     epi_split: int = 1  # row slices of the epilogue (`ub` is one slice's)
     epi_serial: bool = False  # sliced, with an operand that follows the rows (a residual): see `sizes`
     a_cap: int = 0  # L1 bytes of A when they differ from the bytes its copy-in moves (`a_l1`): C04
+    epi_warm: int = 0  # GM bytes of epilogue operands per output tile the L2 serves (`WARM_EPILOGUE`)
 
 
 def epilogue_operands(p: CubeProblem) -> list[SSAValue]:
@@ -625,6 +634,8 @@ class _Fixed:
     # vector program left after the converting read-out (`l0c_epilogue_rest`), else None
     read_out: tuple[tuple[str, str, int, bool], ...] | None = None
     read_out_bias: bool = False  # ... and its bias goes into L0C (a sliced epilogue keeps it on the Vector unit)
+    # per `epi` operand: an earlier kernel of the run wrote it and it fits the L2 (`WARM_EPILOGUE`)
+    epi_warm: tuple[bool, ...] = ()
 
 
 def _fixed(p: CubeProblem, target: targets.Target | None = None) -> _Fixed:
@@ -637,8 +648,10 @@ def _fixed(p: CubeProblem, target: targets.Target | None = None) -> _Fixed:
     converts = (target is not None and not target.isa.fixpipe and CONVERTED_UB and p.kind == "conv"
                 and p.out_fmt == "nc1hwc0")
     split = l0c_epilogue_rest(program) if converts else None
+    warm = tuple(bool(target is not None and WARM_EPILOGUE and w and eb * n <= target.memory.l2)
+                 for (eb, n), w in zip(epi, p.epi_written or (False,) * len(epi)))
     return _Fixed(numpy_dtype(p.elem).itemsize, max(_itemsize(v) for v in outs), len(outs), epi,
-                  2 + len(p.epilogue_ops) + 4 * bn, program, split and split[1], bool(split and split[0]))
+                  2 + len(p.epilogue_ops) + 4 * bn, program, split and split[1], bool(split and split[0]), warm)
 
 
 def _epilogue_program(p: CubeProblem) -> tuple[tuple[str, str, int, bool], ...]:
@@ -745,7 +758,7 @@ def sizes(p: CubeProblem, tm: int, tn: int, tk: int, kl1: int, f: _Fixed | None 
     a_l1, a_cap = _a_sizes(p, tm, kl1, ab, a_whole)
     ub, temps, epi_in, serial = _ub_sizes(p, tm, tn, f, epi_split)
     return _Sizes(a_l1, kl1 * tn * ab, tm * tk * ab, tk * tn * ab, tm * tn * 4, ub, epi_in, f.outs * tm * tn * f.ob,
-                  f.vec_ops, f.program, temps, epi_split, serial, a_cap)
+                  f.vec_ops, f.program, temps, epi_split, serial, a_cap, _epi_bytes(f, tm, tn, True))
 
 
 def _a_sizes(p: CubeProblem, tm: int, kl1: int, ab: int, a_whole: bool) -> tuple[int, int]:
@@ -763,8 +776,15 @@ def _a_sizes(p: CubeProblem, tm: int, kl1: int, ab: int, a_whole: bool) -> tuple
     return tm * kl1 * ab, 0
 
 
+def _epi_bytes(f: _Fixed, tm: int, tn: int, warm: bool) -> int:
+    """GM bytes per tm x tn output tile of the epilogue operands an earlier kernel of the
+    run wrote into the L2 (`warm`), or of the others."""
+    flags = f.epi_warm or (False,) * len(f.epi)
+    return sum(eb * min(n, tm * tn) for (eb, n), w in zip(f.epi, flags) if w == warm)
+
+
 def _ub_sizes(p: CubeProblem, tm: int, tn: int, f: _Fixed, epi_split: int) -> tuple[int, int, int, bool]:
-    """(UB bytes, the body's temporaries among them, epilogue GM bytes, serial slices) of a
+    """(UB bytes, the body's temporaries among them, epilogue HBM bytes (`_epi_bytes`), serial slices) of a
     tm x tn output tile (`sizes`; apart: they do not depend on K, the plan search asks once
     per tile shape)."""
     # epilogue operand tiles (an upper bound: per-channel ones take tn elements, full ones
@@ -774,17 +794,18 @@ def _ub_sizes(p: CubeProblem, tm: int, tn: int, f: _Fixed, epi_split: int) -> tu
     if f.read_out is not None and (epi_split == 1 or (to_isa.SLICED_READ_OUT and not f.read_out_bias)):
         # `to_isa.L0cBias`: the read-out converts to f16 on the way, so no f32 accumulator
         # tile: the converted one (none when the read-out writes the output), the body's
-        # live f16 values, and the whole bias kept in UB as f16 and f32 (`resident_bias_plans`)
+        # live f16 values, and the whole bias kept in UB as f16 and f32 (`resident_bias_plans`);
+        # an operand tile once (an NC1HWC0 output's residual comes in its layout)
         value = te * tn * f.ob
         wide = te * tn * max([f.ob] + [size for _, _, size, _ in f.read_out])  # (an f32 op left: f32 values)
         temps = ((1 + f.outs) * wide if f.read_out else 0) + 8 * tn * 4 * (len(f.epi) + 1)
         epi_bytes = sum(eb * min(n, te * tn) for eb, n in f.epi)
         resident = sum(n * (eb + 4) for eb, n in f.epi if n <= (p.conv["co"] if p.conv else p.n))
         ub = (value if f.read_out else 0) + f.outs * value + epi_bytes + temps + resident
-        return ub, temps, sum(eb * min(n, tm * tn) for eb, n in f.epi), False
+        return ub, temps, _epi_bytes(f, tm, tn, False), False
     temps = (2 + f.outs) * te * tn * 4 + 8 * tn * 4 * (len(f.epi) + 1)
     ub = te * tn * 4 + f.outs * te * tn * f.ob + epi_bytes + temps
-    epi_in = sum(eb * min(n, tm * tn) for eb, n in f.epi)
+    epi_in = _epi_bytes(f, tm, tn, False)
     # a sliced epilogue loads such an operand per slice: MTE2, in order, then waits for the
     # previous slice's epilogue, and the next tile's loads wait behind it
     serial = epi_split > 1 and any(n > (p.conv["co"] if p.conv else p.n) for _, n in f.epi)
@@ -1170,7 +1191,7 @@ def _epilogue_terms(mach: Machine, epilogue: tuple, es: int, l0c: int, tm: int, 
 
 def _epilogue_traffic(mach: Machine, s: _Sizes, blocks: int) -> tuple[float, float]:
     """(operand loads, copy-out) of `_epilogue_stages` on one of `blocks` cores."""
-    return mach.dma("gm_to_ub", s.epi_in, blocks), mach.dma("ub_to_gm", s.out, blocks, count=s.epi_split)
+    return mach.dma("gm_to_ub", s.epi_in + s.epi_warm, blocks), mach.dma("ub_to_gm", s.out, blocks, count=s.epi_split)
 
 
 class _TileParts:
@@ -1654,7 +1675,8 @@ def plan_cube(p: CubeProblem, mach: Machine) -> CubePlan:
            p.out_fmt, p.c0, geometry, _fixed(p), GEMV, SHARED_READS, PIPELINED_K, CROWDED, SLICED_DRAIN, SHARED_CONV,
            ODD_K_STEPS, BLOCK_MISSES, SHARED_FILL, UNROLLED_K,
            TIGHT_FORWARD_SYNC, MAX_UNROLLED_STEPS, to_isa.SLICED_READ_OUT, DIV_BY_RECIPROCAL, ROTATING_STEP,
-           VECTOR_PACED, STACK, PROGRESSIVE, PIECES, MISS_SHARE, WARM_INPUTS, CONVERTED_UB, p.a_warm)  # the switches change the plan
+           VECTOR_PACED, STACK, PROGRESSIVE, PIECES, MISS_SHARE, WARM_INPUTS, CONVERTED_UB, WARM_EPILOGUE,
+           p.a_warm, p.epi_written)  # the switches change the plan
     plan = memo.get(key)
     if plan is None:
         plan = memo[key] = _plan_cube(p, mach)
@@ -1828,7 +1850,7 @@ class _GridCandidates(_Candidates):
             ub, temps, epi_in, serial, es = self.pairs[pair]
             f = self.fixed
             s = _Sizes(a_l1, b_l1, l0a, l0b, tm * tn * 4, ub, epi_in, f.outs * tm * tn * f.ob, f.vec_ops, f.program,
-                       temps, es, serial, a_cap)
+                       temps, es, serial, a_cap, _epi_bytes(f, tm, tn, True))
             t = self._tilings[i] = (lo, tm, tn, tk, kl1, l1d == 1, l0d == 1, epid == 1, s, whole == 1,
                                     self.shapes[shape][2])
         return t

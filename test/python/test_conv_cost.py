@@ -38,6 +38,7 @@ def run(model, shape, monkeypatch, force=None, **patches) -> tuple[tile_cube.Cub
         mp.setattr(simulator, "L2_ACROSS_LAUNCHES", False)
         mp.setattr(tile_cube, "MISS_SHARE", 1.0)  # (cold launches: the misses at the fair share)
         mp.setattr(tile_cube, "WARM_INPUTS", False)  # ... and no input in the L2 at launch
+        mp.setattr(tile_cube, "WARM_EPILOGUE", False)  # (nor an epilogue operand)
         for name, value in patches.items():
             mp.setattr(tile_cube, name, value)
         plan_of = tile_cube._plan_cube

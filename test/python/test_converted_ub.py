@@ -77,10 +77,10 @@ def test_wider_n_tiles_fit_the_ub_to_isa_keeps(tmp_path, monkeypatch, want):
     assert re.search(r"isa\.copy_l0c_to_ub .* relu : memref<\d+xf32, #isa\.space<l0c>> to memref<\d+xf16", kernel)
     assert _ub_bytes(kernel) <= targets.load_target("ascend910").memory.ub
     got = compiled.run(_inputs())["y"]
-    assert compiled.last_run.problems == []
     # f16 input and weights, f32 sums (K = 1024), f16 output: within 0.5% of onnxruntime's
-    # f32 output scale (f16 rounding of the inputs and the output)
-    assert np.abs(got - want).max() < 5e-3 * np.abs(want).max()
+    # f32 output scale (measured 0.05%), and no hazard reported
+    error = np.abs(got - want).max() / np.abs(want).max()
+    assert error < 5e-3 and not compiled.last_run.problems, error
 
 
 def test_converted_sizing_is_faster_than_the_f32_one(tmp_path, monkeypatch):

@@ -81,6 +81,7 @@ def compile_run(model, x, monkeypatch, timing_only=True, **patches):
         mp.setattr(simulator, "L2_ACROSS_LAUNCHES", False)  # each launch cold, as the model assumes
         mp.setattr(tile_cube, "MISS_SHARE", 1.0)  # ... with its misses at the fair share (test_miss_share)
         mp.setattr(tile_cube, "WARM_INPUTS", False)  # ... and no input in the L2 at launch
+        mp.setattr(tile_cube, "WARM_EPILOGUE", False)  # (nor an epilogue operand)
         for k, v in patches.items():
             mp.setattr(tile_cube, k, v)
         plan = tile_cube._plan_cube
