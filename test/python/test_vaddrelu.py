@@ -65,6 +65,7 @@ def test_the_join_same_bits_and_faster(tmp_path, monkeypatch):
     for fused in (True, False):
         monkeypatch.setattr(isa_vector, "VADDRELU", fused)
         compiled, kernel = kernel_ir(_block(), tmp_path / str(fused), soc_version="ascend910")
+        assert ("isa.vaddrelu" in kernel) is fused
         out = compiled.run(_inputs())["y"]
         (k,) = [k for k in compiled.last_run.kernels if k.pipe_busy.get("M")]
         runs[fused] = out, k.cycles, k.instructions.get("V", 0)
