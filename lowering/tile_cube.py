@@ -130,6 +130,11 @@ PIECES = 4  # the most K pieces of such a copy
 # convs by their GM port (k29_n84: 1,584 cycles per tile against a Vector stage of 1,225;
 # 16,180 modeled, 13,297 simulated).
 WARM_EPILOGUE = True
+# Are a Cube kernel's stores into an output of at most half the L2 costed at the core's
+# share of the L2 bandwidth, outside the HBM budget (`_Fixed.out_l2`)? The simulator's L2
+# takes the writes (dirty blocks go to the HBM when evicted): resnet50_b16's k29_n84 stored
+# a 28 KB tile in ~290 cycles, where the HBM share priced it at 805.
+L2_WRITES = True
 # Are a candidate's UB bytes those to-isa keeps when the L0C read-out converts the
 # accumulator (`to_isa.L0cBias`, chips without FixPipe: no f32 tile in UB, `_ub_sizes`)? Off:
 # an f32 accumulator tile and f32 temporaries, which kept resnet50_b16's 1 x 1 convs at
@@ -600,6 +605,12 @@ class _Sizes:
     epi_serial: bool = False  # sliced, with an operand that follows the rows (a residual): see `sizes`
     a_cap: int = 0  # L1 bytes of A when they differ from the bytes its copy-in moves (`a_l1`): C04
     epi_warm: int = 0  # GM bytes of epilogue operands per output tile the L2 serves (`WARM_EPILOGUE`)
+    out_l2: bool = False  # the stores go into the L2 (`L2_WRITES`): `out` leaves the HBM term
+
+    @property
+    def out_hbm(self) -> int:
+        """The stored bytes per tile the HBM budget carries."""
+        return 0 if self.out_l2 else self.out
 
 
 def epilogue_operands(p: CubeProblem) -> list[SSAValue]:
@@ -636,6 +647,7 @@ class _Fixed:
     read_out_bias: bool = False  # ... and its bias goes into L0C (a sliced epilogue keeps it on the Vector unit)
     # per `epi` operand: an earlier kernel of the run wrote it and it fits the L2 (`WARM_EPILOGUE`)
     epi_warm: tuple[bool, ...] = ()
+    out_l2: bool = False  # the outputs' stores go into the L2 (`L2_WRITES`)
 
 
 def _fixed(p: CubeProblem, target: targets.Target | None = None) -> _Fixed:
@@ -650,8 +662,11 @@ def _fixed(p: CubeProblem, target: targets.Target | None = None) -> _Fixed:
     split = l0c_epilogue_rest(program) if converts else None
     warm = tuple(bool(target is not None and WARM_EPILOGUE and w and eb * n <= target.memory.l2)
                  for (eb, n), w in zip(epi, p.epi_written or (False,) * len(epi)))
+    out_l2 = bool(target is not None and L2_WRITES and target.memory.l2 and target.dma.l2_total
+                  and 2 * sum(_nbytes_full(v) for v in outs) <= target.memory.l2)
     return _Fixed(numpy_dtype(p.elem).itemsize, max(_itemsize(v) for v in outs), len(outs), epi,
-                  2 + len(p.epilogue_ops) + 4 * bn, program, split and split[1], bool(split and split[0]), warm)
+                  2 + len(p.epilogue_ops) + 4 * bn, program, split and split[1], bool(split and split[0]), warm,
+                  out_l2)
 
 
 def _epilogue_program(p: CubeProblem) -> tuple[tuple[str, str, int, bool], ...]:
@@ -758,7 +773,7 @@ def sizes(p: CubeProblem, tm: int, tn: int, tk: int, kl1: int, f: _Fixed | None 
     a_l1, a_cap = _a_sizes(p, tm, kl1, ab, a_whole)
     ub, temps, epi_in, serial = _ub_sizes(p, tm, tn, f, epi_split)
     return _Sizes(a_l1, kl1 * tn * ab, tm * tk * ab, tk * tn * ab, tm * tn * 4, ub, epi_in, f.outs * tm * tn * f.ob,
-                  f.vec_ops, f.program, temps, epi_split, serial, a_cap, _epi_bytes(f, tm, tn, True))
+                  f.vec_ops, f.program, temps, epi_split, serial, a_cap, _epi_bytes(f, tm, tn, True), f.out_l2)
 
 
 def _a_sizes(p: CubeProblem, tm: int, kl1: int, ab: int, a_whole: bool) -> tuple[int, int]:
@@ -895,7 +910,7 @@ def cube_cost(p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl1: int
     fix, vec = parts.fix, parts.vec
     epi_in, mte3 = _epilogue_traffic(mach, s, blocks)
     hoisted_bytes = (s.a_l1 * a_miss if order == "mn" else s.b_l1 * miss) if chunks == 1 or a_whole else 0
-    gm = mach.hbm(chunks * (a_in * a_miss + b_in * miss) + hoisted_bytes / inner + s.epi_in + s.out, blocks)  # reads + writes
+    gm = mach.hbm(chunks * (a_in * a_miss + b_in * miss) + hoisted_bytes / inner + s.epi_in + s.out_hbm, blocks)  # reads + writes
     # without FixPipe (the 910) the L0C read-out runs on the Vector pipe, with the epilogue
     read_out = fix + vec
     epilogue = [fix, epi_in, vec, mte3] if mach.target.isa.fixpipe else [epi_in, read_out, mte3]
@@ -1191,7 +1206,17 @@ def _epilogue_terms(mach: Machine, epilogue: tuple, es: int, l0c: int, tm: int, 
 
 def _epilogue_traffic(mach: Machine, s: _Sizes, blocks: int) -> tuple[float, float]:
     """(operand loads, copy-out) of `_epilogue_stages` on one of `blocks` cores."""
-    return mach.dma("gm_to_ub", s.epi_in + s.epi_warm, blocks), mach.dma("ub_to_gm", s.out, blocks, count=s.epi_split)
+    store = mach.dma("ub_to_gm", s.out, blocks, count=s.epi_split)
+    if s.out_l2:  # into the L2: the path's rate or the core's share of the L2 bandwidth
+        store = s.epi_split * mach.target.startup.mte3 + s.out / _l2_store_rate(mach, blocks)
+    return mach.dma("gm_to_ub", s.epi_in + s.epi_warm, blocks), store
+
+
+@machine_memo
+def _l2_store_rate(mach: Machine, blocks: int) -> float:
+    """Bytes per cycle of one of `blocks` cores' stores into the L2 (`L2_WRITES`)."""
+    tg = mach.target
+    return min(mach.bytes_per_cycle("ub_to_gm", 1), tg.bytes_per_cycle(tg.dma.l2_total) / max(blocks, 1))
 
 
 class _TileParts:
@@ -1336,7 +1361,7 @@ class CubeBounds:
             reads = chunks * (s.a_l1 + s.b_l1 if chunks > 1 else s.b_l1 if order == "mn" else s.a_l1) \
                 / _fastest_read(mach, blocks)
         return max(stage, chunks * mach.dma("gm_to_l1", a_in, blocks), reads,
-                   mach.hbm(chunks * a_in + s.epi_in + s.out, blocks))
+                   mach.hbm(chunks * a_in + s.epi_in + s.out_hbm, blocks))
 
     def through(self, parts: _TileParts, tiles: int, loads: float = 0.0, serial: float | None = None) -> float:
         """A lower bound of `cube_cost` for a schedule whose slowest core runs `tiles` tiles
@@ -1676,7 +1701,7 @@ def plan_cube(p: CubeProblem, mach: Machine) -> CubePlan:
            ODD_K_STEPS, BLOCK_MISSES, SHARED_FILL, UNROLLED_K,
            TIGHT_FORWARD_SYNC, MAX_UNROLLED_STEPS, to_isa.SLICED_READ_OUT, DIV_BY_RECIPROCAL, ROTATING_STEP,
            VECTOR_PACED, STACK, PROGRESSIVE, PIECES, MISS_SHARE, WARM_INPUTS, CONVERTED_UB, WARM_EPILOGUE,
-           p.a_warm, p.epi_written)  # the switches change the plan
+           L2_WRITES, p.a_warm, p.epi_written)  # the switches change the plan
     plan = memo.get(key)
     if plan is None:
         plan = memo[key] = _plan_cube(p, mach)
@@ -1785,7 +1810,7 @@ class _Candidates:
     def columns(self) -> np.ndarray:
         """(tm, tn, tk, kl1, A's and B's L1 bytes, L0A and L0B bytes, epilogue GM bytes,
         a_whole, l0d) of each tiling, for `CubeBounds.of_tilings`."""
-        return np.array([(tm, tn, tk, kl1, s.a_l1, s.b_l1, s.l0a, s.l0b, s.epi_in + s.out, whole, l0d)
+        return np.array([(tm, tn, tk, kl1, s.a_l1, s.b_l1, s.l0a, s.l0b, s.epi_in + s.out_hbm, whole, l0d)
                          for _, tm, tn, tk, kl1, _, l0d, _, s, whole, _ in self._tilings], dtype=np.int64).reshape(-1, 11)
 
     def epilogue_splits(self) -> np.ndarray:
@@ -1850,7 +1875,7 @@ class _GridCandidates(_Candidates):
             ub, temps, epi_in, serial, es = self.pairs[pair]
             f = self.fixed
             s = _Sizes(a_l1, b_l1, l0a, l0b, tm * tn * 4, ub, epi_in, f.outs * tm * tn * f.ob, f.vec_ops, f.program,
-                       temps, es, serial, a_cap, _epi_bytes(f, tm, tn, True))
+                       temps, es, serial, a_cap, _epi_bytes(f, tm, tn, True), f.out_l2)
             t = self._tilings[i] = (lo, tm, tn, tk, kl1, l1d == 1, l0d == 1, epid == 1, s, whole == 1,
                                     self.shapes[shape][2])
         return t
@@ -1908,7 +1933,7 @@ def _search_space(p: CubeProblem, mach: Machine) -> _Candidates:
                     break
             l0c = align(tm * tn * 4, al.l0c)
             epid = 2 * l0c <= mem.l0c and 2 * ub - temps <= mem.ub  # the body's temporaries are not double-buffered
-            pair_cols[mi, ni] = ub, l0c, epid, epi_in + fixed.outs * tm * tn * fixed.ob
+            pair_cols[mi, ni] = ub, l0c, epid, epi_in + (0 if fixed.out_l2 else fixed.outs * tm * tn * fixed.ob)
             pairs.append((ub, temps, epi_in, serial, es))
             for w, whole in enumerate(wholes):
                 schedules = _schedules(p, tm, tn, whole, cores)

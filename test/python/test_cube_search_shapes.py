@@ -56,7 +56,7 @@ def _without_moves(p, mach, tm, tn, tk, kl1, blocks, s, a_whole):
             mmads -= -(-kl1 // tk) * mach.target.startup.cube
         reads = chunks * (s.a_l1 + s.b_l1 if chunks > 1 else min(s.a_l1, s.b_l1)) / tile_cube._fastest_read(mach, 1)
     return max(-(-tiles // blocks) * max(chunks * mmads, chunks * mach.dma("gm_to_l1", a_in), reads),
-               tiles * (chunks * a_in + s.epi_in + s.out) / mach.hbm_bytes_per_cycle() * (1 - 1e-9))
+               tiles * (chunks * a_in + s.epi_in + s.out_hbm) / mach.hbm_bytes_per_cycle() * (1 - 1e-9))
 
 
 def test_tiling_bounds_never_exceed_a_schedule_bound(searches):

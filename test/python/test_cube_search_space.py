@@ -74,7 +74,7 @@ def _plain_scan(p, mach):
                             continue
                         s = tc._Sizes(a_l1, kl1 * tn * ab, tm * tk * ab, tk * tn * ab, tm * tn * 4, ub, epi_in,
                                       fixed.outs * tm * tn * fixed.ob, fixed.vec_ops, fixed.program, temps, es, serial,
-                                      a_cap, tc._epi_bytes(fixed, tm, tn, True))
+                                      a_cap, tc._epi_bytes(fixed, tm, tn, True), fixed.out_l2)
                         l0d = 2 * l0a <= mem.l0a and 2 * l0b <= mem.l0b
                         for order, blocks, split, bin_ in tc._schedules(p, tm, tn, whole, cores):
                             out.append((tm, tn, tk, kl1, order, blocks, 2 * l1 <= mem.l1, l0d, epid, split, s, bin_,

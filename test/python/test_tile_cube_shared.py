@@ -28,7 +28,7 @@ from ge.lowering import tile_cube
 from ge.runtime import simulator
 
 B, S, H, F = 8, 128, 768, 3072
-OLD = {"SHARED_READS": False, "PIPELINED_K": False, "SLICED_DRAIN": False, "CROWDED": 0.0}
+OLD = {"SHARED_READS": False, "PIPELINED_K": False, "SLICED_DRAIN": False, "CROWDED": 0.0, "L2_WRITES": False}
 
 
 def bert_part(kind: str, b: int = B, s: int = S, h: int = H, f: int = F):
