@@ -282,7 +282,7 @@ PRIMITIVES = frozenset((*UNARY, *BINARY, *COMPARE, *ROUNDING, *SEQUENCES))
 ROUND_LIMIT = 2.0**23  # f32 values of this magnitude are integers
 MAX_REP_STRIDE = 255  # a repeat stride is an 8-bit field of the vector instructions (Ascend C: uint8_t repeat strides)
 SMALL_SCRATCH = 16384  # bytes: a row fold may take this much UB beyond the tiler's estimate
-# Does an Add whose only use is a ReLU run as one `vaddrelu` (`VectorLowering.relu_after`)?
+# Does an Add whose only use is a ReLU run as one `vaddrelu` (`relu_after`)?
 VADDRELU = True
 
 
@@ -906,7 +906,7 @@ class VectorLowering:
             vals, name = [vals[0], made[0]], g.MulOp
         # only the first two operands may be overwritten: a third is read after the first step
         firsts = list(zip(operands, vals))[:2]
-        relu = relu_after(o) if name in (g.AddOp, g.SumOp) and len(vals) == 2 else None
+        relu = relu_after(o)  # (an Add or Sum as it came: a Sub turned Add above is not one)
         if relu is not None and all(isinstance(x, Tensor) for x in vals):  # one vaddrelu: ReLU(a + b)
             dst = self.dest(relu.results[0], [v for v, x in firsts if x.shape == tensor_shape(r)])
             self.ewise(isa.VAddReluOp, dst, list(vals))

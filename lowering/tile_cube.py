@@ -794,8 +794,7 @@ def _a_sizes(p: CubeProblem, tm: int, kl1: int, ab: int, a_whole: bool) -> tuple
 def _epi_bytes(f: _Fixed, tm: int, tn: int, warm: bool) -> int:
     """GM bytes per tm x tn output tile of the epilogue operands an earlier kernel of the
     run wrote into the L2 (`warm`), or of the others."""
-    flags = f.epi_warm or (False,) * len(f.epi)
-    return sum(eb * min(n, tm * tn) for (eb, n), w in zip(f.epi, flags) if w == warm)
+    return sum(eb * min(n, tm * tn) for (eb, n), w in zip(f.epi, f.epi_warm, strict=True) if w == warm)
 
 
 def _ub_sizes(p: CubeProblem, tm: int, tn: int, f: _Fixed, epi_split: int) -> tuple[int, int, int, bool]:
@@ -805,16 +804,16 @@ def _ub_sizes(p: CubeProblem, tm: int, tn: int, f: _Fixed, epi_split: int) -> tu
     # epilogue operand tiles (an upper bound: per-channel ones take tn elements, full ones
     # tm x tn; twice for a copy re-laid out in UB), and a bound of the body's live values
     te = tm // epi_split  # rows of one epilogue slice
-    epi_bytes = sum(2 * eb * min(n, te * tn) for eb, n in f.epi)
-    if f.read_out is not None and (epi_split == 1 or (to_isa.SLICED_READ_OUT and not f.read_out_bias)):
+    converted = f.read_out is not None and (epi_split == 1 or (to_isa.SLICED_READ_OUT and not f.read_out_bias))
+    # (converted: an NC1HWC0 output's operands come in its layout, one copy each)
+    epi_bytes = sum((1 if converted else 2) * eb * min(n, te * tn) for eb, n in f.epi)
+    if converted:
         # `to_isa.L0cBias`: the read-out converts to f16 on the way, so no f32 accumulator
         # tile: the converted one (none when the read-out writes the output), the body's
-        # live f16 values, and the whole bias kept in UB as f16 and f32 (`resident_bias_plans`);
-        # an operand tile once (an NC1HWC0 output's residual comes in its layout)
+        # live f16 values, and the whole bias kept in UB as f16 and f32 (`resident_bias_plans`)
         value = te * tn * f.ob
         wide = te * tn * max([f.ob] + [size for _, _, size, _ in f.read_out])  # (an f32 op left: f32 values)
         temps = ((1 + f.outs) * wide if f.read_out else 0) + 8 * tn * 4 * (len(f.epi) + 1)
-        epi_bytes = sum(eb * min(n, te * tn) for eb, n in f.epi)
         resident = sum(n * (eb + 4) for eb, n in f.epi if n <= (p.conv["co"] if p.conv else p.n))
         ub = (value if f.read_out else 0) + f.outs * value + epi_bytes + temps + resident
         return ub, temps, _epi_bytes(f, tm, tn, False), False
@@ -1206,9 +1205,10 @@ def _epilogue_terms(mach: Machine, epilogue: tuple, es: int, l0c: int, tm: int, 
 
 def _epilogue_traffic(mach: Machine, s: _Sizes, blocks: int) -> tuple[float, float]:
     """(operand loads, copy-out) of `_epilogue_stages` on one of `blocks` cores."""
-    store = mach.dma("ub_to_gm", s.out, blocks, count=s.epi_split)
     if s.out_l2:  # into the L2: the path's rate or the core's share of the L2 bandwidth
         store = s.epi_split * mach.target.startup.mte3 + s.out / _l2_store_rate(mach, blocks)
+    else:
+        store = mach.dma("ub_to_gm", s.out, blocks, count=s.epi_split)
     return mach.dma("gm_to_ub", s.epi_in + s.epi_warm, blocks), store
 
 

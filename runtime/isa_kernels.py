@@ -44,7 +44,8 @@ def _erf(x: np.ndarray) -> np.ndarray:
 
 
 BINARY = {
-    "isa.vadd": np.add, "isa.vaddrelu": lambda a, b: _relu(np.add(a, b)), "isa.vsub": np.subtract, "isa.vmul": np.multiply, "isa.vdiv": np.divide,
+    "isa.vadd": np.add, "isa.vsub": np.subtract, "isa.vmul": np.multiply, "isa.vdiv": np.divide,
+    "isa.vaddrelu": lambda a, b: _relu(np.add(a, b)),
     "isa.vmax": np.maximum, "isa.vmin": np.minimum, "isa.vand": np.bitwise_and, "isa.vor": np.bitwise_or,
 }
 UNARY = {
