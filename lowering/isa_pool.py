@@ -66,6 +66,7 @@ from ge.dialects import tile as t
 from ge.errors import GeError
 from ge.lowering.index_builder import Index, create_op, int_attr
 from ge.lowering.isa_builder import IsaBuilder, move_op
+from ge.lowering.tile_cost import elem_name
 
 
 class PoolLoweringError(PassFailedException, GeError):
@@ -219,12 +220,14 @@ def _shift(k: Context, operands: Sequence[Operand], step: Index, strides: Sequen
 
 
 def _repeat_dim(dims: Sequence[Dim], max_repeats: int) -> int:
-    """The dim to run as the repeat count: the one that leaves the fewest instructions."""
+    """The dim to run as the repeat count: the one that leaves the fewest instructions,
+    among those whose strides fit the repeat-stride field when any does."""
     def executed(i: int) -> tuple[int, int]:
         others = math.prod(d.count for j, d in enumerate(dims) if j != i)
         return others * -(-dims[i].count // max_repeats), -dims[i].count
 
-    return min(range(len(dims)), key=executed)
+    fits = [i for i, d in enumerate(dims) if max(d.strides) <= MAX_STRIDE]
+    return min(fits or range(len(dims)), key=executed)
 
 
 def emit_strided(k: Context, cls: type[isa._VectorOp], operands: Sequence[Operand], dims: Sequence[Dim],
@@ -321,13 +324,77 @@ def _row_chunks(k: Context, cls: type[isa._VectorOp], ops: list[Operand], views:
         emit_strided(k, cls, _shift(k, ops, full * nb, blk), outer, blk, rest * views[0].at.epb)
 
 
+def _column_chunks(k: Context, cls: type[isa._VectorOp], ops: list[Operand], views: Sequence[View],
+                   shape: tuple[int, int, int]) -> None:
+    """One block of each pixel (p, r, c) < shape: 8 rows of a column per repeat (block
+    stride = the row pitch), the repeats along the row; the rows after the last whole
+    group of 8 as row chunks (`_row_chunks`)."""
+    planes, rows, cols = shape
+    nb = k.target.vector.bytes_per_repeat // k.target.vector.block_bytes
+    groups, left = divmod(rows, nb)
+    blk = [v.row * v.blocks for v in views]
+    dims = [Dim(planes, tuple(v.plane * v.blocks for v in views)), Dim(groups, tuple(nb * b for b in blk)),
+            Dim(cols, tuple(v.col * v.blocks for v in views))]
+    emit_strided(k, cls, ops, dims, blk, nb * views[0].at.epb)
+    if left:
+        _row_chunks(k, cls, _shift(k, ops, groups * nb, blk), views, (planes, left, cols))
+
+
+def _executed(counts: Sequence[int], max_repeats: int) -> list[tuple[int, int]]:
+    """(instructions, repeats each) `emit_strided` runs over dims of these counts."""
+    live = [c for c in counts if c > 1]
+    if not live:
+        return [(1, 1)]
+    r = min(range(len(live)), key=lambda i: (math.prod(live) // live[i] * -(-live[i] // max_repeats), -live[i]))
+    others, full, rest = math.prod(live) // live[r], *divmod(live[r], max_repeats)
+    return [(others * full, max_repeats)] * bool(full) + [(others, rest)] * bool(rest)
+
+
+def chunk_instructions(target: targets.Target, op: str, elem: str, shape: tuple[int, int, int],
+                       pitch: int) -> list[tuple[int, int]]:
+    """(instructions, repeats each) of a pixel pass over `shape` (planes, rows, cols),
+    in the cheaper orientation (`column_chunks`): row chunks of 8 pixels, or, when some
+    row pitch (the largest in blocks, `pitch`) fits a block stride, 8-row column chunks
+    -- resnet's 3 x 3 / 2 pool's column pass on an 8 x 56 tile: one instruction of 56
+    repeats instead of 7 of 8, a start-up each."""
+    return _orientations(target, op, elem, shape, pitch)[1]
+
+
+def _orientations(target: targets.Target, op: str, elem: str, shape: tuple[int, int, int],
+                  pitch: int) -> tuple[bool, list[tuple[int, int]]]:
+    """(columns?, the instructions) of the cheaper orientation of a pixel pass."""
+    planes, rows, cols = shape
+    nb, most = target.vector.bytes_per_repeat // target.vector.block_bytes, target.vector.max_repeats
+
+    def by_rows(r: int) -> list[tuple[int, int]]:
+        full, rest = divmod(cols, nb)
+        return (_executed((planes, r, full), most) if full else []) + (_executed((planes, r), most) if rest else [])
+
+    def cycles(instrs: list[tuple[int, int]]) -> float:
+        per = target.vector_cycles(op, elem)
+        return sum(n * (target.startup.vector + reps * per) for n, reps in instrs)
+
+    rows_way = by_rows(rows)
+    groups, left = divmod(rows, nb)
+    if not groups or pitch > MAX_STRIDE:
+        return False, rows_way
+    cols_way = _executed((planes, groups, cols), most) + (by_rows(left) if left else [])
+    if cycles(cols_way) < cycles(rows_way):
+        return True, cols_way
+    return False, rows_way
+
+
 def pixel_pass(k: Context, cls: type[isa._VectorOp], views: Sequence[View], shape: tuple[int, int, int]) -> None:
     """`cls` on every pixel (p, r, c) < shape of the views (dst first), once per block of
     a multi-block pixel (a view with single-block pixels is read by each)."""
     views, cols = _merge_halves(views, shape[2])
+    pitch = max(v.row * v.blocks for v in views)
+    columns, _ = _orientations(k.target, cls.name.removeprefix("isa."), elem_name(views[0].at.buf.type.element_type), (shape[0], shape[1], cols),
+                               pitch)
+    chunks = _column_chunks if columns else _row_chunks
     for half in range(max(v.blocks for v in views)):
         ops = [replace(v.at, offset=k.b.add_(v.at.offset, half * v.at.epb)) if v.blocks > 1 else v.at for v in views]
-        _row_chunks(k, cls, ops, views, (shape[0], shape[1], cols))
+        chunks(k, cls, ops, views, (shape[0], shape[1], cols))
 
 
 @contextmanager
@@ -484,11 +551,11 @@ def _window(k: Context, bounds: Sequence[tuple[int, int]], starts: Sequence[Inde
 
 
 def clean_copy(k: Context, pool: Pool, src: Operand, h: Index, w: Index, pad: float, elem: Attribute,
-               force: bool) -> Operand | None:
+               force: bool, padded: bool = False) -> Operand | None:
     """The source rows / columns the windows read, compact [planes, rows, cols, c0], with
     positions outside the input set to `pad`; None (read the source itself) when h, w
     show that every position read is valid and `force` is off."""
-    valid = pool.reads_only_valid(h, w)
+    valid = padded or pool.reads_only_valid(h, w)
     if valid and not force:
         return None
     (sh_, sw_), (nh, nw), c0 = pool.src_hw, pool.need, pool.c0
@@ -557,7 +624,7 @@ def convert(k: Context, dst: Operand, src: Operand, count: int) -> None:
 
 
 def _lower_blocked(k: Context, op: t.VPoolOp, pool: Pool, src: Operand, dst: Operand, h: Index, w: Index,
-                   elem: Attribute) -> None:
+                   elem: Attribute, padded: bool = False) -> None:
     if pool.c0 != src.epb:
         raise _fail(op, f"an NC1HWC0 tile needs one {k.target.vector.block_bytes}-byte block per pixel "
                         f"(c0 = {src.epb} for {elem}), got c0 = {pool.c0}")
@@ -567,9 +634,9 @@ def _lower_blocked(k: Context, op: t.VPoolOp, pool: Pool, src: Operand, dst: Ope
     wide = not is_max and isa.itemsize(elem) < 4
     tree = is_global(pool)  # folded in place: on the compact copy, never on the source tile
     # a source tile that is exactly the valid window needs no copy before its f32 conversion
-    compact = pool.src_hw == pool.need and pool.reads_only_valid(h, w)
+    compact = pool.src_hw == pool.need and (padded or pool.reads_only_valid(h, w))
     clean = clean_copy(k, pool, src, h, w, -math.inf if is_max else 0.0, elem,
-                       force=(wide and not compact) or (tree and not wide))
+                       force=(wide and not compact) or (tree and not wide), padded=padded)
     source = View(src, sh_ * sw_, sw_, 1) if clean is None else View(clean, nh * nw, nw, 1)
     acc = View(dst, oh * ow, ow, 1)
     if wide:  # f16 average: f32 pixels of two blocks
@@ -687,6 +754,31 @@ def pool_scratch_bytes(mode: str, src: Sequence[int], dst: Sequence[int], kernel
     return sum(isa.align_up(p, target.alignment.ub) for p in parts)
 
 
+def padded_by_copy(k: Context, op: t.VPoolOp, pool: Pool) -> bool:
+    """Was the pool's source tile last written, in its block, by one copy from the
+    pool's input in GM that starts at the window origin (h, w), covers every position the
+    windows read, and reads positions outside the input as the pool's neutral value (-inf
+    for max, 0 for a sum) or stays inside it? Then the source tile is already what the
+    clean copy would make (tile_vector pads a max pool's input with -inf), and the windows
+    read it directly: one V instruction of the source's bytes less per tile."""
+    neutral = -math.inf if pool.mode == "max" else 0.0
+    prev = op.prev_op
+    while prev is not None and op.source not in prev.operands:
+        prev = prev.prev_op
+    if not isinstance(prev, t.CopyOp) or prev.dest != op.source or prev.window or prev.perm is not None:
+        return False
+    if prev.pad is not None and float(prev.pad.value.data) != neutral:
+        return False
+    src_ty, tile_ty = prev.source.type, op.source.type
+    assert isinstance(src_ty, MemRefType) and isinstance(tile_ty, MemRefType)
+    shape, sizes = src_ty.get_shape(), t._ints(prev.sizes)
+    return (len(shape) == 5 and tuple(shape[2:4]) == pool.in_size and tuple(sizes) == tuple(tile_ty.get_shape())
+            and (prev.strides is None or set(t._ints(prev.strides)) == {1})
+            and all(k.index(v) == 0 for v in prev.dest_offsets)
+            and (k.index(prev.source_offsets[2]), k.index(prev.source_offsets[3])) == (k.index(op.h), k.index(op.w))
+            and all(n >= need for n, need in zip(sizes[2:4], pool.need)))
+
+
 def lower_vpool(k: Context, op: t.VPoolOp) -> None:
     """Append the Vector instructions of `op` at `k.b`'s insertion point."""
     src_ty = op.source.type
@@ -702,6 +794,6 @@ def lower_vpool(k: Context, op: t.VPoolOp) -> None:
     src, dst = _operand(k, src_buf, src_off), _operand(k, dst_buf, dst_off)
     h, w = k.index(op.h), k.index(op.w)
     if src_ty.get_num_dims() == 5:
-        _lower_blocked(k, op, pool, src, dst, h, w, elem)
+        _lower_blocked(k, op, pool, src, dst, h, w, elem, padded_by_copy(k, op, pool))
     else:
         _lower_planar(k, op, pool, src, dst, h, w, elem)

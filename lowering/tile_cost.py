@@ -488,13 +488,14 @@ def _block_pool_program(mach: Machine, op, tile: Sequence[int]) -> list[tuple[st
     return out
 
 
-def pool_program(mach: Machine, pool, out_tile: Sequence[int], positions: int) -> list[tuple[str, str, int]]:
+def pool_program(mach: Machine, pool, out_tile: Sequence[int], positions: int,
+                 padded: bool = False) -> list[tuple[str, str, int]]:
     """The instructions lowering/isa_pool.py emits for a max / average pool over an
     NC1HWC0 output tile [n, c1, OH, OW, c0]: a clean copy of the source, a `vdup` of the
     accumulator, then per kernel position one pass of `vmax` / `vadd` whose repeats (8
-    output pixels each) run over rows, planes or row chunks, whichever gives the fewest
-    instructions (f16 averages run on f32: twice the repeats, and a `vconv` at the end); a
-    separable max window (isa_pool.separable) runs kw - 1 passes over the rows the windows
+    output pixels of a row or of a column each, `isa_pool.chunk_instructions`) run over
+    rows, planes or chunks, whichever gives the fewest instructions (f16 averages run on
+    f32: twice the repeats, and a `vconv` at the end); a separable max window (isa_pool.separable) runs kw - 1 passes over the rows the windows
     read, then kh - 1 over the output, without the vdup."""
     from ge.lowering import isa_pool
     n, c1, oh, ow, _ = (list(out_tile) + [1] * 5)[:5] if len(out_tile) == 5 else (1, 1, 1, math.prod(out_tile), 1)
@@ -502,15 +503,24 @@ def pool_program(mach: Machine, pool, out_tile: Sequence[int], positions: int) -
     is_max = pool.name.endswith("max_pool")
     planes, chunks = n * c1, math.ceil(ow / 8)
     total = planes * oh * chunks
-    instrs = min(planes * chunks, oh * chunks, planes * oh)
     op, width = ("vmax", elem) if is_max else ("vadd", "f32")
-    if not is_max and elem != "f32":
+    halves = 2 if not is_max and elem != "f32" else 1  # an f16 average's f32 pixels: two blocks
+    if halves > 1:
         total *= 2
-    per = max(total // max(instrs, 1), 1)
     dilations = pool.properties.get("dilations")
     kernel, strides = tuple(pool.kernel_shape.get_values()), tuple(pool.strides.get_values())
     dil = (1, 1) if dilations is None else tuple(dilations.get_values())
     need = tuple((o - 1) * s + (k - 1) * d + 1 for o, s, k, d in zip((oh, ow), strides, kernel, dil))
+
+    def passes(rows: int, pitch: int, times: int) -> list[tuple[str, str, int]]:
+        """`times` pixel passes over (planes, rows, ow) whose widest row is `pitch` pixels
+        (NCHW: one contiguous pass of the whole tile per gathered window position)."""
+        if len(out_tile) != 5:
+            return [(op, width, total)] * times
+        shape = (planes, rows, ow * halves)
+        instrs = isa_pool.chunk_instructions(mach.target, op, width, shape, pitch * halves)
+        return [(op, width, reps) for count, reps in instrs for _ in range(count)] * times
+
     if oh == ow == 1 and positions > 2 and (dilations is None or set(dilations.get_values()) == {1}):
         # one output pixel: the window's pixels fold as a tree (isa_pool.tree_pass), a step's
         # instructions overlapping: ceil(log2 positions) dependent steps of half the pixels
@@ -521,14 +531,13 @@ def pool_program(mach: Machine, pool, out_tile: Sequence[int], positions: int) -
             out.append((op, width, math.ceil(blocks * half / 8)))
             left -= half
     elif is_max and len(out_tile) == 5 and isa_pool.separable("max", kernel, (oh, ow), need):
-        rows = planes * need[0] * chunks  # the row pass runs over every row the windows read
-        row_instrs = min(planes * chunks, need[0] * chunks, planes * need[0])
-        out = [("default", elem, total)]  # the clean copy
-        out += [(op, width, max(rows // max(row_instrs, 1), 1))] * (row_instrs * (kernel[1] - 1))
-        out += [(op, width, per)] * (instrs * (kernel[0] - 1))
+        out = [] if padded else [("default", elem, total)]  # the clean copy
+        out += passes(need[0], need[1], kernel[1] - 1)  # the row pass: every row the windows read
+        out += passes(oh, max(ow, strides[0] * ow), kernel[0] - 1)  # the column pass over the row maxima
     else:
-        out = [("default", elem, total), ("default", width, total)]  # the clean copy, the accumulator's vdup
-        out += [(op, width, per)] * (instrs * positions)
+        clean = [] if padded and halves == 1 and len(out_tile) == 5 else [("default", elem, total)]
+        out = [*clean, ("default", width, total)]  # the clean copy, the accumulator's vdup
+        out += passes(oh, strides[0] * need[1], positions)
     if not is_max:
         out += [("vmuls", "f32", total)] + ([("vconv", "f16", total)] if elem != "f32" else [])
     return out

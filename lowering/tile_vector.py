@@ -592,7 +592,8 @@ class VectorKernel:
         vec = 0.0
         if self.pool is not None:
             k = g.get_ints(self.pool.properties, "kernel_shape")
-            vec += mach.program(pool_program(mach, self.pool, self.shape(self.pool.results[0], tiles), k[0] * k[1]))
+            vec += mach.program(pool_program(mach, self.pool, self.shape(self.pool.results[0], tiles), k[0] * k[1],
+                                             padded=self.pool_source is None))
         absorbed: set[Operation] = set()  # casts an f16 LayerNorm computes on its way (`widened`)
         reads_in = vec  # the Vector cycles until the last instruction that reads an input tile
         loaded = set(loads)
@@ -720,11 +721,14 @@ class GmPaths:
 def l2_resident(block: Block) -> frozenset[SSAValue]:
     """The arguments of group body `block` that an earlier launch of the run wrote
     (`bufferize` lists them on the kernel: `l2_inputs`, a fusion probe's kernel too, so a
-    probe's tiling reused by the tile stage prices them the same) and that take at most
-    half the L2: in a run they are still there, and a copy in hits (the simulator keeps
-    the L2 across launches). bert_base's head transposes read the projection just written:
-    2,138 cycles simulated in 16 KB tiles, 2,265 in 4 KB ones, which a cold read from the
-    HBM ranks the other way (2,653 against 2,558 with a cold L2)."""
+    probe's tiling reused by the tile stage prices them the same) and that fit the L2 (as
+    `tile_cube.WARM_INPUTS`): in a run they are still there, and a copy in hits (the
+    simulator keeps the L2 across launches). bert_base's head transposes read the
+    projection just written: 2,138 cycles simulated in 16 KB tiles, 2,265 in 4 KB ones,
+    which a cold read from the HBM ranks the other way (2,653 against 2,558 with a cold
+    L2). resnet50_b16's max pool reads conv1's 25.7 MB output (more than half the 32 MB L2,
+    the bound before): modeled 24,769 cycles at the HBM share against 14,844 simulated,
+    14,568 as hits."""
     written = written_inputs(block)
     untiled = block.parent_op()  # the kernel's tile.untiled body, inside the kernel, inside the module
     module = untiled.parent_op().parent_op() if written else None
@@ -736,7 +740,7 @@ def l2_resident(block: Block) -> frozenset[SSAValue]:
     if target is None:
         return frozenset()
     return frozenset(a for i, a in enumerate(block.args)
-                     if i in written and 2 * nbytes(a, shape_of(a)) <= target.memory.l2)
+                     if i in written and nbytes(a, shape_of(a)) <= target.memory.l2)
 
 
 @functools.lru_cache(maxsize=4096)
