@@ -149,7 +149,7 @@ class _KernelTiler:
             in_types = [a.type for a in self.kernel.ins]
             in_types[widx] = t.buffer_type(p.weight_type.get_shape(), p.elem, t.MemSpace.GM)
         new, b, gm = self.new_kernel(in_types)
-        cube.emit_cube(b, p, plan, gm)
+        cube.emit_cube(b, p, plan, gm, self.mach.target)
         if widx is not None:
             self.replace_weight(widx, p)
         anchor = p.anchor

@@ -68,6 +68,7 @@ FRACTAL = 16  # rows of an NZ / Z fractal (M0 of FRACTAL_NZ, N0 of FRACTAL_Z)
 # Do an N tile's weights, loaded into L1 once with the whole K in one step (order "nm"), go
 # into L0B once too (`_CubeEmitter.emit`)? Its M tiles then skip those moves.
 HOLD_L0 = True
+HOLD_STEPS = True  # ... and with K in several unrolled steps, when all of them fit L0B (`_held_steps`)
 INNER_BATCH = True  # may a conv plan run the images in its inner loop (order "nm": weights once per N tile)?
 GEMV = True  # are GEMV-shaped MatMuls (M one fractal) planned as a weight stream (`gemv`)?
 C04 = True  # may a conv with at most 4 input channels take K in 4-channel blocks (`_c04`)?
@@ -2275,8 +2276,9 @@ def build_epilogue(p: CubeProblem, tm: int, tn: int, operands: list[SSAValue], t
 
 class _CubeEmitter:
     def __init__(self, b: KernelBuilder, p: CubeProblem, plan: CubePlan, gm: dict[SSAValue, SSAValue],
-                 image: CubeProblem | None = None):
+                 l0b_bytes: int, image: CubeProblem | None = None):
         self.b, self.p, self.plan, self.gm = b, p, plan, gm
+        self.mach_l0b = l0b_bytes  # the target's L0B (`_held_steps`)
         self.elem = p.elem
         self.image = image  # a stacked plan's problem of one image (`_stacked`; `p` is the stacked one)
 
@@ -2567,7 +2569,11 @@ class _CubeEmitter:
         a_l1 = b.alloc(t.MemSpace.L1, self.a_l1_shape(), elem, pl.l1_buffers, "a_l1")
         b_l1 = b.alloc(t.MemSpace.L1, self.b_l1_shape(), elem, pl.l1_buffers, "b_l1")
         chunks, steps = _ceil(p.k, pl.kl1), _ceil(pl.kl1, tk)
-        if _unrolled_steps(pl, steps):  # two single L0 buffers, the steps alternating between them
+        held = _held_steps(p, pl, self.mach_l0b, steps)
+        if held:  # every K step's B fractals in L0B of their own, filled once per N tile
+            l0a = [b.alloc(t.MemSpace.L0A, (tm, tk), elem, 1, "a_l0") for _ in range(2)]
+            l0b = [b.alloc(t.MemSpace.L0B, (tk, tn), elem, 1, f"b_l0_{j}") for j in range(steps)]
+        elif _unrolled_steps(pl, steps):  # two single L0 buffers, the steps alternating between them
             l0a = [b.alloc(t.MemSpace.L0A, (tm, tk), elem, 1, "a_l0") for _ in range(2)]
             l0b = [b.alloc(t.MemSpace.L0B, (tk, tn), elem, 1, "b_l0") for _ in range(2)]
         else:
@@ -2624,13 +2630,14 @@ class _CubeEmitter:
             pieces = _pieces(p, pl.kl1, tk, pl.l0_buffers == 2) if hoist else 1
             # the weights loaded once per outer (N) tile, whole K in one step, also go into
             # L0B once: the inner (M) tiles' mmads all read the same fractals
-            hold_b = HOLD_L0 and hoist and steps == 1 and not first_tile
+            hold_b = held or (HOLD_L0 and hoist and steps == 1 and not first_tile)
             if a_once and first_tile:
                 self.load_a(a_gm, a_l1, bi, gi, scaled(oi, tm), 0, pieces)
             elif hoist:
                 self.load_b(b_gm, b_l1, bi, gi, scaled(oi, tn), 0, pieces)
             if hold_b:
-                self.fill_l0b(b_l1, l0b[0], 0)
+                for j, buf in enumerate(l0b if held else l0b[:1]):
+                    self.fill_l0b(b_l1, buf, j)
             inner_lo = b.mul(part, per_part)
             inner_hi = b.min_(b.add_(inner_lo, per_part), inner_n) if pl.split > 1 else inner_n
             with self._maybe_loop(inner_n, "inner", inner_lo, inner_hi) as ii:
@@ -2645,7 +2652,7 @@ class _CubeEmitter:
                         self.load_b(b_gm, b_l1, bi, gi, n0, kc, pieces)
                     if len(l0a) == 2:
                         for kj in range(steps):
-                            self.step(a_l1, b_l1, l0a[kj % 2], l0b[kj % 2], l0c, m0, kc, kj, hold_b)
+                            self.step(a_l1, b_l1, l0a[kj % 2], l0b[kj if held else kj % 2], l0c, m0, kc, kj, hold_b)
                     else:
                         with self._maybe_loop(steps, "step") as kj:
                             self.step(a_l1, b_l1, l0a[0], l0b[0], l0c, m0, kc, kj, hold_b)
@@ -2703,6 +2710,18 @@ class _CubeEmitter:
         return self.b.loop(lo, n if hi is None else hi, name=name)
 
 
+def _held_steps(p: CubeProblem, plan: CubePlan, l0b_bytes: int, steps: int) -> bool:
+    """Does an N tile's B stay in L0B across its M tiles with K in several steps
+    (`HOLD_STEPS`)? As `HOLD_L0` (order "nm", the whole K in L1 in one chunk, loaded once per
+    N tile) with the steps unrolled (A alternating between two L0A buffers; an odd count
+    too), when every step's B fractals fit L0B side by side: the M tiles' steps then move
+    only A L1 -> L0. resnet50_b16's conv1 (K = 208 in 13
+    steps of 16, N = 64: 26 KB of weights) moved its weights L1 -> L0B 182 times per core,
+    10k of its 28k MTE1 cycles."""
+    return bool(HOLD_STEPS and 1 < steps <= MAX_UNROLLED_STEPS and plan.order == "nm" and _ceil(p.k, plan.kl1) == 1
+                and plan.l0_buffers == 2 and steps * plan.tk * plan.tn * numpy_dtype(p.elem).itemsize <= l0b_bytes)
+
+
 def _unrolled_steps(plan: CubePlan, steps: int) -> bool:
     """Are the K steps of a chunk unrolled over two single L0 buffers (step j on buffer
     j % 2)? A loop over steps with a double buffer drains at its end: its flags are set
@@ -2713,9 +2732,10 @@ def _unrolled_steps(plan: CubePlan, steps: int) -> bool:
     return _unrolls(steps, plan.l0_buffers == 2)
 
 
-def emit_cube(b: KernelBuilder, p: CubeProblem, plan: CubePlan, gm: dict[SSAValue, SSAValue]) -> None:
+def emit_cube(b: KernelBuilder, p: CubeProblem, plan: CubePlan, gm: dict[SSAValue, SSAValue],
+              target: targets.Target) -> None:
     if plan.stack > 1:
-        _CubeEmitter(b, _stacked(p, plan.stack), plan, gm, image=p).emit()
+        _CubeEmitter(b, _stacked(p, plan.stack), plan, gm, target.memory.l0b, image=p).emit()
     else:
-        _CubeEmitter(b, p, plan, gm).emit()
+        _CubeEmitter(b, p, plan, gm, target.memory.l0b).emit()
 
