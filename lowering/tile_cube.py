@@ -2713,12 +2713,12 @@ class _CubeEmitter:
 def _held_steps(p: CubeProblem, plan: CubePlan, l0b_bytes: int, steps: int) -> bool:
     """Does an N tile's B stay in L0B across its M tiles with K in several steps
     (`HOLD_STEPS`)? As `HOLD_L0` (order "nm", the whole K in L1 in one chunk, loaded once per
-    N tile) with the steps unrolled (A alternating between two L0A buffers; an odd count
-    too), when every step's B fractals fit L0B side by side: the M tiles' steps then move
+    N tile) with the steps unrolled (`UNROLLED_K`; A alternating between two L0A buffers,
+    an odd count too), when every step's B fractals fit L0B side by side: the M tiles' steps then move
     only A L1 -> L0. resnet50_b16's conv1 (K = 208 in 13
     steps of 16, N = 64: 26 KB of weights) moved its weights L1 -> L0B 182 times per core,
     10k of its 28k MTE1 cycles."""
-    return bool(HOLD_STEPS and 1 < steps <= MAX_UNROLLED_STEPS and plan.order == "nm" and _ceil(p.k, plan.kl1) == 1
+    return bool(HOLD_STEPS and UNROLLED_K and 1 < steps <= MAX_UNROLLED_STEPS and plan.order == "nm" and _ceil(p.k, plan.kl1) == 1
                 and plan.l0_buffers == 2 and steps * plan.tk * plan.tn * numpy_dtype(p.elem).itemsize <= l0b_bytes)
 
 
