@@ -341,11 +341,12 @@ def _column_chunks(k: Context, cls: type[isa._VectorOp], ops: list[Operand], vie
 
 
 def _executed(counts: Sequence[int], max_repeats: int) -> list[tuple[int, int]]:
-    """(instructions, repeats each) `emit_strided` runs over dims of these counts."""
+    """(instructions, repeats each) `emit_strided` runs over dims of these counts (its
+    `_repeat_dim` choice, the strides taken to fit)."""
     live = [c for c in counts if c > 1]
     if not live:
         return [(1, 1)]
-    r = min(range(len(live)), key=lambda i: (math.prod(live) // live[i] * -(-live[i] // max_repeats), -live[i]))
+    r = _repeat_dim([Dim(c, (0,)) for c in live], max_repeats)
     others, full, rest = math.prod(live) // live[r], *divmod(live[r], max_repeats)
     return [(others * full, max_repeats)] * bool(full) + [(others, rest)] * bool(rest)
 
@@ -353,8 +354,8 @@ def _executed(counts: Sequence[int], max_repeats: int) -> list[tuple[int, int]]:
 def chunk_instructions(target: targets.Target, op: str, elem: str, shape: tuple[int, int, int],
                        pitch: int) -> list[tuple[int, int]]:
     """(instructions, repeats each) of a pixel pass over `shape` (planes, rows, cols),
-    in the cheaper orientation (`column_chunks`): row chunks of 8 pixels, or, when some
-    row pitch (the largest in blocks, `pitch`) fits a block stride, 8-row column chunks
+    in the cheaper orientation (`_orientations`): row chunks of 8 pixels, or, when the
+    widest row pitch (in blocks, `pitch`) fits a block stride, 8-row column chunks
     -- resnet's 3 x 3 / 2 pool's column pass on an 8 x 56 tile: one instruction of 56
     repeats instead of 7 of 8, a start-up each."""
     return _orientations(target, op, elem, shape, pitch)[1]
@@ -389,8 +390,8 @@ def pixel_pass(k: Context, cls: type[isa._VectorOp], views: Sequence[View], shap
     a multi-block pixel (a view with single-block pixels is read by each)."""
     views, cols = _merge_halves(views, shape[2])
     pitch = max(v.row * v.blocks for v in views)
-    columns, _ = _orientations(k.target, cls.name.removeprefix("isa."), elem_name(views[0].at.buf.type.element_type), (shape[0], shape[1], cols),
-                               pitch)
+    elem = elem_name(views[0].at.buf.type.element_type)
+    columns, _ = _orientations(k.target, cls.name.removeprefix("isa."), elem, (shape[0], shape[1], cols), pitch)
     chunks = _column_chunks if columns else _row_chunks
     for half in range(max(v.blocks for v in views)):
         ops = [replace(v.at, offset=k.b.add_(v.at.offset, half * v.at.epb)) if v.blocks > 1 else v.at for v in views]

@@ -2278,7 +2278,7 @@ class _CubeEmitter:
     def __init__(self, b: KernelBuilder, p: CubeProblem, plan: CubePlan, gm: dict[SSAValue, SSAValue],
                  l0b_bytes: int, image: CubeProblem | None = None):
         self.b, self.p, self.plan, self.gm = b, p, plan, gm
-        self.mach_l0b = l0b_bytes  # the target's L0B (`_held_steps`)
+        self.l0b_bytes = l0b_bytes  # the target's L0B (`_held_steps`)
         self.elem = p.elem
         self.image = image  # a stacked plan's problem of one image (`_stacked`; `p` is the stacked one)
 
@@ -2569,13 +2569,12 @@ class _CubeEmitter:
         a_l1 = b.alloc(t.MemSpace.L1, self.a_l1_shape(), elem, pl.l1_buffers, "a_l1")
         b_l1 = b.alloc(t.MemSpace.L1, self.b_l1_shape(), elem, pl.l1_buffers, "b_l1")
         chunks, steps = _ceil(p.k, pl.kl1), _ceil(pl.kl1, tk)
-        held = _held_steps(p, pl, self.mach_l0b, steps)
-        if held:  # every K step's B fractals in L0B of their own, filled once per N tile
+        held = _held_steps(p, pl, self.l0b_bytes, steps)
+        if held or _unrolled_steps(pl, steps):  # two single L0 buffers, the steps alternating between them
             l0a = [b.alloc(t.MemSpace.L0A, (tm, tk), elem, 1, "a_l0") for _ in range(2)]
-            l0b = [b.alloc(t.MemSpace.L0B, (tk, tn), elem, 1, f"b_l0_{j}") for j in range(steps)]
-        elif _unrolled_steps(pl, steps):  # two single L0 buffers, the steps alternating between them
-            l0a = [b.alloc(t.MemSpace.L0A, (tm, tk), elem, 1, "a_l0") for _ in range(2)]
-            l0b = [b.alloc(t.MemSpace.L0B, (tk, tn), elem, 1, "b_l0") for _ in range(2)]
+            # (held: every K step's B fractals in an L0B buffer of their own, filled once per N tile)
+            l0b = [b.alloc(t.MemSpace.L0B, (tk, tn), elem, 1, f"b_l0_{j}" if held else "b_l0")
+                   for j in range(steps if held else 2)]
         else:
             l0a = [b.alloc(t.MemSpace.L0A, (tm, tk), elem, pl.l0_buffers, "a_l0")]
             l0b = [b.alloc(t.MemSpace.L0B, (tk, tn), elem, pl.l0_buffers, "b_l0")]
@@ -2712,14 +2711,15 @@ class _CubeEmitter:
 
 def _held_steps(p: CubeProblem, plan: CubePlan, l0b_bytes: int, steps: int) -> bool:
     """Does an N tile's B stay in L0B across its M tiles with K in several steps
-    (`HOLD_STEPS`)? As `HOLD_L0` (order "nm", the whole K in L1 in one chunk, loaded once per
-    N tile) with the steps unrolled (`UNROLLED_K`; A alternating between two L0A buffers,
-    an odd count too), when every step's B fractals fit L0B side by side: the M tiles' steps then move
-    only A L1 -> L0. resnet50_b16's conv1 (K = 208 in 13
-    steps of 16, N = 64: 26 KB of weights) moved its weights L1 -> L0B 182 times per core,
-    10k of its 28k MTE1 cycles."""
-    return bool(HOLD_STEPS and UNROLLED_K and 1 < steps <= MAX_UNROLLED_STEPS and plan.order == "nm" and _ceil(p.k, plan.kl1) == 1
-                and plan.l0_buffers == 2 and steps * plan.tk * plan.tn * numpy_dtype(p.elem).itemsize <= l0b_bytes)
+    (`HOLD_STEPS`)? As `HOLD_L0` (order "nm", the whole K in L1 in one chunk, loaded once
+    per N tile) with the steps unrolled (`UNROLLED_K`; A alternating between two L0A
+    buffers, an odd count too), when every step's B fractals fit L0B side by side: the M
+    tiles' steps then move only A L1 -> L0. resnet50_b16's conv1 (K = 208 in 13 steps of
+    16, N = 64: 26 KB of weights) moved its weights L1 -> L0B 182 times per core, 10k of
+    its 28k MTE1 cycles."""
+    fits = steps * plan.tk * plan.tn * numpy_dtype(p.elem).itemsize <= l0b_bytes
+    return bool(HOLD_STEPS and UNROLLED_K and 1 < steps <= MAX_UNROLLED_STEPS and plan.order == "nm"
+                and _ceil(p.k, plan.kl1) == 1 and plan.l0_buffers == 2 and fits)
 
 
 def _unrolled_steps(plan: CubePlan, steps: int) -> bool:
