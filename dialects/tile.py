@@ -22,7 +22,7 @@ the vector side, GM -> L1 -> L0A/L0B -> Cube -> L0C -> out on the cube side):
   destination are dropped (edge tiles).
 - `tile.img2col`: the Load3D step: Cube A-operand rows (output pixels) x columns (K index in
   (c1, kh, kw, c0) order, the order of FRACTAL_Z weights) from a feature map in L1.
-- `tile.mmad`: C(L0C, f32) = or += A(L0A) x B(L0B) on logical matrices.
+- `tile.mmad`: C(L0C, f32) = or += A(L0A) x B(L0B) on logical matrices (B from a column on: `b_column`).
 - `tile.vector`: vector compute on UB tiles. Its region holds graph/layout-level ops typed
   with the tile shapes: elementwise, broadcast and reduction semantics are those of the
   graph ops (runtime/reference.py) applied to the tiles, so every fused epilogue or
@@ -68,6 +68,7 @@ from xdsl.irdl import (
     ParsePropInAttrDict,
     irdl_attr_definition,
     operand_def,
+    opt_operand_def,
     opt_prop_def,
     prop_def,
     region_def,
@@ -519,15 +520,20 @@ class Img2colOp(IRDLOperation):
 @irdl_op_definition
 class MmadOp(IRDLOperation):
     """Cube: C = A x B when `init` is true, C += A x B otherwise; C accumulates in f32
-    (i32 for integer inputs)."""
+    (i32 for integer inputs). With `b_column`, B is C's width of columns of the `b` buffer
+    from that column on (a buffer of one K block of 16 rows: its columns' fractals are
+    contiguous in L0B's ZN layout -- the Cube bias block of every N tile)."""
 
     name = "tile.mmad"
     a = operand_def(MemRefType)
     b = operand_def(MemRefType)
+    b_column = opt_operand_def(IndexType)
     c = operand_def(MemRefType)
     init = operand_def(i1)
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
     traits = traits_def(MemoryReadEffect(), MemoryWriteEffect())
-    assembly_format = "$a `,` $b `,` $c `init` $init attr-dict `:` type($a) `,` type($b) `,` type($c)"
+    assembly_format = ("$a `,` $b (`[` $b_column^ `]`)? `,` $c `init` $init attr-dict `:` type($a) `,` type($b) `,` "
+                       "type($c)")
 
     def verify_(self) -> None:
         a = _buffer(self.a, "A", [MemSpace.L0A])
@@ -536,6 +542,11 @@ class MmadOp(IRDLOperation):
         if a.get_num_dims() != 2 or b.get_num_dims() != 2 or c.get_num_dims() != 2:
             raise VerifyException("A, B and C must be matrices")
         (m, k), (k2, n), (m2, n2) = a.get_shape(), b.get_shape(), c.get_shape()
+        if self.b_column is not None:
+            if k2 != 16 or n < n2:
+                raise VerifyException(f"a B column offset needs one K block of 16 rows at least C's {n2} columns wide, "
+                                      f"got B {k2}x{n}")
+            n = n2
         if k != k2 or m != m2 or n != n2:
             raise VerifyException(f"shapes do not chain: A {m}x{k}, B {k2}x{n}, C {m2}x{n2}")
         if a.element_type != b.element_type:

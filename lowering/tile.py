@@ -140,18 +140,15 @@ class _KernelTiler:
         return new, KernelBuilder(new), gm
 
     def cube_kernel(self) -> KernelReport:
-        p = cube.cube_problem(self.block, self.weight_value)
+        p = cube.cube_problem(self.block, self.weight_value, self.mach.target)
         plan = cube.plan_cube(p, self.mach)
-        in_types = None
-        widx = None
-        if p.weight_transform is not None:
-            widx = self.block.args.index(p.anchor.operands[1])
-            in_types = [a.type for a in self.kernel.ins]
-            in_types[widx] = t.buffer_type(p.weight_type.get_shape(), p.elem, t.MemSpace.GM)
+        cube.use_plan(p, plan)
+        in_types = [a.type for a in self.kernel.ins]
+        for index, value, _ in self.rebuilt_constants(p):
+            in_types[index] = t.buffer_type(list(value.shape), p.elem, t.MemSpace.GM)
         new, b, gm = self.new_kernel(in_types)
         cube.emit_cube(b, p, plan, gm, self.mach.target)
-        if widx is not None:
-            self.replace_weight(widx, p)
+        self.replace_constants(p)
         anchor = p.anchor
         if p.kind == "conv":
             cv = p.conv
@@ -166,14 +163,30 @@ class _KernelTiler:
         report.chosen, report.problem = plan, p
         return report
 
-    def replace_weight(self, index: int, p: cube.CubeProblem) -> None:
-        """Launch the kernel on the rebuilt weights (a new constant, the old one dropped
-        when nothing else uses it)."""
-        assert self.launch is not None and p.weight_type is not None
+    def rebuilt_constants(self, p: cube.CubeProblem) -> list[tuple[int, np.ndarray, TensorType]]:
+        """(kernel operand, new value, its type) of the constants the Cube reads rebuilt: the
+        weights (`weight_transform`: C04, extended groups), the bias as a B block (`bias_block`)."""
+        out = []
+        if p.weight_transform is not None:
+            out.append((self.block.args.index(p.anchor.operands[1]), p.weight_transform, p.weight_type))
+        if p.bias_block is not None:
+            out.append((self.block.args.index(p.anchor.bias), p.bias_block,
+                        TensorType(p.elem, list(p.bias_block.shape))))
+        return out
+
+    def replace_constants(self, p: cube.CubeProblem) -> None:
+        """Launch the kernel on the rebuilt constants (`rebuilt_constants`)."""
+        for index, value, type_ in self.rebuilt_constants(p):
+            self.replace_constant(index, value, type_)
+
+    def replace_constant(self, index: int, value: np.ndarray, type_: TensorType) -> None:
+        """Launch the kernel on a rebuilt constant (a new one, the old one dropped when
+        nothing else uses it)."""
+        assert self.launch is not None
         old = self.launch.operands[index]
         name = f"{old.name_hint or 'w'}_cube"
-        const = t.ConstOp(constant_attr(p.weight_transform, p.weight_type, name),
-                          t.buffer_type(p.weight_type.get_shape(), p.elem, t.MemSpace.GM))
+        const = t.ConstOp(constant_attr(value, type_, name),
+                          t.buffer_type(type_.get_shape(), type_.element_type, t.MemSpace.GM))
         const.result.name_hint = name
         const.location = old.owner.location if isinstance(old.owner, t.ConstOp) else self.launch.location
         self.launch.parent.insert_op_before(const, self.launch)
@@ -196,9 +209,9 @@ class _KernelTiler:
         names.put(new)
         problem = report.problem
         if cube.is_cube_group(self.block):
-            problem = cube.cube_problem(self.block, self.weight_value)
-            if problem.weight_transform is not None:
-                self.replace_weight(self.block.args.index(problem.anchor.operands[1]), problem)
+            problem = cube.cube_problem(self.block, self.weight_value, self.mach.target)
+            cube.use_plan(problem, report.chosen)
+            self.replace_constants(problem)
         self.module.body.block.insert_op_before(new, self.kernel)
         self.module.body.block.erase_op(self.kernel)
         self.kernel = new

@@ -1125,17 +1125,21 @@ class KernelLowering:
         self.b.add(new)
 
     def mmad(self, op: t.MmadOp) -> None:
-        (m, k), (_, n) = op.a.type.get_shape(), op.b.type.get_shape()
+        (m, k), n = op.a.type.get_shape(), op.c.type.get_shape()[1]
         c, _ = self.buffer(op.c)
         a, _ = self.buffer(op.a)
         b, _ = self.buffer(op.b)
+        b_offset = []
+        if op.b_column is not None:  # one K block (ZN): column j's fractal starts at element j x 16
+            off = self.b.offset(self.b.mul(self.index(op.b_column), k))
+            b_offset = [] if off is None else [off]
         init = self.index(op.init)
         plan = self.l0c_steps.get(op)
         if plan is not None and plan.anchor is not None:  # accumulates onto the bias in L0C
             init = 0
         init_v = self.b.value(init) if not isinstance(init, int) else self.b.const(init, i1)
         # (`create_op`: the op `isa.MmadOp(c, a, b, m, k, n, init=init_v)` builds)
-        self.b.add(create_op(isa.MmadOp, [c, [], a, [], b, [], [init_v]],
+        self.b.add(create_op(isa.MmadOp, [c, [], a, [], b, b_offset, [init_v]],
                              {"m": int_attr(m), "k": int_attr(k), "n": int_attr(n)}))
 
     # -- structure -----------------------------------------------------------------------------

@@ -338,10 +338,13 @@ class _Decoder:
 
     def mmad(self, op: t.MmadOp) -> Instr:
         a, b, c, init = self.s(op.a), self.s(op.b), self.s(op.c), self.s(op.init)
+        column = None if op.b_column is None else self.s(op.b_column)
+        n = op.c.type.get_shape()[1]
         acc = _dtype(op.c.type)
 
         def run(env: Env) -> None:
-            lhs, rhs, out = env[a].astype(acc, copy=False), env[b].astype(acc, copy=False), env[c]
+            rhs = env[b] if column is None else env[b][:, env[column]:env[column] + n]
+            lhs, rhs, out = env[a].astype(acc, copy=False), rhs.astype(acc, copy=False), env[c]
             if env[init]:
                 np.matmul(lhs, rhs, out=out)
             else:

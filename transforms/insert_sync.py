@@ -17,8 +17,10 @@ that share bytes are ordered too.
    the second. Forward dependencies of one block and pipe pair share pairs where one pair
    can serve several (the fewest pairs: an interval stabbing). A loop-carried pair is set
    after its first side and waited before its second inside the body, set once before the
-   loop (so the first iteration does not wait) and waited once after it (so every set is
-   consumed) -- the double-buffering pattern: with two slots, each slot's pairs let the
+   loop (so the first iteration does not wait; for a loop of the kernel body, above the
+   work its pipe does before the loop when nothing after the loop needs the set there:
+   `_early_presets`) and waited once after it (so every set is consumed) -- the
+   double-buffering pattern: with two slots, each slot's pairs let the
    loads of one slot run while the other slot is computed on. Blocks are done innermost
    first, so a block's dependencies can be ordered by the pairs inside its loops.
 3. Pairs that others imply are removed, each removal checked against all the block's
@@ -133,7 +135,8 @@ class Dep:
 @dataclass(frozen=True)
 class Pair:
     """A set_flag after op s and a wait_flag before op w of `block` (plus the set before
-    and the wait after `loop` when carried)."""
+    and the wait after `loop` when carried; the set before op `early` of the loop's block
+    instead when `_early_presets` moved it up)."""
 
     block: Block
     loop: scf.ForOp | None
@@ -142,6 +145,7 @@ class Pair:
     s: int
     w: int
     carried: bool
+    early: int | None = None
 
 
 def _repeating_loop(block: Block) -> scf.ForOp | None:
@@ -959,7 +963,8 @@ def _events(kernel: isa.KernelOp, pairs: list[Pair], event_ids: int, lin: Linear
     def span(p: Pair) -> tuple[float, float]:
         if p.carried:
             assert p.loop is not None
-            return lin.first(p.loop) - 0.5, lin.last_in(p.loop) + 0.5
+            start = lin.first(p.loop) - 0.5 if p.early is None else lin.gap(p.loop.parent_block(), p.early)
+            return start, lin.last_in(p.loop) + 0.5
         return lin.gap(p.block, p.s + 1), lin.gap(p.block, p.w)
 
     ids: dict[Pair, int] = {}
@@ -1026,7 +1031,7 @@ def _places(pairs: list[Pair], ids: dict[Pair, int], barriers: list[tuple[Block,
             parent = p.loop.parent_block()
             assert parent is not None
             at = index_of(parent, p.loop)
-            sets[(number[id(parent)], at)].append(key)
+            sets[(number[id(parent)], at if p.early is None else p.early)].append(key)
             waits[(number[id(parent)], at + 1)].append(key)
     for block, g, pipe in barriers:
         bars[(number[id(block)], g)].append(pipe)
@@ -1210,15 +1215,108 @@ def plan_sync(kernel: isa.KernelOp, target: targets.Target, patterns: Patterns |
         if same:
             barriers += _barriers(same, level, bars)
     lin = Positions(ops, block_ops)  # (once: `_merge_closest` may ask for the ids again)
+    merged, ids, merges = _with_events(kernel, pairs, target.isa.event_ids, lin)
+    top = kernel.body.block
+    top_index = {id(o): i for i, o in enumerate(block_ops[id(top)])}
+    top_pipes: dict[int, set[isa.Pipe]] = defaultdict(set)  # a body op -> the pipes of the instructions at or in it
+    for ins in instrs:
+        top_pipes[top_index[id(ins.path[0])]].add(ins.pipe)
+    for old, new, added in _early_presets(pairs, top, block_ops[id(top)], by_block.get(id(top), []),
+                                          placed.get(top, []), barriers, top_pipes):
+        moved = [new if p is old else p for p in pairs] + [p for p in added if p not in pairs]
+        try:
+            got = _with_events(kernel, moved, target.isa.event_ids, lin)
+        except SyncError:
+            continue
+        if got[2] <= merges:  # (not when its event ids cost more merges than at its loop)
+            pairs, (merged, ids, merges) = moved, got
+    pairs = merged
+    return _places(pairs, ids, barriers, blocks, block_ops)
+
+
+def _early_presets(pairs: list[Pair], top: Block, top_ops: list[Operation], deps: list[Dep], kept: list[Pair],
+                   barriers: list[tuple[Block, int, isa.Pipe]], pipes: dict[int, set[isa.Pipe]]
+                   ) -> list[tuple[Pair, Pair, list[Pair]]]:
+    """(pair, the pair with its pre-set moved up, the pairs that takes) for the loops of the
+    kernel body whose pre-sets can move up past ops before the loop; `plan_sync` takes each
+    whose event ids cost no more merges. A loop's pre-set (step 2) fires when its pipe has
+    done everything before it, so a loop's first loads waited for whatever that pipe did
+    before the loop -- a Cube kernel's set-up of its resident L0 blocks
+    (`tile_cube.cube_bias_block`) held its first A / B loads ~190 cycles. Above op j the
+    set orders less: the chains through it (first side -> ... -> the set's pipe -> the
+    pre-set -> the loop's first wait -> ... -> second side) that enter the set's pipe at or
+    after j break. So every dependency into the loop or after it from before the loop
+    must be ordered without the pre-set -- by a kept forward pair of the body (set after
+    its first side, waited no later than its second), a barrier between them, or one
+    unpipelined pipe -- or have its first side on the set's pipe before j, or get a pair
+    of its own (a cross-pipe one: set after its first side, waited before the loop); and
+    no other pair of the same two pipes may set or wait at or inside the ops passed (its
+    event id would be the pre-set's). It goes no higher than the first op it passes with
+    work on its pipe (`pipes`: each body op's instructions' pipes): above that it orders
+    nothing less and fires no sooner."""
+    bars = {(g, pipe) for b, g, pipe in barriers if b is top}
+    forward = [p for p in kept if not p.carried]
+    index = {id(o): i for i, o in enumerate(top_ops)}
+    out = []
+    for p in pairs:
+        if not p.carried or p.loop is None or p.loop.parent_block() is not top:
+            continue
+        at = index[id(p.loop)]
+        into = [d for d in deps if not d.carried and d.x < at <= d.y and not _ordered_without(d, forward, bars)]
+        busy = {i for q in pairs if q is not p and (q.src, q.dst) == (p.src, p.dst)
+                for i in _top_indices(q, top, index)}
+        best, added = at, []
+        j = at
+        while j > 0 and j - 1 not in busy:
+            j -= 1
+            loose = [d for d in into if not (d.src == p.src and d.x < j)]
+            if any(d.src == d.dst for d in loose):
+                break
+            if p.src in pipes.get(j, ()):
+                best, added = j, loose
+        if best < at:
+            own = list(dict.fromkeys(Pair(top, None, d.src, d.dst, d.x, at, False) for d in added))
+            out.append((p, replace(p, early=best), own))
+    return out
+
+
+def _top_indices(q: Pair, top: Block, index: dict[int, int]) -> list[int]:
+    """The kernel body's ops at or inside which pair `q` sets or waits."""
+    if q.block is top:
+        out = [q.s, q.w]
+    else:
+        op = q.block.parent_op()
+        while op is not None and op.parent_block() is not top:
+            op = op.parent_block().parent_op() if op.parent_block() is not None else None
+        out = [] if op is None else [index[id(op)]]
+    if q.carried and q.loop is not None and q.loop.parent_block() is top:
+        out.append(index[id(q.loop)])
+    return out
+
+
+def _ordered_without(d: Dep, forward: list[Pair], bars: set[tuple[int, isa.Pipe]]) -> bool:
+    """Is forward dependency `d` of the kernel body ordered by a kept pair of its own (set
+    after its first side, waited no later than its second), a barrier between them, or
+    one unpipelined pipe?"""
+    if d.src == d.dst:
+        return d.src not in PIPELINED or any((g, d.src) in bars for g in range(d.x + 1, d.y + 1))
+    return any(p.src == d.src and p.dst == d.dst and d.x <= p.s and p.w <= d.y for p in forward)
+
+
+def _with_events(kernel: isa.KernelOp, pairs: list[Pair], event_ids: int, lin: Positions
+                 ) -> tuple[list[Pair], dict[Pair, int], int]:
+    """(the pairs, merged until the chip's event ids suffice (`_merge_closest`), their ids,
+    the merges it took); `SyncError` when no merge is left."""
+    pairs = list(pairs)
+    merges = 0
     while True:
         try:
-            ids = _events(kernel, pairs, target.isa.event_ids, lin)
-            break
+            return pairs, _events(kernel, pairs, event_ids, lin), merges
         except _TooManyEvents as e:
             if not _merge_closest(pairs, e.src, e.dst):
-                raise SyncError(f"insert-sync: {describe_kernel(kernel)}: more than {target.isa.event_ids} "
+                raise SyncError(f"insert-sync: {describe_kernel(kernel)}: more than {event_ids} "
                                 f"{e.src.value} -> {e.dst.value} events are live at once") from None
-    return _places(pairs, ids, barriers, blocks, block_ops)
+            merges += 1
 
 
 def _merge_closest(pairs: list[Pair], src: isa.Pipe, dst: isa.Pipe) -> bool:
@@ -1241,7 +1339,7 @@ def _merge_closest(pairs: list[Pair], src: isa.Pipe, dst: isa.Pipe) -> bool:
                 continue  # a forward pair's set must come before its wait
             cost = abs(a.s - b.s) + abs(a.w - b.w)
             if best is None or cost < best[0]:
-                best = (cost, a, b, replace(a, s=s, w=w))
+                best = (cost, a, b, replace(a, s=s, w=w, early=a.early if a.early == b.early else None))
     if best is None:
         return False
     _, a, b, merged = best

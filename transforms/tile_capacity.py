@@ -20,6 +20,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import FusedLoc, MemRefType, ModuleOp, NameLoc, TensorType
 from xdsl.ir import Block, Operation
 from xdsl.passes import ModulePass
+from xdsl.traits import ConstantLike
 from xdsl.utils.exceptions import PassFailedException
 
 from ge import targets
@@ -61,7 +62,8 @@ def nbytes(ty) -> int:
 
 def body_peak_bytes(block: Block, skipped: frozenset[Operation] = frozenset()) -> int:
     """The peak bytes of the values a tile.vector body computes that are live at once
-    (except the results of `skipped`: ops the read-out computes into its own tile)."""
+    (except the results of `skipped`: ops the read-out computes into its own tile, and a
+    constant only yielded: to-isa writes it into the out buffer with a dup)."""
     last: dict = {}
     ops = list(block.ops)
     for i, op in enumerate(ops):
@@ -70,8 +72,9 @@ def body_peak_bytes(block: Block, skipped: frozenset[Operation] = frozenset()) -
     live: dict = {}
     peak = 0
     for i, op in enumerate(ops):
+        dup = op.has_trait(ConstantLike) and all(isinstance(u.operation, t.YieldOp) for r in op.results for u in r.uses)
         for r in op.results:
-            live[r] = 0 if op in skipped else nbytes(r.type)
+            live[r] = 0 if op in skipped or dup else nbytes(r.type)
         peak = max(peak, sum(live.values()))
         for v in op.operands:
             if last.get(v) == i:

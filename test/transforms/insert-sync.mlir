@@ -326,3 +326,64 @@ builtin.module attributes {ge.target = "ascend910"} {
 // CHECK-NEXT:      isa.vexp %c, %a repeat 1 : memref<64xf32, #isa.space<ub>>, memref<64xf32, #isa.space<ub>>
 // CHECK-NEXT:      isa.wait_flag [MTE2, V, 1]
 // CHECK-NEXT:      isa.vexp %d, %b repeat 1 : memref<64xf32, #isa.space<ub>>, memref<64xf32, #isa.space<ub>>
+
+// -----
+
+// A loop's pre-set goes above the work its pipe does before the loop when nothing after
+// the loop needs it there (insert_sync._early_presets): the L1 -> L0A move of the
+// prologue (a Cube kernel's resident ones block) no longer holds the loop's first load.
+builtin.module attributes {ge.target = "ascend910"} {
+  isa.kernel @early ins(%x: memref<1024xf16, #isa.space<gm>>) outs() block_dim 1 {
+    %c0 = arith.constant 0 : index
+    %c64 = arith.constant 64 : index
+    %c1024 = arith.constant 1024 : index
+    %p = isa.buffer offset 0 : memref<256xf16, #isa.space<l1>>
+    %q = isa.buffer offset 0 : memref<256xf16, #isa.space<l0a>>
+    %a = isa.buffer offset 512 : memref<64xf16, #isa.space<l1>>
+    %b = isa.buffer offset 0 : memref<64xf16, #isa.space<l0b>>
+    isa.copy_l1_to_l0a %p to %q sizes [256] : memref<256xf16, #isa.space<l1>> to memref<256xf16, #isa.space<l0a>>
+    scf.for %i = %c0 to %c1024 step %c64 {
+      isa.copy_gm_to_l1 %x[%i] to %a sizes [64] : memref<1024xf16, #isa.space<gm>> to memref<64xf16, #isa.space<l1>>
+      isa.copy_l1_to_l0b %a to %b sizes [64] : memref<64xf16, #isa.space<l1>> to memref<64xf16, #isa.space<l0b>>
+    }
+  }
+}
+// CHECK-LABEL: isa.kernel @early
+// CHECK:           %b = isa.buffer offset 0 : memref<64xf16, #isa.space<l0b>>
+// CHECK-NEXT:      isa.set_flag [MTE1, MTE2, 0]
+// CHECK-NEXT:      isa.copy_l1_to_l0a %p to %q
+// CHECK-NEXT:      scf.for %i = %c0 to %c1024 step %c64 {
+// CHECK-NEXT:        isa.wait_flag [MTE1, MTE2, 0]
+// CHECK-NEXT:        isa.copy_gm_to_l1 %x[%i] to %a
+// CHECK:             isa.copy_l1_to_l0b %a to %b
+// CHECK-NEXT:        isa.set_flag [MTE1, MTE2, 0]
+// CHECK-NEXT:      }
+// CHECK-NEXT:      isa.wait_flag [MTE1, MTE2, 0]
+
+// -----
+
+// The same with the prologue's move reading the bytes the loop loads into (%p overlaps %a):
+// that WAR gets a pair of its own, set after the move and waited before the loop.
+builtin.module attributes {ge.target = "ascend910"} {
+  isa.kernel @early_pair ins(%x: memref<1024xf16, #isa.space<gm>>) outs() block_dim 1 {
+    %c0 = arith.constant 0 : index
+    %c64 = arith.constant 64 : index
+    %c1024 = arith.constant 1024 : index
+    %p = isa.buffer offset 512 : memref<256xf16, #isa.space<l1>>
+    %q = isa.buffer offset 0 : memref<256xf16, #isa.space<l0a>>
+    %a = isa.buffer offset 512 : memref<64xf16, #isa.space<l1>>
+    %b = isa.buffer offset 0 : memref<64xf16, #isa.space<l0b>>
+    isa.copy_l1_to_l0a %p to %q sizes [256] : memref<256xf16, #isa.space<l1>> to memref<256xf16, #isa.space<l0a>>
+    scf.for %i = %c0 to %c1024 step %c64 {
+      isa.copy_gm_to_l1 %x[%i] to %a sizes [64] : memref<1024xf16, #isa.space<gm>> to memref<64xf16, #isa.space<l1>>
+      isa.copy_l1_to_l0b %a to %b sizes [64] : memref<64xf16, #isa.space<l1>> to memref<64xf16, #isa.space<l0b>>
+    }
+  }
+}
+// CHECK-LABEL: isa.kernel @early_pair
+// CHECK:           isa.set_flag [MTE1, MTE2, 0]
+// CHECK-NEXT:      isa.copy_l1_to_l0a %p to %q
+// CHECK-NEXT:      isa.set_flag [MTE1, MTE2, 1]
+// CHECK-NEXT:      isa.wait_flag [MTE1, MTE2, 1]
+// CHECK-NEXT:      scf.for %i = %c0 to %c1024 step %c64 {
+// CHECK-NEXT:        isa.wait_flag [MTE1, MTE2, 0]

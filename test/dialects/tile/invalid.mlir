@@ -181,6 +181,19 @@ tile.kernel @k ins() outs() block_dim 1 kind "cube_epilogue" {
 
 tile.kernel @k ins() outs() block_dim 1 kind "cube_epilogue" {
   %t = arith.constant true
+  %c0 = arith.constant 0 : index
+  %a = tile.alloc buffers 1 : memref<16x32xf16, #tile.space<l0a>>
+  %b = tile.alloc buffers 1 : memref<32x64xf16, #tile.space<l0b>>
+  %c = tile.alloc buffers 1 : memref<16x16xf32, #tile.space<l0c>>
+  tile.mmad %a, %b[%c0], %c init %t : memref<16x32xf16, #tile.space<l0a>>, memref<32x64xf16, #tile.space<l0b>>, memref<16x16xf32, #tile.space<l0c>>
+}
+// CHECK: Operation does not verify: a B column offset needs one K block of 16 rows at least C's 16 columns wide, got B 32x64
+// CHECK: -----
+
+// -----
+
+tile.kernel @k ins() outs() block_dim 1 kind "cube_epilogue" {
+  %t = arith.constant true
   %a = tile.alloc buffers 1 : memref<16x16xf16, #tile.space<l0a>>
   %b = tile.alloc buffers 1 : memref<16x16xf16, #tile.space<l0b>>
   %c = tile.alloc buffers 1 : memref<16x16xf16, #tile.space<l0c>>

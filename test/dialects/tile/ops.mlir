@@ -100,7 +100,7 @@ builtin.module {
 // CHECK-GENERIC:          %{{.*}} = "tile.block_idx"() : () -> index
 // CHECK-GENERIC:          %{{.*}} = "tile.alloc"() <{count = 2 : i64}> : () -> memref<32x128xf16, #tile.space<l1>>
 // CHECK-GENERIC:          "tile.copy"(%x, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) <{sizes = array<i64: 32, 128>, operandSegmentSizes = array<i32: 1, 1, 2, 2, 0>}> : (memref<64x128xf16, #tile.space<gm>>, memref<32x128xf16, #tile.space<l1>>, index, index, index, index) -> ()
-// CHECK-GENERIC:          "tile.mmad"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : (memref<32x64xf16, #tile.space<l0a>>, memref<64x32xf16, #tile.space<l0b>>, memref<32x32xf32, #tile.space<l0c>>, i1) -> ()
+// CHECK-GENERIC:          "tile.mmad"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) <{operandSegmentSizes = array<i32: 1, 1, 0, 1, 1>}> : (memref<32x64xf16, #tile.space<l0a>>, memref<64x32xf16, #tile.space<l0b>>, memref<32x32xf32, #tile.space<l0c>>, i1) -> ()
 // CHECK-GENERIC:          "tile.vector"(%{{.*}}, %{{.*}}) <{operandSegmentSizes = array<i32: 1, 1>}> ({
 // CHECK-GENERIC:          "tile.yield"(%{{.*}}) : (tensor<32x32xf16>) -> ()
 // CHECK-GENERIC:          "tile.img2col"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) <{kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, dilations = array<i64: 1, 1>, pads = array<i64: 1, 1>, out_size = array<i64: 4, 4>, channels = 16 : i64, c0 = 16 : i64}> : (memref<1x1x10x8x16xf16, #tile.space<l1>>, memref<16x144xf16, #tile.space<l0a>>, index, index, index, index) -> ()
@@ -134,3 +134,19 @@ builtin.module {
 
 // CHECK-GENERIC: %{{.*}} = "tile.load_index"(%{{.*}}, %{{.*}}) <{bound = 50 : i64}> : (memref<4xi64, #tile.space<ub>>, index) -> index
 // CHECK-GENERIC: "tile.copy"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) <{sizes = array<i64: 1, 16>, pad = 0.000000e+00 : f32, operandSegmentSizes = array<i32: 1, 1, 2, 2, 4>}>
+
+// -----
+
+// The Cube's bias (tile_cube.cube_bias_block): an all-ones A column block times the columns
+// of a resident [16, N] bias block that start at the N tile's first column (`b_column`).
+tile.kernel @bias ins() outs() block_dim 1 kind "cube_epilogue" {
+  %c32 = arith.constant 32 : index
+  %later = arith.constant false
+  %ones = tile.alloc buffers 1 : memref<32x16xf16, #tile.space<l0a>>
+  %block = tile.alloc buffers 1 : memref<16x64xf16, #tile.space<l0b>>
+  %acc = tile.alloc buffers 1 : memref<32x32xf32, #tile.space<l0c>>
+  tile.mmad %ones, %block[%c32], %acc init %later : memref<32x16xf16, #tile.space<l0a>>, memref<16x64xf16, #tile.space<l0b>>, memref<32x32xf32, #tile.space<l0c>>
+}
+// CHECK-LABEL: tile.kernel @bias
+// CHECK:         tile.mmad %{{.*}}, %{{.*}}[%{{.*}}], %{{.*}} init %{{.*}} : memref<32x16xf16, #tile.space<l0a>>, memref<16x64xf16, #tile.space<l0b>>, memref<32x32xf32, #tile.space<l0c>>
+// CHECK-GENERIC:  "tile.mmad"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1>}>
