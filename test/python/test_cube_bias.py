@@ -3,7 +3,7 @@ went into every L0C tile by `broadcast_ub_to_l0c`, one per row fractal on the Ve
 now an all-ones A column block times a resident [16, N] bias block (K row 0 = the bias) ends
 each tile's mmad chain. Checked against onnxruntime, free of hazards, against the same model
 without its bias (so the bias is really added), faster where the broadcasts cost the Vector
-unit, and left to the epilogue where the block would not fit L0B (N > 512)."""
+unit, and left to the epilogue where the block would not fit L0B (N > 1024)."""
 
 from __future__ import annotations
 
@@ -94,7 +94,7 @@ def test_a_partial_last_n_tile_reads_zeros_past_the_bias(tmp_path, monkeypatch):
 
 
 def test_a_block_too_large_for_l0b_stays_in_the_epilogue(tmp_path, monkeypatch):
-    """N = 1024 > 512: the block would take over a quarter of L0B, so the bias is broadcast."""
-    _, kernel = _compile(_conv(1024, cin=16), tmp_path, "large", True, monkeypatch)
+    """N = 2048 > 1024: the block would take over half of L0B, so the bias is broadcast."""
+    _, kernel = _compile(_conv(2048, cin=16), tmp_path, "large", True, monkeypatch)
     assert "cube_bias" not in kernel and _bias_mmads(kernel) == 0
     assert kernel.count("isa.broadcast_ub_to_l0c") >= 1

@@ -61,7 +61,7 @@ def _forks(monkeypatch) -> list[int]:
 def test_lit_kernels_cover_loops_and_pairs():
     text = _synced(1)
     assert len(LIT_CASES) >= 6
-    assert text.count("isa.kernel @") == 3 * len(sync.isa_kernels(_merged(LIT_CASES, 1))) == 27
+    assert text.count("isa.kernel @") == 3 * len(sync.isa_kernels(_merged(LIT_CASES, 1))) == 33
     assert text.count("isa.set_flag") > 30 and text.count("isa.pipe_barrier") > 3 and "scf.for" in text
 
 
