@@ -454,8 +454,8 @@ def cube_bias_block(p: CubeProblem, target: targets.Target | None,
 def cube_bias_reserve(p: CubeProblem, tm, tn, ab: int) -> tuple:
     """Bytes (L0A, L0B, L1, UB) a tiling of `p` into tm x tn tiles keeps for the Cube's
     bias (`cube_bias_block`) from its start: the ones column block (made in UB, moved to L1
-    and L0A) and the bias block of every N tile (L1 and L0B); all zero without it. `tm`
-    and `tn` may be numpy arrays (the plan search's grid)."""
+    and L0A) and the bias block of every N tile (L1 and L0B); all zero without it
+    (`_cube_bias_cost` checks a plan's buffers fit beside them)."""
     if p.bias_block is None:
         return 0, 0, 0, 0
     ones, block = tm * FRACTAL * ab, -(-p.n // tn) * tn * FRACTAL * ab
@@ -1881,8 +1881,7 @@ def _plan_one(p: CubeProblem, mach: Machine) -> CubePlan:
     tm, tn, tk, kl1, order, blocks, l1d, l0d, _, split, s, bin_, whole = found[i]
     single = {"l0a": align(s.l0a, al.l0a), "l0b": align(s.l0b, al.l0b), "l0c": align(s.l0c, al.l0c),
               "l1": align(s.a_cap or s.a_l1, al.l1) + align(s.b_l1, al.l1)}
-    ones = align(cube_bias_reserve(p, tm, tn, numpy_dtype(p.elem).itemsize)[3], al.ub)  # (in `s.ub` once)
-    l0cd, ubd = 2 * single["l0c"] <= mem.l0c, 2 * s.ub - s.ub_temps - ones <= mem.ub
+    l0cd, ubd = 2 * single["l0c"] <= mem.l0c, 2 * s.ub - s.ub_temps <= mem.ub
     usage = (("l1", single["l1"] * (2 if l1d else 1)),
              ("l0a", single["l0a"] * (2 if l0d else 1)),
              ("l0b", single["l0b"] * (2 if l0d else 1)),
@@ -2068,14 +2067,12 @@ def _search_space(p: CubeProblem, mach: Machine) -> _Candidates:
     shapes: list[tuple] = []  # (tm, tn, schedules) with schedules
     for mi, tm in enumerate(ms):
         for ni, tn in enumerate(ns):
-            ub_free = mem.ub - align(cube_bias_reserve(p, tm, tn, ab)[3], al.ub)
             for es in _epi_splits(p, tm, tn, fixed):  # the fewest epilogue slices whose UB share fits
                 ub, temps, epi_in, serial = _ub_sizes(p, tm, tn, fixed, es)
-                if ub <= ub_free:
+                if ub <= mem.ub:
                     break
             l0c = align(tm * tn * 4, al.l0c)
-            epid = 2 * l0c <= mem.l0c and 2 * ub - temps <= ub_free  # the body's temporaries are not double-buffered
-            ub += mem.ub - ub_free  # (with the Cube bias's ones block: `cube_bias_reserve`)
+            epid = 2 * l0c <= mem.l0c and 2 * ub - temps <= mem.ub  # the body's temporaries are not double-buffered
             pair_cols[mi, ni] = ub, l0c, epid, epi_in + (0 if fixed.out_l2 else fixed.outs * tm * tn * fixed.ob)
             pairs.append((ub, temps, epi_in, serial, es))
             for w, whole in enumerate(wholes):
@@ -2091,14 +2088,11 @@ def _search_space(p: CubeProblem, mach: Machine) -> _Candidates:
     l0a_al, l0b_al = align(l0a, al.l0a), align(l0b, al.l0b)
     l1 = align(np.where(a_cap != 0, a_cap, a_l1), al.l1)[:, None, :] + align(b_l1, al.l1)
     ub, l0c = pair_cols[:, :, 0, None], pair_cols[:, :, 1, None]
-    # (with the Cube bias's blocks, `cube_bias_reserve`: 0 without them)
-    r_l0a, r_l0b, r_l1 = (align(r, a) for r, a in zip(cube_bias_reserve(p, tm_, tn_, ab), (al.l0a, al.l0b, al.l1)))
-    fits = ((l0a_al + r_l0a <= mem.l0a) & (l0b_al + r_l0b <= mem.l0b) & (l0c <= mem.l0c) & (ub <= mem.ub)
-            & (l1 + r_l1 <= mem.l1))
+    fits = (l0a_al <= mem.l0a) & (l0b_al <= mem.l0b) & (l0c <= mem.l0c) & (ub <= mem.ub) & (l1 <= mem.l1)
     shape = shape_of[:, :, whole_[0, 0]]
     keep = fits & (shape >= 0)
     if not keep.any():
-        need = np.broadcast_arrays(l0a_al + r_l0a, l0b_al + r_l0b, l0c, l1 + r_l1, ub)
+        need = np.broadcast_arrays(l0a_al, l0b_al, l0c, l1, ub)
         have = np.array([mem.l0a, mem.l0b, mem.l0c, mem.l1, mem.ub])
         over = np.stack(need) - have[:, None, None, None]
         first = (over > 0).argmax(axis=0)  # the first memory a candidate misses
@@ -2116,8 +2110,7 @@ def _search_space(p: CubeProblem, mach: Machine) -> _Candidates:
     counts = np.array([len(sch) for _, _, sch in shapes], dtype=np.int64)[shape]
     rows = np.stack([np.cumsum(counts) - counts, kept(tm_), kept(tn_), kept(tk_), kept(kl1_), kept(a_l1[:, None, :]),
                      kept(b_l1), kept(l0a), kept(l0b), kept(pair_cols[:, :, 3, None]), kept(whole_),
-                     kept((2 * l0a_al + r_l0a <= mem.l0a) & (2 * l0b_al + r_l0b <= mem.l0b)),
-                     kept(2 * l1 + r_l1 <= mem.l1),
+                     kept((2 * l0a_al <= mem.l0a) & (2 * l0b_al <= mem.l0b)), kept(2 * l1 <= mem.l1),
                      kept(pair_cols[:, :, 2, None]), shape, kept(a_cap[:, None, :]),
                      kept(np.arange(len(ms) * len(ns)).reshape(len(ms), len(ns), 1))], axis=1)
     return _GridCandidates(rows.astype(np.int64), pairs, shapes, fixed)

@@ -51,16 +51,12 @@ def _plain_scan(p, mach):
     out, smallest = [], None
     for tm in tc._m_candidates(p, m0):
         for tn in tc._n_candidates(p, n0):
-            # the Cube bias's blocks (`cube_bias_reserve`: zeros without it) take their room first
-            r_l0a, r_l0b, r_l1, r_ub = (align(r, a) for r, a in zip(tc.cube_bias_reserve(p, tm, tn, ab),
-                                                                     (al.l0a, al.l0b, al.l1, al.ub)))
             for es in tc._epi_splits(p, tm, tn, fixed):
                 ub, temps, epi_in, serial = tc._ub_sizes(p, tm, tn, fixed, es)
-                if ub + r_ub <= mem.ub:
+                if ub <= mem.ub:
                     break
             l0c = align(tm * tn * 4, al.l0c)
-            epid = 2 * l0c <= mem.l0c and 2 * ub - temps + r_ub <= mem.ub
-            ub += r_ub
+            epid = 2 * l0c <= mem.l0c and 2 * ub - temps <= mem.ub
             for kl1, tks in tc._k_options(p, k0):
                 for tk in sorted(tks, reverse=True):
                     if p.kind == "conv" and tk < kl1 and -(-kl1 // tk) * tk - kl1 >= tk // 2 and kl1 % tk:
@@ -69,8 +65,8 @@ def _plain_scan(p, mach):
                     for whole in wholes if kl1 < p.k else (False,):
                         a_l1, a_cap = tc._a_sizes(p, tm, kl1, ab, whole)
                         l1 = align(a_cap or a_l1, al.l1) + align(kl1 * tn * ab, al.l1)
-                        need = (("l0a", l0a + r_l0a, mem.l0a), ("l0b", l0b + r_l0b, mem.l0b), ("l0c", l0c, mem.l0c),
-                                ("l1", l1 + r_l1, mem.l1), ("ub", ub, mem.ub))
+                        need = (("l0a", l0a, mem.l0a), ("l0b", l0b, mem.l0b), ("l0c", l0c, mem.l0c),
+                                ("l1", l1, mem.l1), ("ub", ub, mem.ub))
                         miss = next(((s, n, h) for s, n, h in need if n > h), None)
                         if miss:
                             if smallest is None or miss[1] - miss[2] < smallest[1] - smallest[2]:
@@ -79,10 +75,9 @@ def _plain_scan(p, mach):
                         s = tc._Sizes(a_l1, kl1 * tn * ab, tm * tk * ab, tk * tn * ab, tm * tn * 4, ub, epi_in,
                                       fixed.outs * tm * tn * fixed.ob, fixed.vec_ops, fixed.program, temps, es, serial,
                                       a_cap, tc._epi_bytes(fixed, tm, tn, True), fixed.out_l2)
-                        l0d = 2 * l0a + r_l0a <= mem.l0a and 2 * l0b + r_l0b <= mem.l0b
+                        l0d = 2 * l0a <= mem.l0a and 2 * l0b <= mem.l0b
                         for order, blocks, split, bin_ in tc._schedules(p, tm, tn, whole, cores):
-                            out.append((tm, tn, tk, kl1, order, blocks, 2 * l1 + r_l1 <= mem.l1, l0d, epid, split, s,
-                                        bin_,
+                            out.append((tm, tn, tk, kl1, order, blocks, 2 * l1 <= mem.l1, l0d, epid, split, s, bin_,
                                         whole))
     return out, smallest or ("ub", 0, 0)
 
