@@ -144,11 +144,13 @@ class _KernelTiler:
         plan = cube.plan_cube(p, self.mach)
         cube.use_plan(p, plan)
         in_types = [a.type for a in self.kernel.ins]
-        for index, value, _ in self.rebuilt_constants(p):
+        rebuilt = self.rebuilt_constants(p)
+        for index, value, _ in rebuilt:
             in_types[index] = t.buffer_type(list(value.shape), p.elem, t.MemSpace.GM)
         new, b, gm = self.new_kernel(in_types)
         cube.emit_cube(b, p, plan, gm, self.mach.target)
-        self.replace_constants(p)
+        for index, value, type_ in rebuilt:
+            self.replace_constant(index, value, type_)
         anchor = p.anchor
         if p.kind == "conv":
             cv = p.conv
@@ -173,11 +175,6 @@ class _KernelTiler:
             out.append((self.block.args.index(p.anchor.bias), p.bias_block,
                         TensorType(p.elem, list(p.bias_block.shape))))
         return out
-
-    def replace_constants(self, p: cube.CubeProblem) -> None:
-        """Launch the kernel on the rebuilt constants (`rebuilt_constants`)."""
-        for index, value, type_ in self.rebuilt_constants(p):
-            self.replace_constant(index, value, type_)
 
     def replace_constant(self, index: int, value: np.ndarray, type_: TensorType) -> None:
         """Launch the kernel on a rebuilt constant (a new one, the old one dropped when
@@ -211,7 +208,8 @@ class _KernelTiler:
         if cube.is_cube_group(self.block):
             problem = cube.cube_problem(self.block, self.weight_value, self.mach.target)
             cube.use_plan(problem, report.chosen)
-            self.replace_constants(problem)
+            for index, value, type_ in self.rebuilt_constants(problem):
+                self.replace_constant(index, value, type_)
         self.module.body.block.insert_op_before(new, self.kernel)
         self.module.body.block.erase_op(self.kernel)
         self.kernel = new

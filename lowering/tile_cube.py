@@ -147,9 +147,9 @@ CONVERTED_UB = True
 # Is a conv's bias added by the Cube (`cube_bias_block`)? On a chip without FixPipe the
 # bias went into every L0C tile by `broadcast_ub_to_l0c`, one per row fractal on the
 # Vector unit (resnet50_b16: 13.5k of k6_n10's 41.6k cycles); an mmad of an all-ones A
-# fractal column by a B block whose first K row is the bias starts the tile's chain with
-# the bias instead (Caffe adds its conv bias the same way, a GEMM with a ones
-# `bias_multiplier`), m/16 x n/16 Cube cycles.
+# block by a B block whose first K row is the bias ends the tile's chain with the bias
+# instead (Caffe adds its conv bias the same way, a GEMM with a ones `bias_multiplier`),
+# m/16 x n/16 Cube cycles.
 CUBE_BIAS = True
 
 
@@ -1785,22 +1785,22 @@ def _plan_cube(p: CubeProblem, mach: Machine) -> CubePlan:
     plain = replace(p)
     _drop_cube_bias(plain)
     chosen = _plan_variant(plain, mach)
+    if chosen.stack > 1:  # (the plan's tiles are those of the stacked problem)
+        p, plain = _stacked(p, chosen.stack), _stacked(plain, chosen.stack)
     cycles = _cube_bias_cost(p, plain, mach, chosen)
-    if cycles is not None and _bias_setup_pays(p if chosen.stack == 1 else _stacked(p, chosen.stack), mach, chosen):
+    if cycles is not None and _bias_setup_pays(p, mach, chosen):
         return replace(chosen, cube_bias=True, cycles=cycles)
     return chosen
 
 
 def _cube_bias_cost(p: CubeProblem, plain: CubeProblem, mach: Machine, plan: CubePlan) -> float | None:
-    """The model's cycles of `plan`'s tiling of `p` with the Cube's bias, when its buffers
-    still fit beside the bias's blocks (`cube_bias_reserve`) and, but for the set-up
-    (`_bias_setup`, which `_bias_setup_pays` weighs), it costs no more than with the bias
-    in the epilogue (`plain`, costed the same way): the bias mmads add to the Cube stage,
+    """The model's cycles of `plan`'s tiling of `p` (stacked as the plan is) with the Cube's
+    bias, when its buffers still fit beside the bias's blocks (`cube_bias_reserve`) and,
+    but for the set-up (`_bias_setup`, which `_bias_setup_pays` weighs), it costs no more
+    than with the bias in the epilogue (`plain`, costed the same way): the bias mmads add to the Cube stage,
     which rejects it where the Cube is the bottleneck; else None. (Not "cheaper": where
     the model's slowest stage is not the Vector unit's it sees no gain in the broadcasts
     gone -- resnet50_b16's conv1, 37,259 -> 30,833 simulated cycles with the Cube bias.)"""
-    if plan.stack > 1:
-        p, plain = _stacked(p, plan.stack), _stacked(plain, plan.stack)
     tg = mach.target
     mem, al = tg.memory, tg.alignment
     fixed = _fixed(p, tg)

@@ -1221,8 +1221,8 @@ def plan_sync(kernel: isa.KernelOp, target: targets.Target, patterns: Patterns |
     top_pipes: dict[int, set[isa.Pipe]] = defaultdict(set)  # a body op -> the pipes of the instructions at or in it
     for ins in instrs:
         top_pipes[top_index[id(ins.path[0])]].add(ins.pipe)
-    for old, new, added in _early_presets(pairs, top, block_ops[id(top)], by_block.get(id(top), []),
-                                          placed.get(top, []), barriers, top_pipes):
+    for old, new, added in _early_presets(pairs, top, top_index, by_block.get(id(top), []), placed.get(top, []),
+                                          barriers, top_pipes):
         moved = [new if p is old else p for p in pairs] + [p for p in added if p not in pairs]
         try:
             got = _with_events(kernel, moved, target.isa.event_ids, lin)
@@ -1234,7 +1234,7 @@ def plan_sync(kernel: isa.KernelOp, target: targets.Target, patterns: Patterns |
     return _places(pairs, ids, barriers, blocks, block_ops)
 
 
-def _early_presets(pairs: list[Pair], top: Block, top_ops: list[Operation], deps: list[Dep], kept: list[Pair],
+def _early_presets(pairs: list[Pair], top: Block, index: dict[int, int], deps: list[Dep], kept: list[Pair],
                    barriers: list[tuple[Block, int, isa.Pipe]], pipes: dict[int, set[isa.Pipe]]
                    ) -> list[tuple[Pair, Pair, list[Pair]]]:
     """(pair, the pair with its pre-set moved up, the pairs that takes) for the loops of the
@@ -1253,10 +1253,9 @@ def _early_presets(pairs: list[Pair], top: Block, top_ops: list[Operation], deps
     no other pair of the same two pipes may set or wait at or inside the ops passed (its
     event id would be the pre-set's). It goes no higher than the first op it passes with
     work on its pipe (`pipes`: each body op's instructions' pipes): above that it orders
-    nothing less and fires no sooner."""
+    nothing less and fires no sooner. `index`: the body's ops' places, by id."""
     bars = {(g, pipe) for b, g, pipe in barriers if b is top}
     forward = [p for p in kept if not p.carried]
-    index = {id(o): i for i, o in enumerate(top_ops)}
     out = []
     for p in pairs:
         if not p.carried or p.loop is None or p.loop.parent_block() is not top:
