@@ -22,7 +22,8 @@ starts and a weight is read once, so the weights still cross HBM; issue 16 asks 
 run >= 0.60 for resnet50 at batch 16). A second table splits the kernel cycles between
 the Cube kernels and the Vector / copy kernels and shows the launches' dispatch share. With `--before` (a JSON of
 an earlier run of this script) each model row gets its before -> after; `--variants` also
-runs each model single stream and single-buffered (`double_buffer=False`). Cycles are
+runs each model single stream, single-buffered (`double_buffer=False`) and without
+SuperKernels (`super_kernel=False`: a dispatch per launch). Cycles are
 simulated: one run is exact, no noise. bert_base compiles in ~35-45 s and resnet50 at
 batch 16 in ~85-100 s (on a loaded 2-core machine); the whole script takes ~5 minutes.
 """
@@ -49,7 +50,8 @@ MODELS = ("resnet50", "resnet50_b16", "squeezenet", "encoder_layer", "bert_base"
 QUICK = ("resnet50", "squeezenet", "encoder_layer")
 TARGET = "ascend910"
 PIPES = {"cube": "M", "vector": "V", "mte": "MTE2"}
-VARIANTS = {"single_stream": {"enable_single_stream": True}, "single_buffer": {"double_buffer": False}}
+VARIANTS = {"single_stream": {"enable_single_stream": True}, "single_buffer": {"double_buffer": False},
+            "no_super_kernel": {"super_kernel": False}}
 
 
 def build(name: str) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
@@ -126,6 +128,7 @@ def measure(name: str, variants: tuple[str, ...] = ()) -> dict:
         "kernel": k.kernel, "node": k.node, "cycles": k.cycles, "bound": k.bound,
         "l2_bound": getattr(k, "l2_bound", k.bound),  # (an older executor measured as "before": its bound)
         "hbm_bytes": k.hbm_bytes, "l2_bytes": getattr(k, "l2_bytes", 0.0), "cores": k.cores, "blocks": k.blocks, "stream": k.stream,
+        "dispatch": getattr(k, "dispatch", 0.0) or load_target(TARGET).overhead.launch, "super_kernel": getattr(k, "super_kernel", None),
         **{p: k.pipe_busy.get(pipe, 0.0) / (k.cycles * k.cores) if k.cycles else 0.0 for p, pipe in PIPES.items()},
     } for k in run.kernels]
     core_cycles = sum(k.cycles * k.cores for k in run.kernels) or 1.0
@@ -175,10 +178,11 @@ def model_table(rows: list[dict], before: dict[str, dict]) -> str:
 
 def kind_table(rows: list[dict]) -> str:
     """Where the cycles go: the Cube kernels (any Cube work) against the others (Vector and
-    copy kernels), and the launches' dispatch overhead inside the kernel cycles."""
+    copy kernels), and the launches' dispatches and SuperKernel barriers inside the kernel
+    cycles (`KernelRun.dispatch`)."""
     launch = load_target(TARGET).overhead.launch
     header = ["model", "Cube kernels: cycles / bound", "efficiency", "Vector + copy kernels: cycles / bound", "efficiency",
-              "launch overhead (in the kernel cycles)"]
+              "dispatches + barriers (in the kernel cycles)"]
     body = []
     for r in rows:
         cells = [r["model"]]
@@ -186,15 +190,20 @@ def kind_table(rows: list[dict]) -> str:
             ks = [k for k in r["per_kernel"] if (k["cube"] > 0) == cube]
             c, b = sum(k["cycles"] for k in ks), sum(k["bound"] or 0 for k in ks)
             cells += [f"{len(ks)}: {c:,.0f} / {b:,.0f}", f"{b / c:.2f}" if c else "-"]
-        cells.append(f"{r['kernels'] * launch:,.0f} ({r['kernels'] * launch / r['kernel_cycles']:.0%})")
+        overhead = sum(k.get("dispatch", launch) for k in r["per_kernel"])
+        groups = len({k["super_kernel"] for k in r["per_kernel"] if k.get("super_kernel") is not None})
+        dispatches = sum(1 for k in r["per_kernel"] if k.get("dispatch", launch) == launch)
+        cells.append(f"{overhead:,.0f} ({overhead / r['kernel_cycles']:.0%}; {dispatches} dispatches, "
+                     f"{len(r['per_kernel']) - dispatches} barriers, {groups} SuperKernel{'s' * (groups != 1)})")
         body.append(cells)
     return markdown(header, body)
 
 
 def variant_table(rows: list[dict]) -> str:
-    header = ["model", "run, streams", "run, single stream", "run, single-buffered"]
+    header = ["model", "run, streams", "run, single stream", "run, single-buffered", "run, no SuperKernels"]
     return markdown(header, ([r["model"], f"{r['total']:,.0f} ({r['streams']} streams)", f"{r['single_stream_total']:,.0f}",
-                              f"{r['single_buffer_total']:,.0f} ({r['single_buffer_total'] / r['total'] - 1:+.0%})"]
+                              f"{r['single_buffer_total']:,.0f} ({r['single_buffer_total'] / r['total'] - 1:+.0%})",
+                              f"{r['no_super_kernel_total']:,.0f} ({r['no_super_kernel_total'] / r['total'] - 1:+.0%})"]
                              for r in rows))
 
 
@@ -222,7 +231,7 @@ def main(argv: list[str] | None = None) -> None:
     p = parser(__doc__, "kernels", QUICK)
     p.add_argument("--before", type=Path, help="an earlier JSON of this script: print before -> after")
     p.add_argument("--kernels", default="resnet50,resnet50_b16,encoder_layer,bert_base", help="models whose per-kernel table is printed")
-    p.add_argument("--variants", action="store_true", help="also run single stream and single-buffered (2 more compiles)")
+    p.add_argument("--variants", action="store_true", help="also run single stream, single-buffered and without SuperKernels (3 more compiles)")
     args = p.parse_args(argv)
     names = args.models.split(",") if args.models else QUICK if args.quick else MODELS
     before = {r["model"]: r for r in json.loads(args.before.read_text())["models"]} if args.before else {}

@@ -215,10 +215,13 @@ class ModelOp(IRDLOperation):
 
 def _verify_body(model: ModelOp, spans: dict[str, tuple[int, int]], align: int) -> None:
     """Buffers inside their regions, numbered inputs/outputs, tasks on existing streams,
-    every event waited only after it was recorded."""
+    every event waited only after it was recorded, a SuperKernel's launches consecutive
+    on one stream."""
     streams, events = model.streams.value.data, model.events.value.data
     numbers: dict[str, list[int]] = {"inputs": [], "outputs": []}
     pending: dict[int, bool] = {}
+    groups: dict[int, tuple[int, int]] = {}  # super_kernel -> (its stream, itself: the stream's last task must be in it)
+    last: dict[int, int | None] = {}  # stream -> super_kernel of its last task (None: not a sub-kernel)
     for op in model.body.block.ops:
         if isinstance(op, _DeclOp):
             offset, size = op.offset.value.data, byte_size(op.result.type)
@@ -235,6 +238,15 @@ def _verify_body(model: ModelOp, spans: dict[str, tuple[int, int]], align: int) 
             s = op.stream.value.data
             if not 0 <= s < streams:
                 raise VerifyException(f"{op.name} on stream {s}, but the model has {streams} stream(s)")
+            group = op.super_kernel.value.data if isinstance(op, LaunchOp) and op.super_kernel is not None else None
+            if group is not None and group in groups and groups[group] != (s, last.get(s)):
+                raise VerifyException(
+                    f"task.launch {op.callee} of super_kernel {group} does not follow the launch before it of that "
+                    f"super_kernel on stream {groups[group][0]}: a SuperKernel's sub-kernels are consecutive tasks "
+                    "of one stream")
+            if group is not None:
+                groups[group] = (s, group)
+            last[s] = group
             if isinstance(op, EventRecordOp | EventWaitOp):
                 e = op.event.value.data
                 if not 0 <= e < events:
@@ -419,24 +431,32 @@ class _TaskOp(IRDLOperation):
 @irdl_op_definition
 class LaunchOp(_TaskOp):
     """Run kernel `callee` on `block_dim` cores: it reads `ins` and writes `outs` (buffers
-    of the shapes and element types of the kernel's arguments)."""
+    of the shapes and element types of the kernel's arguments).
+
+    `super_kernel N`: the launch is a sub-kernel of SuperKernel N (GE's SuperKernelPass,
+    `transforms/super_kernel.py`): the consecutive launches of one stream with the same N
+    are dispatched once, hold the cores the largest of them needs, and run in turn with a
+    full-core barrier (`overhead.sync_all`) instead of a dispatch between two of them."""
 
     name = "task.launch"
     callee = prop_def(FlatSymbolRefAttrConstr)
     block_dim = prop_def(IntegerAttr[I64])
+    super_kernel = opt_prop_def(IntegerAttr[I64])
     ins = var_operand_def(BufferType)
     outs = var_operand_def(BufferType)
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
     traits = traits_def(HasParent(ModelOp), MemoryReadEffect(), MemoryWriteEffect())
     assembly_format = (
-        "$callee `stream` $stream `block_dim` $block_dim (`ins` `(` $ins^ `:` type($ins) `)`)? "
-        "(`outs` `(` $outs^ `:` type($outs) `)`)? attr-dict"
+        "$callee `stream` $stream `block_dim` $block_dim (`super_kernel` $super_kernel^)? "
+        "(`ins` `(` $ins^ `:` type($ins) `)`)? (`outs` `(` $outs^ `:` type($outs) `)`)? attr-dict"
     )
 
-    def __init__(self, callee: str, ins: Sequence[SSAValue], outs: Sequence[SSAValue], stream: int, block_dim: int = 1):
+    def __init__(self, callee: str, ins: Sequence[SSAValue], outs: Sequence[SSAValue], stream: int, block_dim: int = 1,
+                 super_kernel: int | None = None):
         super().__init__(
             operands=[list(ins), list(outs)],
-            properties={"callee": SymbolRefAttr(callee), "stream": _int(stream), "block_dim": _int(block_dim)},
+            properties={"callee": SymbolRefAttr(callee), "stream": _int(stream), "block_dim": _int(block_dim)}
+            | ({} if super_kernel is None else {"super_kernel": _int(super_kernel)}),
         )
 
     def verify_(self) -> None:

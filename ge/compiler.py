@@ -76,6 +76,7 @@ class CompileOptions:
     fusion_switch_file: str | None = None
     disable_reuse_memory: bool = False
     enable_single_stream: bool = False
+    super_kernel: bool = True  # each stream's consecutive launches dispatched once (transforms/super_kernel.py)
     kernel_level: str = "isa"
     dump_ir: str | None = None  # a directory: the IR after every stage, re-parsable by ge-opt
     keep_ir_text: bool = False  # store the task-level IR text in the model file (inspection only; printing it is slow)
@@ -249,6 +250,20 @@ class _Pipeline:
         return (self.options.verify_each or i == len(names) - 1 or names[i] in VERIFY_AFTER
                 or custom[i] or custom[i + 1])
 
+    def build(self, module: ModuleOp, build) -> list:
+        """build-model, then (`super_kernel`) each stream's consecutive launches grouped into
+        SuperKernels (transforms/super_kernel.py) in the same stage."""
+        from ge.dialects import task
+        from ge.lowering.build_model import build_model
+        from ge.transforms.super_kernel import group_launches
+
+        reports = build_model(module, build)
+        if self.options.super_kernel:
+            for model in module.ops:
+                if isinstance(model, task.ModelOp):
+                    group_launches(model)
+        return reports
+
     def dump(self, module: ModuleOp, prefix: str, number: int, stage: str) -> None:
         if self.options.dump_ir is None:
             return
@@ -261,7 +276,7 @@ class _Pipeline:
     def gear(self, gear) -> _GearResult:
         from ge.dialects.kernel_base import symbols_indexed
         from ge.ir import make_context
-        from ge.lowering.build_model import BuildOptions, build_model
+        from ge.lowering.build_model import BuildOptions
         from ge.transforms.insert_sync import PlansAhead, planned_ahead
 
         prefix = gear.prefix
@@ -306,8 +321,9 @@ class _Pipeline:
                     result.stats["graph_ops"] = _count(module, _is_graph_compute)
                 elif stage == "eliminate-trans-data":
                     result.stats["trans_data"] = _count(module, lambda op: op.name == "layout.trans_data")
-            build = BuildOptions(not self.options.disable_reuse_memory, self.options.enable_single_stream)
-            reports = self.timed("build-model", lambda: build_model(module, build))
+            build = BuildOptions(not self.options.disable_reuse_memory, self.options.enable_single_stream,
+                                 merge_ineffective_streams=self.options.super_kernel)
+            reports = self.timed("build-model", lambda: self.build(module, build))
             self.dump(module, prefix, number + 1, "build-model")
             result.stats["build"] = reports[0]
             return result

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import re
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from xdsl.context import Context
 from xdsl.dialects import func
@@ -371,6 +371,26 @@ class BuildOptions:
     reuse_memory: bool = True
     single_stream: bool = False
     max_streams: int = 0  # 0: no limit
+    # one stream when no two launches could run side by side (`streams_ineffective`): what
+    # GE's OptimizeIneffectiveMultiStreamPass does; the compiler asks for it with SuperKernels,
+    # which an event between streams would cut
+    merge_ineffective_streams: bool = False
+    cores: int = 0  # AI Cores of the chip's one pool (a coupled chip); 0: unknown, streams kept
+
+
+def streams_ineffective(steps: list[Step], schedule: StreamSchedule, cores: int) -> bool:
+    """No two launches the schedule leaves unordered fit on the chip's `cores` together (a
+    launch waits until its block_dim cores are free), so the streams never run side by
+    side. False when `cores` is unknown."""
+    if cores <= 0:
+        return False
+    launches = [i for i, s in enumerate(steps) if s.callee is not None]
+    for x, a in enumerate(launches):
+        for b in launches[x + 1:]:
+            unordered = not (schedule.ordered(a, b) or schedule.ordered(b, a))
+            if unordered and steps[a].block_dim + steps[b].block_dim <= cores:
+                return False
+    return True
 
 
 def plan(reader: _Reader, options: BuildOptions, alignment: int) -> BuildReport:
@@ -386,6 +406,9 @@ def plan(reader: _Reader, options: BuildOptions, alignment: int) -> BuildReport:
             used.add(buf)
     preds = dependencies(steps)
     schedule = assign_streams(preds, options.single_stream, options.max_streams)
+    if (options.merge_ineffective_streams and schedule.num_streams > 1
+            and streams_ineffective(steps, schedule, options.cores)):
+        schedule = assign_streams(preds, True, options.max_streams)
     by_kind = {k: [b for b in reader.bufs if b.kind == k and (b in used or k in ("input", "output"))]
                for k in ("weight", "input", "output", "workspace")}
     by_kind["input"].sort(key=lambda b: b.index)
@@ -507,6 +530,10 @@ def build_model(module: ModuleOp, options: BuildOptions | None = None) -> list[B
     """Lower every graph function of `module` to a `task.model` in place; one report each."""
     options = options or BuildOptions()
     alignment = gm_alignment(module)
+    if options.merge_ineffective_streams and not options.cores:
+        target = targets.target_of(module) or targets.load_target(targets.DEFAULT_TARGET)
+        if target.architecture == "coupled":  # one pool of cores (a separated chip runs Cube and Vector kernels apart)
+            options = replace(options, cores=target.cores.cube)
     symbols = {op.sym_name.data for op in module.ops if isinstance(getattr(op, "sym_name", None), StringAttr)}
     reports = []
     graph_functions = [
@@ -535,10 +562,12 @@ class BuildModelPass(ModulePass):
     disable_reuse_memory: bool = False
     single_stream: bool = False
     max_streams: int = 0
+    merge_ineffective_streams: bool = False
     debug: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        options = BuildOptions(not self.disable_reuse_memory, self.single_stream, self.max_streams)
+        options = BuildOptions(not self.disable_reuse_memory, self.single_stream, self.max_streams,
+                               self.merge_ineffective_streams)
         for report in build_model(op, options):
             if self.debug:
                 print(f"[build-model] {report.summary()}", file=sys.stderr)

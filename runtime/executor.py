@@ -101,6 +101,8 @@ class KernelRun:
     hbm_bytes: float = 0.0  # bytes to / from HBM (dirty L2 blocks written back included)
     l2_bytes: float = 0.0  # bytes read from or written to the L2
     work: dict[str, int] = field(default_factory=dict)  # the simulator's instruction counts (KernelStats.work)
+    super_kernel: int | None = None  # the SuperKernel it ran in (`task.launch ... super_kernel N`)
+    dispatch: float = 0.0  # of `cycles`: its dispatch (`overhead.launch`) or, in a SuperKernel but first, the barrier
 
     def utilization(self) -> dict[str, float]:
         span = self.cycles * self.cores
@@ -503,7 +505,15 @@ class _Run:
                     blocked = [f"stream {s} at task #{q[0]}" for s, q in queues.items() if q]
                     raise ExecutionError(f"{self.ex.where}: the streams wait for each other forever ({', '.join(blocked)})")
                 stream = min(ready, key=lambda s: (free_at[s], queues[s][0]))
-                free_at[stream] = self._task(queues[stream].popleft(), free_at[stream])
+                j = queues[stream].popleft()
+                group = self.tasks[j].get("super_kernel") if self.tasks[j]["op"] == "launch" else None
+                if group is None:
+                    free_at[stream] = self._task(j, free_at[stream])
+                    continue
+                subs = [j]
+                while queues[stream] and self.tasks[queues[stream][0]].get("super_kernel") == group:
+                    subs.append(queues[stream].popleft())
+                free_at[stream] = self._super_kernel(subs, free_at[stream])
         if self.sim is not None:
             self.report.problems = list(self.sim.report.problems)
         return self.report
@@ -542,10 +552,42 @@ class _Run:
         self.report.spans.append(TaskSpan(j, "copy", f"copy {src.nbytes} B", t["stream"], ready, end))
         return end
 
-    def _launch(self, j: int, t: dict[str, Any], ready: float) -> float:
+    def _super_kernel(self, subs: list[int], ready: float) -> float:
+        """A SuperKernel (`task.launch ... super_kernel N`): one dispatch, then its
+        sub-kernels in turn, each after a full-core barrier (`overhead.sync_all`) instead of
+        a dispatch, on the cores its largest sub-kernel needs, held from the first to the
+        last."""
+        wanted: dict[str, int] = {}
+        for j in subs:
+            t = self.tasks[j]
+            kernel = self.ex.kernels[t["kernel"]]
+            pool = self.cores.pool(kernel.uses_cube)
+            wanted[pool] = max(wanted.get(pool, 0), max(1, t.get("block_dim", kernel.block_dim)))
+        start, chosen = ready, {}
+        for pool, n in wanted.items():
+            at, chosen[pool] = self.cores.claim(pool, n, ready)
+            start = max(start, at)
+        end = start
+        for i, j in enumerate(subs):
+            end = self._launch(j, self.tasks[j], end, chosen, chained=i > 0)
+        for pool, cores in chosen.items():
+            self.cores.hold(pool, cores, end)
+        return end
+
+    def _launch(self, j: int, t: dict[str, Any], ready: float, held: dict[str, list[int]] | None = None,
+                chained: bool = False) -> float:
+        """Launch task j: on the cores `held` by its SuperKernel if any (`chained`: not
+        its first sub-kernel, so a barrier instead of a dispatch before it), else on the
+        first cores free."""
         kernel = self.ex.kernels[t["kernel"]]
         pool = self.cores.pool(kernel.uses_cube)
-        start, chosen = self.cores.claim(pool, max(1, t.get("block_dim", kernel.block_dim)), ready)
+        wanted = max(1, t.get("block_dim", kernel.block_dim))
+        if held is None:
+            start, chosen = self.cores.claim(pool, wanted, ready)
+        else:
+            start, chosen = ready, held[pool][:wanted]
+        overhead = self.ex.target.overhead
+        dispatch = overhead.sync_all if chained else overhead.launch
         ins = [self.ex.views[i] for i in t["ins"]]
         outs = [self.ex.views[i] for i in t["outs"]]
         mark = len(self.sim.trace.events) if self.sim is not None and self.sim.trace is not None else 0
@@ -555,20 +597,24 @@ class _Run:
         if self.ex.on_launch is not None and not self.timing_only:
             self.ex.on_launch(j, t, outs)
         run = KernelRun(j, kernel.name, t.get("name", ""), t["stream"], start, 0.0, len(chosen), kernel.block_dim,
-                        kernel.bound)
+                        kernel.bound, super_kernel=t.get("super_kernel"))
         if stats is not None:
-            run.alone, run.pipe_busy, run.instructions = stats.cycles, dict(stats.pipe_busy), dict(stats.instructions)
+            run.pipe_busy, run.instructions = dict(stats.pipe_busy), dict(stats.instructions)
             run.cores, run.blocks, run.hbm_bytes, run.work = stats.cores, stats.blocks, stats.hbm_bytes, dict(stats.work)
             run.l2_bytes = stats.l2_bytes
             run.l2_bound = _l2_bound(self.ex.target, kernel.bound, run.work, ins, outs)
-            lead = min(self.ex.target.overhead.launch, stats.cycles)  # the dispatch moves no data
-            run.cycles = max(stats.cycles, self.cores.on_hbm(start + lead, stats.cycles - lead, stats.hbm_bytes) - start)
+            work = max(stats.cycles - overhead.launch, 0.0)  # the simulator counts one dispatch (it moves no data)
+            run.alone = dispatch + work
+            run.cycles = max(run.alone, self.cores.on_hbm(start + dispatch, work, stats.hbm_bytes) - start)
+            run.dispatch = dispatch
             self._keep_pipe_events(mark, pool, chosen)
         elif kernel.modeled is not None:
-            run.cycles = run.alone = float(kernel.modeled)
+            run.cycles = run.alone = dispatch + max(float(kernel.modeled) - overhead.launch, 0.0)
+            run.dispatch = dispatch
         end = start + run.cycles
         ids = [self.cores.first_id[pool] + c for c in chosen[:run.cores]]
-        self.cores.hold(pool, chosen[:run.cores], end)
+        if held is None:
+            self.cores.hold(pool, chosen[:run.cores], end)
         self.report.kernels.append(run)
         self.report.spans.append(TaskSpan(j, "launch", kernel.name, t["stream"], start, end, ids))
         return end

@@ -259,7 +259,8 @@ def _parts(module: ModuleOp, prefix: str = "") -> _Parts:
         elif isinstance(op, task.LaunchOp):
             tasks.append({"op": "launch", "kernel": kernel_index[op.callee.string_value()],
                           "stream": op.stream.value.data, "block_dim": op.block_dim.value.data,
-                          "ins": [ids[v] for v in op.ins], "outs": [ids[v] for v in op.outs], "name": _label(op)})
+                          "ins": [ids[v] for v in op.ins], "outs": [ids[v] for v in op.outs], "name": _label(op)}
+                         | ({} if op.super_kernel is None else {"super_kernel": op.super_kernel.value.data}))
         elif isinstance(op, task.CopyOp):
             tasks.append({"op": "copy", "stream": op.stream.value.data, "src": ids[op.source], "dst": ids[op.dest]})
         elif isinstance(op, task.EventRecordOp | task.EventWaitOp):
@@ -391,6 +392,7 @@ def model_from_gears(gears: list[tuple[Any, ModuleOp]], with_ir: bool = True) ->
             tensors.append(t | {"offset": o if o is not None else t["offset"] - w_size + weights_size})
         kernels += d["kernels"]
         first_task = len(tasks)
+        g0 = 1 + max((t.get("super_kernel", -1) for t in tasks), default=-1)  # SuperKernels numbered across gears
         for task in p.model.tasks:
             task = dict(task)
             for key in ("ins", "outs"):
@@ -401,6 +403,8 @@ def model_from_gears(gears: list[tuple[Any, ModuleOp]], with_ir: bool = True) ->
                     task[key] += t0
             if "kernel" in task:
                 task["kernel"] += k0
+            if "super_kernel" in task:
+                task["super_kernel"] += g0
             tasks.append(task)
         regions = {r: [o - w_size + weights_size, s] for r, (o, s) in d["regions"].items() if r != "weights"}
         regions["weights"] = [0, weights_size]
@@ -659,10 +663,20 @@ def _check_contents(model: Model, name: str) -> None:
             if not (isinstance(i, int) and 0 <= i < len(tensors)):
                 raise InconsistentModelError(f"{name}: {where} names tensor #{i}; the model has {len(tensors)}")
 
+        groups: dict[int, int] = {}  # super_kernel -> its stream
+        last: dict[int, Any] = {}  # stream -> super_kernel of its last task
         for j, t in enumerate(model.tasks):
             op, where = t["op"], f"task #{j} ({t['op']})"
             if not 0 <= t["stream"] < streams:
                 raise InconsistentModelError(f"{name}: {where} runs on stream {t['stream']}; the model has {streams}")
+            group = t.get("super_kernel") if op == "launch" else None
+            if group is not None and group in groups and (groups[group], group) != (t["stream"], last.get(t["stream"])):
+                raise InconsistentModelError(
+                    f"{name}: {where} is a sub-kernel of super_kernel {group} but does not follow its other sub-kernels "
+                    "on their stream")
+            if group is not None:
+                groups[group] = t["stream"]
+            last[t["stream"]] = group
             if op == "launch":
                 if not 0 <= t["kernel"] < len(kernels):
                     raise InconsistentModelError(f"{name}: {where} names kernel #{t['kernel']}; the model has {len(kernels)}")

@@ -95,10 +95,13 @@ class OnChip:
 
 @dataclass(frozen=True)
 class Overhead:
-    """Cycles outside any pipe: a kernel launch, the scalar unit issuing one instruction,
-    one iteration of a loop (its compare, increment and branch)."""
+    """Cycles outside any pipe: a kernel launch, the full-core barrier between the
+    sub-kernels of a SuperKernel (one launch running several kernels in turn), the scalar
+    unit issuing one instruction, one iteration of a loop (its compare, increment and
+    branch)."""
 
     launch: int
+    sync_all: int
     issue: int
     loop: int
 

@@ -72,6 +72,10 @@ def parser() -> argparse.ArgumentParser:
                    help="give every activation its own GM bytes")
     p.add_argument("--enable-single-stream", "--enable_single_stream", action="store_true",
                    help="put every task on one stream")
+    p.add_argument("--super-kernel", "--super_kernel", choices=("on", "off"), default="on",
+                   help="on (default): each stream's consecutive launches run as one SuperKernel, a full-core "
+                   "barrier instead of a dispatch between two (and one stream when no two launches could run "
+                   "side by side); off: a dispatch per launch")
     p.add_argument("--kernel-level", choices=KERNEL_LEVELS, default="isa",
                    help="isa (default): instructions run on the AI Core simulator; tile: stop after tiling, "
                    "kernels run in the tile interpreter (functional, modeled cycles; a fast debug mode)")
@@ -114,6 +118,7 @@ def _options(args: argparse.Namespace):
         dynamic_batch_size=args.dynamic_batch_size, dynamic_image_size=args.dynamic_image_size,
         dynamic_dims=args.dynamic_dims, input_shape_range=args.input_shape_range, fusion_switch_file=args.fusion_switch_file,
         disable_reuse_memory=args.disable_reuse_memory, enable_single_stream=args.enable_single_stream,
+        super_kernel=args.super_kernel == "on",
         kernel_level=args.kernel_level, dump_ir=args.dump_ir, keep_ir_text=args.ir_text and not args.no_ir_text, passes=args.passes,
         verify_each=args.verify_each,
     )

@@ -36,6 +36,7 @@ def builtin_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "to-isa": _lazy("to_isa", "ToIsaPass", "ge.lowering"),
         # lowering: kernel sequence -> task (README "Building the model: memory, streams, model file")
         "build-model": _lazy("build_model", "BuildModelPass", "ge.lowering"),
+        "super-kernel": _lazy("super_kernel", "SuperKernelPass"),
         # isa level: local memory plan and synchronization (README "ISA and simulator")
         "plan-local-memory": _lazy("plan_local_memory", "PlanLocalMemoryPass"),
         "insert-sync": _lazy("insert_sync", "InsertSyncPass"),

@@ -57,7 +57,7 @@ def run(model, shape, monkeypatch, force=None, **patches) -> tuple[tile_cube.Cub
 
         mp.setattr(tile_cube, "_plan_cube", planned)
         compiled = ge.compile(model, ge.CompileOptions(keep_ir_text=False, soc_version="ascend910",
-                                                       precision_mode="force_fp16"))
+                                                       precision_mode="force_fp16", super_kernel=False))
         compiled.run({"x": np.zeros(shape, np.float32)}, timing_only=True)
     (kernel,) = [k for k in compiled.last_run.kernels if k.instructions.get("M")]
     return got["plan"], got["plan"].cycles + LAUNCH, kernel.alone

@@ -144,9 +144,11 @@ def check_schedule(ex: Executor) -> None:
 
 @pytest.mark.parametrize("level", LEVELS)
 def test_two_streams_beat_one(level):
+    """Stream concurrency alone (no SuperKernels, which events between streams would cut)."""
     cycles = {}
     for single in (False, True):
-        options = ge.CompileOptions(kernel_level=level, precision_mode=F32, enable_single_stream=single)
+        options = ge.CompileOptions(kernel_level=level, precision_mode=F32, enable_single_stream=single,
+                                    super_kernel=False)
         model = ge.compile(two_branch_model(), options)
         model.run({"x": x_of(32)})
         check_schedule(model.executor)
@@ -164,7 +166,7 @@ def test_schedule_of_a_branchy_light_model_respects_dependencies(level):
     from ge.testing import light_model_path, random_inputs, with_random_weights
 
     model = with_random_weights(light_model_path("squeezenet"), seed=1)
-    compiled = ge.compile(model, ge.CompileOptions(kernel_level=level, precision_mode=F32))
+    compiled = ge.compile(model, ge.CompileOptions(kernel_level=level, precision_mode=F32, super_kernel=False))
     assert compiled.report["streams"] >= 2 and compiled.report["events"] >= 1
     compiled.run(random_inputs(model, seed=2))
     check_schedule(compiled.executor)

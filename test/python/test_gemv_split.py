@@ -53,7 +53,7 @@ def run(model, x, monkeypatch, force=None, **patches):
         if force is not None:
             plan = tile_cube._plan_cube
             mp.setattr(tile_cube, "_plan_cube", lambda p, mach: force(plan(p, mach)))
-        compiled = ge.compile(model, ge.CompileOptions(keep_ir_text=False))
+        compiled = ge.compile(model, ge.CompileOptions(keep_ir_text=False, super_kernel=False))  # standalone launches
         out = compiled.run({"x": x})["y"]
         plans = list(memo.values())
     cube = [k for k in compiled.last_run.kernels if k.instructions.get("M")]

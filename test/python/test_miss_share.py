@@ -45,7 +45,7 @@ def warm_run(kind: str, monkeypatch, **patches):
 
         mp.setattr(tile_cube, "_plan_cube", planned)
         compiled = ge.compile(bert_part(kind), ge.CompileOptions(keep_ir_text=False, soc_version="ascend910",
-                                                                 precision_mode="force_fp16"))
+                                                                 precision_mode="force_fp16", super_kernel=False))
         compiled.run({"x": feed()}, timing_only=True)
     cube = [k for k in compiled.last_run.kernels if k.instructions.get("M")]
     modeled = {k.name: float(k.modeled) for k in compiled.executor.kernels}

@@ -159,7 +159,7 @@ def test_two_streams_together_stay_within_the_hbm_rate(monkeypatch):
 
     with blob_scope():
         compiled = ge.compile(two_branch_model(), ge.CompileOptions(precision_mode="must_keep_origin_dtype",
-                                                                    keep_ir_text=False))
+                                                                    keep_ir_text=False, super_kernel=False))
         ex = compiled.executor
         monkeypatch.setattr(executor._Kernel, "run", fake_run)
         x = np.random.default_rng(0).standard_normal((32, 64)).astype(np.float32)

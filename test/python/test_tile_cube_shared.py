@@ -93,7 +93,7 @@ def compile_run(model, x, monkeypatch, timing_only=True, **patches):
 
         mp.setattr(tile_cube, "_plan_cube", planned)
         compiled = ge.compile(model, ge.CompileOptions(keep_ir_text=False, soc_version="ascend910",
-                                                       precision_mode="force_fp16"))
+                                                       precision_mode="force_fp16", super_kernel=False))
         out = compiled.run({"x": x}, timing_only=timing_only)
     cube = [k for k in compiled.last_run.kernels if k.instructions.get("M")]
     assert len(cube) == len(plans)

@@ -42,7 +42,8 @@ def _run(model, inputs, monkeypatch, cold: bool = False, **options) -> dict[str,
 
     monkeypatch.setattr(tile_pass, "tile_module", recording)
     monkeypatch.setattr(simulator, "L2_ACROSS_LAUNCHES", not cold)
-    compiled = ge.compile(model, ge.CompileOptions(keep_ir_text=False, **options))
+    # standalone launches (no SuperKernel): the model prices each kernel with its own dispatch
+    compiled = ge.compile(model, ge.CompileOptions(keep_ir_text=False, super_kernel=False, **options))
     compiled.run(inputs, timing_only=True)
     return {k.kernel: (reports[k.kernel].cycles, k.alone or k.cycles, reports[k.kernel].chosen)
             for k in compiled.last_run.kernels if k.kernel in reports}

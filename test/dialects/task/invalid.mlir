@@ -188,3 +188,39 @@ func.func @f() {
   func.return
 }
 // CHECK: 'task.buffer' expects parent op 'task.model'
+
+// -----
+
+// A SuperKernel's sub-kernels are consecutive tasks of one stream: an event between two
+// of them is refused.
+func.func private @k(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %r = graph.relu %x : tensor<4xf32>
+  func.return %r : tensor<4xf32>
+}
+task.model @m arena 2048 alignment 512 streams 2 events 1 weights [0, 0] inputs [0, 512] outputs [512, 512] workspace [1024, 512] {
+  %x = task.input 0 "x" at 0 : tensor<4xf32>
+  %y = task.output 0 "y" at 512 : tensor<4xf32>
+  %a = task.buffer at 1024 : tensor<4xf32>
+  task.launch @k stream 0 block_dim 1 super_kernel 0 ins(%x : tensor<4xf32>) outs(%a : tensor<4xf32>)
+  task.event_record 0 stream 0
+  task.event_wait 0 stream 1
+  task.launch @k stream 0 block_dim 1 super_kernel 0 ins(%a : tensor<4xf32>) outs(%y : tensor<4xf32>)
+}
+// CHECK: Operation does not verify: task.launch @k of super_kernel 0 does not follow the launch before it of that super_kernel on stream 0: a SuperKernel's sub-kernels are consecutive tasks of one stream
+// CHECK: -----
+
+// -----
+
+// ... and so is one spread over two streams.
+func.func private @k(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %r = graph.relu %x : tensor<4xf32>
+  func.return %r : tensor<4xf32>
+}
+task.model @m arena 2048 alignment 512 streams 2 events 0 weights [0, 0] inputs [0, 512] outputs [512, 512] workspace [1024, 512] {
+  %x = task.input 0 "x" at 0 : tensor<4xf32>
+  %y = task.output 0 "y" at 512 : tensor<4xf32>
+  %a = task.buffer at 1024 : tensor<4xf32>
+  task.launch @k stream 0 block_dim 1 super_kernel 3 ins(%x : tensor<4xf32>) outs(%a : tensor<4xf32>)
+  task.launch @k stream 1 block_dim 1 super_kernel 3 ins(%x : tensor<4xf32>) outs(%y : tensor<4xf32>)
+}
+// CHECK: Operation does not verify: task.launch @k of super_kernel 3 does not follow the launch before it of that super_kernel on stream 0: a SuperKernel's sub-kernels are consecutive tasks of one stream
