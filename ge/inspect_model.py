@@ -10,7 +10,8 @@ what a user asks of a built model:
   argument types, the tile cost model's cycles and roofline bound;
 - `memory`: arena, alignment, regions, every tensor with its offset and bytes, and the
   compile report's activation peak and lower bound;
-- `streams`: per stream its tasks in issue order, and per event who records and waits;
+- `streams`: per stream its tasks in issue order, per event who records and waits, and
+  per SuperKernel its stream and tasks;
 - `weights`: total bytes, count, the largest weights, and a SHA-256 of the region;
 - `compile_report`: the `ge-compile --report` dict stored in the file, when present;
 - `dynamic`: for an `input_shape_range` model, which builds its kernels at run time; its
@@ -33,7 +34,8 @@ def _io(io: dict[str, Any]) -> dict[str, Any]:
 
 def _task_label(t: dict[str, Any], kernels: list[dict[str, Any]]) -> str:
     if t["op"] == "launch":
-        return f"launch @{kernels[t['kernel']]['name']} block_dim {t.get('block_dim', 1)}"
+        group = f" super_kernel {t['super_kernel']}" if t.get("super_kernel") is not None else ""
+        return f"launch @{kernels[t['kernel']]['name']} block_dim {t.get('block_dim', 1)}{group}"
     if t["op"] == "copy":
         return f"copy tensor #{t['src']} -> #{t['dst']}"
     return f"{t['op']} event {t['event']}"
@@ -87,8 +89,11 @@ def _streams(model) -> dict[str, Any]:
     kernels = model.definition["kernels"]
     per_stream: dict[int, list[str]] = {s: [] for s in range(model.definition["streams"])}
     events: dict[int, dict[str, list[dict[str, int]]]] = {}
+    groups: dict[int, dict[str, Any]] = {}
     for j, t in enumerate(model.tasks):
         per_stream.setdefault(t["stream"], []).append(f"#{j} {_task_label(t, kernels)}")
+        if t.get("super_kernel") is not None:
+            groups.setdefault(t["super_kernel"], {"stream": t["stream"], "tasks": []})["tasks"].append(j)
         if t["op"] in ("record", "wait"):
             role = "records" if t["op"] == "record" else "waits"
             events.setdefault(t["event"], {"records": [], "waits": []})[role].append({"task": j, "stream": t["stream"]})
@@ -96,6 +101,7 @@ def _streams(model) -> dict[str, Any]:
         "count": model.definition["streams"], "events": model.definition["events"],
         "tasks": [{"stream": s, "tasks": tasks} for s, tasks in sorted(per_stream.items())],
         "event_uses": [{"event": e, **uses} for e, uses in sorted(events.items())],
+        "super_kernels": [{"super_kernel": g, **group} for g, group in sorted(groups.items())],
     }
 
 

@@ -41,3 +41,18 @@ def test_all_in_the_l2_is_its_rate_and_never_above_the_bound():
     assert _l2_bound(T, 10 * bound, {"gm_read_warm": 640_000, "gm_write": 320_000}, ins, outs) <= 10 * bound
     # nothing through the L2: the bound itself
     assert _l2_bound(T, bound, {"gm_read_warm": 0, "gm_write": 0}, ins, outs) == bound
+
+
+def test_re_reads_split_between_the_hbm_and_the_l2():
+    """Four cores read the same 1 MB (the tiler's bound counts 4 MB): the 3 MB read again
+    cross the HBM or the L2, so the bound is the least max over their split -- the split
+    that balances the two terms -- not all 4 MB at the HBM rate."""
+    ins, outs = arrays(1_000_000), arrays(0)
+    bound = 4_000_000 / HBM
+    work = {"gm_read": 4_000_000, "gm_read_new": 1_000_000, "gm_read_warm": 0, "gm_write": 0}
+    got = _l2_bound(T, bound, work, ins, outs)
+    via_l2 = 4_000_000 * L2 / (HBM + L2)
+    assert got == pytest.approx((4_000_000 - via_l2) / HBM) == pytest.approx(via_l2 / L2)
+    assert 1_000_000 / HBM < got < bound  # more than the new bytes alone, less than all at the HBM
+    for share in np.linspace(0, 3_000_000, 7):  # no split does better
+        assert got <= max((4_000_000 - share) / HBM, share / L2) + 1e-9

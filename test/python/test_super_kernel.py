@@ -109,6 +109,11 @@ def test_marks_survive_the_model_file_and_bad_ones_are_refused(chain_runs, tmp_p
     assert [t.get("super_kernel") for t in loaded.executor.model.tasks if t["op"] == "launch"] == \
         [t.get("super_kernel") for t in compiled.executor.model.tasks if t["op"] == "launch"]
     assert np.array_equal(loaded.run({"x": x})["y"], runs[True][1])
+    from ge.inspect_model import describe_file
+
+    (group,) = describe_file(str(path))["streams"]["super_kernels"]  # what --mode 1 shows
+    launches = [j for j, t in enumerate(compiled.executor.model.tasks) if t["op"] == "launch"]
+    assert group == {"super_kernel": 0, "stream": 0, "tasks": launches}
     model = mf.load_model(path)
     launches = [t for t in model.tasks if t["op"] == "launch"]
     launches[1]["super_kernel"] = 5  # a group of one launch between two halves of group 0
