@@ -9,7 +9,8 @@ compiled once with
 `ge.compile`; the `tile` pass's choice per kernel (`KernelReport`: what, plan, modeled
 cycles) is recorded while it compiles, then the model runs once on the simulator in
 timing-only mode (cycles do not depend on the data). Per kernel: the cost model's cycles
-(`tile.cycles`), the simulated cycles of the launch alone, and their ratio predicted /
+(`tile.cycles`), the simulated cycles of the launch alone (a SuperKernel's sub-kernel with
+its own dispatch in place of its barrier, as the model prices it), and their ratio predicted /
 simulated; per model and per kind (cube / vector / copy) the median and the worst ratio
 (farthest from 1 either way) and the share of kernels within 15%. With `--baseline` (the
 JSON of an earlier run, e.g. with an earlier cost model) a before -> after table per model:

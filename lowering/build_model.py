@@ -37,7 +37,15 @@ from dataclasses import dataclass, field, replace
 
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ArrayAttr, FusedLoc, ModuleOp, NameLoc, StringAttr, SymbolRefAttr
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    FusedLoc,
+    IntegerAttr,
+    ModuleOp,
+    NameLoc,
+    StringAttr,
+    SymbolRefAttr,
+)
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.traits import SymbolOpInterface, SymbolTable
@@ -49,7 +57,7 @@ from ge.errors import GeError
 from ge.lowering.fuse import op_label
 from ge.lowering.fusion_rules import VIEW_OPS
 from ge.lowering.memory_plan import MemoryPlan, Tensor, align_up, plan_memory
-from ge.lowering.streams import StreamSchedule, assign_streams
+from ge.lowering.streams import StreamSchedule, TaskCost, assign_streams, makespan
 
 BUFFER_LEVELS = ("tile", "isa")  # dialects whose graph function launches kernels on GM buffers
 
@@ -83,6 +91,8 @@ class Step:
     ins: list[Ref]
     outs: list[Ref]
     location: Attribute | None = None
+    cycles: float | None = None  # the kernel's modeled cycles with its dispatch (`tile.cycles`), if known
+    cube: bool = False  # a Cube kernel (`ge.kind` names it): the Cube pool of a separated chip
 
 
 @dataclass(frozen=True)
@@ -223,7 +233,11 @@ class _Reader:
         block_dim = task.kernel_block_dim(kernel) if kernel is not None else 1
         ins = [self.refs[v] for v in op.ins]
         outs = [self.refs[v] for v in op.outs]
-        self.steps.append(Step(callee.string_value(), block_dim, ins, outs, op.location))
+        attrs = kernel.attributes if kernel is not None else {}
+        cycles, kind = attrs.get("tile.cycles"), attrs.get("ge.kind")
+        self.steps.append(Step(callee.string_value(), block_dim, ins, outs, op.location,
+                               float(cycles.value.data) if isinstance(cycles, IntegerAttr) else None,
+                               isinstance(kind, StringAttr) and "cube" in kind.data))
 
     def lookup(self, op: Operation, callee: Attribute) -> Operation | None:
         """`SymbolTable.lookup_symbol(op, callee)`, the symbol table read once (a scan of the
@@ -371,26 +385,29 @@ class BuildOptions:
     reuse_memory: bool = True
     single_stream: bool = False
     max_streams: int = 0  # 0: no limit
-    # one stream when no two launches could run side by side (`streams_ineffective`): what
-    # GE's OptimizeIneffectiveMultiStreamPass does; the compiler asks for it with SuperKernels,
-    # which an event between streams would cut
+    # one stream when the makespan estimate (`streams.makespan`, with SuperKernels) finds the
+    # streams no faster: GE's OptimizeIneffectiveMultiStreamPass; the compiler asks for it with
+    # SuperKernels, which an event between streams cuts
     merge_ineffective_streams: bool = False
-    cores: int = 0  # AI Cores of the chip's one pool (a coupled chip); 0: unknown, streams kept
+    target: targets.Target | None = None  # for the estimate (build_model sets the module's)
 
 
-def streams_ineffective(steps: list[Step], schedule: StreamSchedule, cores: int) -> bool:
-    """No two launches the schedule leaves unordered fit on the chip's `cores` together (a
-    launch waits until its block_dim cores are free), so the streams never run side by
-    side. False when `cores` is unknown."""
-    if cores <= 0:
-        return False
-    launches = [i for i, s in enumerate(steps) if s.callee is not None]
-    for x, a in enumerate(launches):
-        for b in launches[x + 1:]:
-            unordered = not (schedule.ordered(a, b) or schedule.ordered(b, a))
-            if unordered and steps[a].block_dim + steps[b].block_dim <= cores:
-                return False
-    return True
+def estimated_cycles(steps: list[Step], schedule: StreamSchedule, target: targets.Target) -> float | None:
+    """`streams.makespan` of the steps on the chip, with SuperKernels; None when a kernel's
+    modeled cycles are unknown (a graph-level kernel)."""
+    o, coupled = target.overhead, target.architecture == "coupled"
+    pools = {"cube": target.cores.cube} if coupled else {"cube": target.cores.cube, "vector": target.cores.vector}
+    hbm = target.bytes_per_cycle(target.dma.hbm_total)
+    costs = []
+    for s in steps:
+        if s.callee is None:  # a copy: DMA start-up, then its bytes read and written at the HBM rate
+            costs.append(TaskCost(target.startup.mte2 + 2 * task.byte_size(s.outs[0][1]) / hbm, 0))
+            continue
+        if s.cycles is None:
+            return None
+        pool = "cube" if coupled or s.cube else "vector"
+        costs.append(TaskCost(max(s.cycles - o.launch, 0.0), min(s.block_dim, pools[pool]), pool))
+    return makespan(schedule, costs, pools, o.launch, o.sync_all, super_kernels=True)
 
 
 def plan(reader: _Reader, options: BuildOptions, alignment: int) -> BuildReport:
@@ -406,9 +423,11 @@ def plan(reader: _Reader, options: BuildOptions, alignment: int) -> BuildReport:
             used.add(buf)
     preds = dependencies(steps)
     schedule = assign_streams(preds, options.single_stream, options.max_streams)
-    if (options.merge_ineffective_streams and schedule.num_streams > 1
-            and streams_ineffective(steps, schedule, options.cores)):
-        schedule = assign_streams(preds, True, options.max_streams)
+    if options.merge_ineffective_streams and schedule.num_streams > 1 and options.target is not None:
+        one = assign_streams(preds, True, options.max_streams)
+        several = estimated_cycles(steps, schedule, options.target)
+        if several is not None and estimated_cycles(steps, one, options.target) <= several:
+            schedule = one
     by_kind = {k: [b for b in reader.bufs if b.kind == k and (b in used or k in ("input", "output"))]
                for k in ("weight", "input", "output", "workspace")}
     by_kind["input"].sort(key=lambda b: b.index)
@@ -530,10 +549,8 @@ def build_model(module: ModuleOp, options: BuildOptions | None = None) -> list[B
     """Lower every graph function of `module` to a `task.model` in place; one report each."""
     options = options or BuildOptions()
     alignment = gm_alignment(module)
-    if options.merge_ineffective_streams and not options.cores:
-        target = targets.target_of(module) or targets.load_target(targets.DEFAULT_TARGET)
-        if target.architecture == "coupled":  # one pool of cores (a separated chip runs Cube and Vector kernels apart)
-            options = replace(options, cores=target.cores.cube)
+    if options.merge_ineffective_streams and options.target is None:
+        options = replace(options, target=targets.target_of(module) or targets.load_target(targets.DEFAULT_TARGET))
     symbols = {op.sym_name.data for op in module.ops if isinstance(getattr(op, "sym_name", None), StringAttr)}
     reports = []
     graph_functions = [

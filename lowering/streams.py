@@ -17,7 +17,9 @@ predecessors (the tasks whose results it reads, or whose reads it overwrites).
   record, so every id's record/wait pairs follow one another.
 
 `check_schedule` re-derives the ordering from the streams and events alone and checks
-every dependency and every event id against it.
+every dependency and every event id against it. `makespan` estimates a schedule's cycles
+from the kernels' modeled cycles, as the executor would run it (with SuperKernels, which
+an event cuts: build-model then keeps several streams only where they pay).
 """
 
 from __future__ import annotations
@@ -175,3 +177,73 @@ def check_schedule(preds: Sequence[Sequence[int]], stream_of: Sequence[int], eve
                     f"event {k} is recorded again after task {b.src} before its wait before task {a.dst} "
                     "is sure to have happened"
                 )
+
+
+@dataclass(frozen=True)
+class TaskCost:
+    """What the makespan estimate knows of a task: its cycles without a dispatch (a launch's
+    modeled cycles less `overhead.launch`, a copy's DMA time), the cores it needs (0 for a
+    copy) and their pool ("cube" / "vector"; one pool on a coupled chip)."""
+
+    cycles: float
+    cores: int
+    pool: str = "cube"
+
+
+def makespan(schedule: StreamSchedule, costs: Sequence[TaskCost], pools: dict[str, int], launch: float,
+             sync_all: float, super_kernels: bool) -> float:
+    """The cycles the schedule's tasks take on `pools` (cores per pool), as the executor
+    runs them: each stream in order, a task after the events it waits for, a launch when
+    its cores are free. With `super_kernels` each stream's runs of launches between events
+    and copies (transforms/super_kernel.py) take one dispatch, a barrier (`sync_all`)
+    between two launches, and hold the cores of the largest from the first to the last."""
+    n = len(costs)
+    waits: list[list[int]] = [[] for _ in range(n)]
+    recorded = [False] * n
+    for e in schedule.events:
+        waits[e.dst].append(e.src)
+        recorded[e.src] = True
+    queues: dict[int, list[int]] = {}
+    for i in range(n):
+        queues.setdefault(schedule.stream_of[i], []).append(i)
+    pending: dict[int, list[list[int]]] = {}  # per stream, its tasks cut into runs
+    for stream, tasks in queues.items():
+        runs: list[list[int]] = []
+        for i in tasks:
+            prev = runs[-1][-1] if runs else None
+            if (super_kernels and prev is not None and costs[i].cores and costs[prev].cores and not recorded[prev]
+                    and not waits[i]):
+                runs[-1].append(i)
+            else:
+                runs.append([i])
+        pending[stream] = runs
+    free = {pool: [0.0] * count for pool, count in pools.items()}
+    stream_free = dict.fromkeys(queues, 0.0)
+    end = [-1.0] * n
+    while any(pending.values()):
+        ready = {}
+        for s, rs in pending.items():
+            if rs and all(end[w] >= 0 for w in waits[rs[0][0]]):
+                ready[s] = max([stream_free[s], *(end[w] for w in waits[rs[0][0]])])
+        if not ready:
+            raise StreamScheduleError("the schedule's streams wait for each other forever")
+        s = min(ready, key=lambda k: (ready[k], pending[k][0][0]))
+        run = pending[s].pop(0)
+        wanted: dict[str, int] = {}
+        for i in run:
+            if costs[i].cores:
+                wanted[costs[i].pool] = max(wanted.get(costs[i].pool, 0), costs[i].cores)
+        start, chosen = ready[s], {}
+        for pool, count in wanted.items():
+            cores = sorted(range(len(free[pool])), key=lambda c: free[pool][c])[:count]
+            chosen[pool] = cores
+            start = max([start, *(free[pool][c] for c in cores)])
+        t = start
+        for k, i in enumerate(run):
+            t += costs[i].cycles + (0.0 if not costs[i].cores else launch if k == 0 else sync_all)
+            end[i] = t
+        for pool, cores in chosen.items():
+            for c in cores:
+                free[pool][c] = t
+        stream_free[s] = t
+    return max(end, default=0.0)

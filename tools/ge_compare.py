@@ -19,11 +19,12 @@ from pathlib import Path
 import numpy as np
 
 from ge.errors import InputError
+from ge.tools import ArgumentParser
 from ge.tools.ge_opt import LOG_LEVELS, run_reporting_errors, setup_logging
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="ge-compare", description="Compare a ge model file layer by layer with onnxruntime.")
+    p = ArgumentParser(prog="ge-compare", description="Compare a ge model file layer by layer with onnxruntime.")
     p.add_argument("onnx", help="the ONNX model the model file was compiled from")
     p.add_argument("model", help="the model file (.om)")
     p.add_argument("--inputs", nargs="+", metavar="FILE", help="one .npz with the inputs by name, or one .npy per input "

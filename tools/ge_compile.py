@@ -26,6 +26,7 @@ import sys
 from collections.abc import Sequence
 
 from ge.errors import GeError
+from ge.tools import ArgumentParser
 
 # (ge.tools.ge_opt and ge_quantize, which load the dialects and onnx, are imported where
 # used: by `main` after it turns the garbage collector off, see there)
@@ -39,7 +40,7 @@ def parser() -> argparse.ArgumentParser:
     from ge.tools.ge_opt import LOG_LEVELS
     from ge.tools.ge_quantize import add_compile_options
 
-    p = argparse.ArgumentParser(prog="ge-compile",
+    p = ArgumentParser(prog="ge-compile",
                                 description="Compile an ONNX or TensorFlow model into a ge model file (.om).")
     p.add_argument("model", nargs="?", help="the model (.onnx, or a frozen TensorFlow GraphDef .pb); with --mode 1, "
                    "the model file instead of --om")

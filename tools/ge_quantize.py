@@ -16,13 +16,14 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from ge.tools import ArgumentParser
 from ge.tools.ge_opt import LOG_LEVELS, run_reporting_errors, setup_logging
 
 
 def parser() -> argparse.ArgumentParser:
     from ge.quantization import METHODS
 
-    p = argparse.ArgumentParser(prog="ge-quantize", description="Quantize an ONNX model to int8 (QDQ) on calibration data.")
+    p = ArgumentParser(prog="ge-quantize", description="Quantize an ONNX model to int8 (QDQ) on calibration data.")
     p.add_argument("model", help="the float ONNX model")
     p.add_argument("--calibration-data", required=True, metavar="CALIB.npz",
                    help="one array per model input, the samples along dim 0")

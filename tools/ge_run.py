@@ -32,13 +32,14 @@ from pathlib import Path
 import numpy as np
 
 from ge.errors import InputError
+from ge.tools import ArgumentParser
 from ge.tools.ge_opt import LOG_LEVELS, run_reporting_errors, setup_logging
 
 log = logging.getLogger("ge.run")
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="ge-run", description="Run a ge model file (.om) on the simulator.")
+    p = ArgumentParser(prog="ge-run", description="Run a ge model file (.om) on the simulator.")
     p.add_argument("model", help="the model file (.om) written by ge-compile")
     p.add_argument("--inputs", nargs="+", metavar="FILE", help="one .npz with the inputs by name, or one .npy per input")
     p.add_argument("--output", metavar="OUT.npz", help="write the outputs (by name) to this .npz")

@@ -53,12 +53,13 @@ def onnx_path(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def built(onnx_path):
-    """ge-compile at the tile level with a report and an IR dump."""
+    """ge-compile at the tile level with a report and an IR dump; a launch per kernel
+    (`--super-kernel off`), so the two branches keep their two streams."""
     out = onnx_path.parent / "two_branch.om"
     report = onnx_path.parent / "report.json"
     dump = onnx_path.parent / "ir"
     result = tool("ge_compile", onnx_path, "-o", out, "--precision-mode", "must_keep_origin_dtype",
-                  "--kernel-level", "tile", "--report", report, "--dump-ir", dump)
+                  "--kernel-level", "tile", "--report", report, "--dump-ir", dump, "--super-kernel", "off")
     return out, json.loads(report.read_text()), dump, result.stdout
 
 
@@ -231,3 +232,18 @@ def test_progress_line():
     progress("tile", 6, 10)
     progress("done", 10, 10)
     assert out.getvalue() == "\r\033[K[ 6/10] tile\r\033[K[10/10] done\n"
+
+
+def test_super_kernels_by_default_and_off_on_request(onnx_path, tmp_path):
+    """ge-compile groups the launches into SuperKernels unless `--super-kernel off`."""
+    marks = {}
+    for flag in ("on", "off", None):
+        out = tmp_path / f"{flag}.om"
+        tool("ge_compile", onnx_path, "-o", out, "--precision-mode", "must_keep_origin_dtype", "--kernel-level",
+             "tile", *(("--super-kernel", flag) if flag else ()))
+        marks[flag] = [t.get("super_kernel") for t in mf.load_model(out).tasks if t["op"] == "launch"]
+    assert len(marks["off"]) == 4 and marks["off"] == [None] * 4  # a launch per kernel
+    assert marks[None] == marks["on"] == [0] * 4  # one SuperKernel on one stream
+    line = one_error_line(tool("ge_compile", onnx_path, "-o", tmp_path / "x.om", "--super-kernel", "maybe",
+                               check=False), "ge-compile")
+    assert "--super-kernel" in line and "maybe" in line

@@ -195,7 +195,9 @@ def test_ge_run_dump_bad_names(pooled, capsys):
     assert "'nosuch'" in line and "--dump-nodes" in line
     with pytest.raises(SystemExit) as e:
         ge_run_main([str(om), "--dump-nodes", "conv0"])
-    assert e.value.code == 2 and "--dump-nodes filters --dump" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert e.value.code == 1 and "--dump-nodes filters --dump" in err
+    assert err.count("\n") == 1 and err.startswith("ge-run: error: ")  # one line, no usage block
 
 
 def test_two_branch_dump_fractal_nz(tmp_path, capsys):

@@ -42,7 +42,8 @@ def x_of(batch: int, k: int = 64, seed: int = 1) -> np.ndarray:
 @pytest.fixture(scope="module", params=LEVELS)
 def compiled(request) -> ge.CompiledModel:
     with blob_scope():
-        return ge.compile(two_branch_model(), ge.CompileOptions(kernel_level=request.param, precision_mode=F32))
+        return ge.compile(two_branch_model(), ge.CompileOptions(kernel_level=request.param, precision_mode=F32,
+                                                                super_kernel=False))  # two streams
 
 
 # --------------------------------------------------------------------------------------

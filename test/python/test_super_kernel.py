@@ -4,8 +4,8 @@ consecutive launches dispatched once, with a full-core barrier between two of th
 The checks: the same bytes out as the plain launches (and onnxruntime's values), one
 dispatch and N - 1 barriers exactly (`overhead.launch` vs `overhead.sync_all` of the
 target), sub-kernels back to back on the cores the group holds, the marks kept through the
-model file and refused when they are not consecutive, streams merged only when no two
-launches could run side by side.
+model file and refused when they are not consecutive, several streams kept only where the
+makespan estimate finds them faster than one stream of SuperKernels.
 """
 
 from __future__ import annotations
@@ -21,8 +21,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 import ge
 from ge.errors import GeError
-from ge.lowering.build_model import Step, streams_ineffective
-from ge.lowering.streams import assign_streams
+from ge.lowering.streams import TaskCost, assign_streams, makespan
 from ge.runtime import model_file as mf
 from ge.targets import load_target
 
@@ -123,39 +122,54 @@ def test_marks_survive_the_model_file_and_bad_ones_are_refused(chain_runs, tmp_p
         mf.load_model(bad)
 
 
-def test_streams_merge_only_when_no_two_launches_fit_together():
-    preds = [[], [0], [0], [1, 2]]  # a diamond: tasks 1 and 2 may run side by side
-    schedule = assign_streams(preds)
-    assert schedule.num_streams == 2
+def test_makespan_weighs_concurrent_branches_against_super_kernels():
+    """A diamond: task 0, then tasks 1 and 2 (16 cores each, side by side on two streams),
+    then task 3. On two streams the events cut the SuperKernels: every task pays a dispatch;
+    on one stream all four make one SuperKernel but run one after another."""
+    preds = [[], [0], [0], [1, 2]]
+    several, one = assign_streams(preds), assign_streams(preds, single_stream=True)
+    assert several.num_streams == 2 and one.num_streams == 1
 
-    def steps(dims):
-        return [Step(f"k{i}", d, [], []) for i, d in enumerate(dims)]
+    def costs(branch: float) -> list[TaskCost]:
+        return [TaskCost(100, 32), TaskCost(branch, 16), TaskCost(branch, 16), TaskCost(100, 32)]
 
-    assert streams_ineffective(steps([32, 17, 17, 32]), schedule, 32)  # 17 + 17 > 32 cores
-    assert not streams_ineffective(steps([32, 16, 16, 32]), schedule, 32)  # two 16-core kernels fit
-    assert not streams_ineffective(steps([32, 17, 17, 32]), schedule, 0)  # cores unknown: keep the streams
+    def estimate(schedule, branch, super_kernels=True):
+        return makespan(schedule, costs(branch), {"cube": 32}, 1000, 140, super_kernels)
+
+    # short branches: 1100, both branches to 3100 side by side, 4200 -- against one dispatch
+    # and three barriers: 1000 + 100 + 2 x (140 + 1000) + 140 + 100
+    assert estimate(several, 1000) == 4200 and estimate(one, 1000) == 3620
+    # long branches: side by side wins (1100 + 6000 + 1100 against 1100 + 2 x 5140 + 240)
+    assert estimate(several, 5000) == 8200 and estimate(one, 5000) == 11620
+    assert estimate(one, 1000, super_kernels=False) == 4 * 1000 + 2 * 100 + 2 * 1000  # a dispatch each
 
 
-def test_branchy_model_keeps_its_streams_and_order(tmp_path):
-    """Two branches of small kernels: the streams stay (they run side by side), each
-    stream's runs between events become SuperKernels, every dependency holds."""
+@pytest.mark.parametrize("k, streams", [(64, 1), (512, 2)])
+def test_streams_kept_only_where_they_pay(k, streams):
+    """Two branches of 16-core MatMuls: small ones run fastest as one SuperKernel on one
+    stream, large ones side by side on two streams (the SuperKernels cut at the events);
+    build-model's estimate picks the faster, every dependency holds either way."""
     from ge.testing import two_branch_model
 
-    compiled = ge.compile(two_branch_model(), ge.CompileOptions(precision_mode=F32))
-    x = np.random.default_rng(3).standard_normal((32, 64)).astype(np.float32)
-    compiled.run({"x": x})
-    report = compiled.last_run
-    assert compiled.report["streams"] == 2
-    tasks = compiled.executor.model.tasks
+    model = two_branch_model(batch=32, k=k)
+    x = np.random.default_rng(3).standard_normal((32, k)).astype(np.float32)
+    totals = {}
+    for single in (False, True):
+        compiled = ge.compile(model, ge.CompileOptions(precision_mode=F32, enable_single_stream=single))
+        compiled.run({"x": x})
+        totals[single] = compiled.last_run.total_cycles
+        if not single:
+            chosen = compiled
+    assert chosen.report["streams"] == streams
+    assert totals[False] <= totals[True]
+    report, tasks = chosen.last_run, chosen.executor.model.tasks
     for j, t in enumerate(tasks):  # a sub-kernel's predecessor on its stream is a launch of its group
         group = t.get("super_kernel")
         before = [u for u in tasks[:j] if u["stream"] == t["stream"]]
         if group is not None and any(u.get("super_kernel") == group for u in before):
             assert before[-1].get("super_kernel") == group
-    spans = {s.task: s for s in report.spans}
     for s in report.spans:  # a core runs one kernel at a time
         for t in report.spans:
             if s.task < t.task and set(s.cores) & set(t.cores):
                 assert s.end <= t.start or t.end <= s.start
     assert json.dumps(report.timeline())  # the trace still serializes
-    assert report.total_cycles == max(s.end for s in spans.values())

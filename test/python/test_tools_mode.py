@@ -69,11 +69,13 @@ def conv_pool_model() -> onnx.ModelProto:
 
 @pytest.fixture(scope="module")
 def two_branch(tmp_path_factory):
-    """The two-branch model (two streams, events) compiled at the tile level, and --mode 1's JSON."""
+    """The two-branch model (two streams, events: a launch per kernel) compiled at the tile
+    level, and --mode 1's JSON."""
     d = tmp_path_factory.mktemp("mode1")
     src, om, out = d / "two_branch.onnx", d / "two_branch.om", d / "two_branch.json"
     onnx.save(two_branch_model(), src)
-    ok(tool("ge_compile", src, "-o", om, "--kernel-level", "tile", "--precision-mode", F32, "--ir-text"))
+    ok(tool("ge_compile", src, "-o", om, "--kernel-level", "tile", "--precision-mode", F32, "--ir-text",
+            "--super-kernel", "off"))
     result = ok(tool("ge_compile", "--mode", "1", "--om", om, "--json", out))
     assert result.stdout.strip() == f"wrote {out}"
     return src, om, json.loads(out.read_text())
