@@ -193,7 +193,7 @@ def kind_table(rows: list[dict]) -> str:
         overhead = sum(k.get("dispatch", launch) for k in r["per_kernel"])
         groups = len({k["super_kernel"] for k in r["per_kernel"] if k.get("super_kernel") is not None})
         dispatches = sum(1 for k in r["per_kernel"] if k.get("dispatch", launch) == launch)
-        cells.append(f"{overhead:,.0f} ({overhead / r['kernel_cycles']:.0%}; {dispatches} dispatches, "
+        cells.append(f"{overhead:,.0f} ({overhead / r['kernel_cycles']:.0%}; {dispatches} dispatch{'es' * (dispatches != 1)}, "
                      f"{len(r['per_kernel']) - dispatches} barriers, {groups} SuperKernel{'s' * (groups != 1)})")
         body.append(cells)
     return markdown(header, body)
