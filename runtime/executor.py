@@ -236,7 +236,8 @@ class _Cores:
 
 @dataclass
 class TaskSpan:
-    """When a launch or copy ran, on which stream and cores (trace ids)."""
+    """When a launch or copy ran, on which stream and cores (trace ids), and the SuperKernel
+    a launch ran in."""
 
     task: int
     kind: str
@@ -245,6 +246,7 @@ class TaskSpan:
     start: float
     end: float
     cores: list[int] = field(default_factory=list)
+    super_kernel: int | None = None
 
 
 @dataclass
@@ -308,7 +310,8 @@ class RunReport:
         for s in self.spans:
             events.append({"name": s.name, "cat": s.kind, "ph": "X", "pid": pid, "tid": s.stream,
                            "ts": s.start * us, "dur": (s.end - s.start) * us,
-                           "args": {"task": s.task, "cores": s.cores}})
+                           "args": {"task": s.task, "cores": s.cores}
+                           | ({} if s.super_kernel is None else {"super_kernel": s.super_kernel})})
         return {"traceEvents": events, "displayTimeUnit": "ns",
                 "otherData": {"clock_hz": self.clock_hz, "cycles": self.total_cycles, "source": self.cycles_source,
                               **({"kernel_cache": self.cache} if self.cache is not None else {})}}
@@ -616,7 +619,7 @@ class _Run:
         if held is None:
             self.cores.hold(pool, chosen[:run.cores], end)
         self.report.kernels.append(run)
-        self.report.spans.append(TaskSpan(j, "launch", kernel.name, t["stream"], start, end, ids))
+        self.report.spans.append(TaskSpan(j, "launch", kernel.name, t["stream"], start, end, ids, t.get("super_kernel")))
         return end
 
     def _keep_pipe_events(self, mark: int, pool: str, chosen: list[int]) -> None:

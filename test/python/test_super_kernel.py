@@ -83,6 +83,8 @@ def test_one_dispatch_then_barriers(chain_runs):
         assert b.start == a.end  # back to back: the barrier is inside the next sub-kernel's cycles
     held = set(spans[0].cores)
     assert all(set(s.cores) <= held for s in spans)
+    slices = [e for e in on.timeline()["traceEvents"] if e.get("cat") == "launch"]  # --profile's stream track
+    assert len(slices) == len(spans) and all(e["args"]["super_kernel"] == 0 for e in slices)
 
 
 def test_tile_level_counts_the_same_overheads():
