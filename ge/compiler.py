@@ -196,6 +196,7 @@ class _Pipeline:
         self.source, self.name, self.options, self.target = source, name, options, target
         self.progress = progress
         self.seconds: dict[str, float] = {}
+        self.super_kernels = 0  # SuperKernels of the last model built
         self.done, self.total = 0, 0
 
     def timed(self, stage: str, fn: Callable[[], Any]) -> Any:
@@ -261,7 +262,7 @@ class _Pipeline:
         if self.options.super_kernel:
             for model in module.ops:
                 if isinstance(model, task.ModelOp):
-                    group_launches(model)
+                    self.super_kernels = len(group_launches(model))
         return reports
 
     def dump(self, module: ModuleOp, prefix: str, number: int, stage: str) -> None:
@@ -326,6 +327,7 @@ class _Pipeline:
             reports = self.timed("build-model", lambda: self.build(module, build))
             self.dump(module, prefix, number + 1, "build-model")
             result.stats["build"] = reports[0]
+            result.stats["super_kernels"] = self.super_kernels
             return result
         except BaseException:
             _stop_verifying([result])
@@ -444,6 +446,7 @@ def _gear_stats(result: _GearResult) -> dict[str, Any]:
         "distinct_kernels": result.stats.get("distinct_kernels"),  # lowered once each (None: not counted)
         "launches": build.launches, "copies": build.copies,
         "streams": build.schedule.num_streams, "events": len(build.schedule.events),
+        "super_kernels": result.stats.get("super_kernels", 0),  # runs of launches dispatched once
         "memory": {
             "activation_peak_bytes": build.plan.peak,
             "activation_lower_bound_bytes": build.plan.lower_bound,

@@ -238,10 +238,11 @@ def test_super_kernels_by_default_and_off_on_request(onnx_path, tmp_path):
     """ge-compile groups the launches into SuperKernels unless `--super-kernel off`."""
     marks = {}
     for flag in ("on", "off", None):
-        out = tmp_path / f"{flag}.om"
+        out, report = tmp_path / f"{flag}.om", tmp_path / f"{flag}.json"
         tool("ge_compile", onnx_path, "-o", out, "--precision-mode", "must_keep_origin_dtype", "--kernel-level",
-             "tile", *(("--super-kernel", flag) if flag else ()))
+             "tile", "--report", report, *(("--super-kernel", flag) if flag else ()))
         marks[flag] = [t.get("super_kernel") for t in mf.load_model(out).tasks if t["op"] == "launch"]
+        assert json.loads(report.read_text())["super_kernels"] == (0 if flag == "off" else 1)
     assert len(marks["off"]) == 4 and marks["off"] == [None] * 4  # a launch per kernel
     assert marks[None] == marks["on"] == [0] * 4  # one SuperKernel on one stream
     line = one_error_line(tool("ge_compile", onnx_path, "-o", tmp_path / "x.om", "--super-kernel", "maybe",
