@@ -220,7 +220,7 @@ def _verify_body(model: ModelOp, spans: dict[str, tuple[int, int]], align: int) 
     streams, events = model.streams.value.data, model.events.value.data
     numbers: dict[str, list[int]] = {"inputs": [], "outputs": []}
     pending: dict[int, bool] = {}
-    groups: dict[int, tuple[int, int]] = {}  # super_kernel -> (its stream, itself: the stream's last task must be in it)
+    seen: dict[int, int] = {}  # SuperKernels met so far -> their stream
     last: dict[int, int | None] = {}  # stream -> super_kernel of its last task (None: not a sub-kernel)
     for op in model.body.block.ops:
         if isinstance(op, _DeclOp):
@@ -239,13 +239,13 @@ def _verify_body(model: ModelOp, spans: dict[str, tuple[int, int]], align: int) 
             if not 0 <= s < streams:
                 raise VerifyException(f"{op.name} on stream {s}, but the model has {streams} stream(s)")
             group = op.super_kernel.value.data if isinstance(op, LaunchOp) and op.super_kernel is not None else None
-            if group is not None and group in groups and groups[group] != (s, last.get(s)):
+            if group is not None and group in seen and last.get(s) != group:  # (met before, not as this stream's last task)
                 raise VerifyException(
                     f"task.launch {op.callee} of super_kernel {group} does not follow the launch before it of that "
-                    f"super_kernel on stream {groups[group][0]}: a SuperKernel's sub-kernels are consecutive tasks "
-                    "of one stream")
+                    f"super_kernel on stream {seen[group]}: a SuperKernel's sub-kernels are consecutive tasks of one "
+                    "stream")
             if group is not None:
-                groups[group] = (s, group)
+                seen.setdefault(group, s)
             last[s] = group
             if isinstance(op, EventRecordOp | EventWaitOp):
                 e = op.event.value.data

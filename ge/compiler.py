@@ -196,7 +196,6 @@ class _Pipeline:
         self.source, self.name, self.options, self.target = source, name, options, target
         self.progress = progress
         self.seconds: dict[str, float] = {}
-        self.super_kernels = 0  # SuperKernels of the last model built
         self.done, self.total = 0, 0
 
     def timed(self, stage: str, fn: Callable[[], Any]) -> Any:
@@ -251,19 +250,18 @@ class _Pipeline:
         return (self.options.verify_each or i == len(names) - 1 or names[i] in VERIFY_AFTER
                 or custom[i] or custom[i + 1])
 
-    def build(self, module: ModuleOp, build) -> list:
+    def build(self, module: ModuleOp, build) -> tuple[list, int]:
         """build-model, then (`super_kernel`) each stream's consecutive launches grouped into
-        SuperKernels (transforms/super_kernel.py) in the same stage."""
+        SuperKernels (transforms/super_kernel.py) in the same stage: (the build reports, the
+        SuperKernels)."""
         from ge.dialects import task
         from ge.lowering.build_model import build_model
         from ge.transforms.super_kernel import group_launches
 
         reports = build_model(module, build)
-        if self.options.super_kernel:
-            for model in module.ops:
-                if isinstance(model, task.ModelOp):
-                    self.super_kernels = len(group_launches(model))
-        return reports
+        if not self.options.super_kernel:
+            return reports, 0
+        return reports, sum(len(group_launches(m)) for m in module.ops if isinstance(m, task.ModelOp))
 
     def dump(self, module: ModuleOp, prefix: str, number: int, stage: str) -> None:
         if self.options.dump_ir is None:
@@ -324,10 +322,9 @@ class _Pipeline:
                     result.stats["trans_data"] = _count(module, lambda op: op.name == "layout.trans_data")
             build = BuildOptions(not self.options.disable_reuse_memory, self.options.enable_single_stream,
                                  merge_ineffective_streams=self.options.super_kernel)
-            reports = self.timed("build-model", lambda: self.build(module, build))
+            reports, result.stats["super_kernels"] = self.timed("build-model", lambda: self.build(module, build))
             self.dump(module, prefix, number + 1, "build-model")
             result.stats["build"] = reports[0]
-            result.stats["super_kernels"] = self.super_kernels
             return result
         except BaseException:
             _stop_verifying([result])

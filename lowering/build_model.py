@@ -395,13 +395,14 @@ class BuildOptions:
 def estimated_cycles(steps: list[Step], schedule: StreamSchedule, target: targets.Target) -> float | None:
     """`streams.makespan` of the steps on the chip, with SuperKernels; None when a kernel's
     modeled cycles are unknown (a graph-level kernel)."""
+    from ge.runtime.executor import copy_cycles
+
     o, coupled = target.overhead, target.architecture == "coupled"
     pools = {"cube": target.cores.cube} if coupled else {"cube": target.cores.cube, "vector": target.cores.vector}
-    hbm = target.bytes_per_cycle(target.dma.hbm_total)
     costs = []
     for s in steps:
-        if s.callee is None:  # a copy: DMA start-up, then its bytes read and written at the HBM rate
-            costs.append(TaskCost(target.startup.mte2 + 2 * task.byte_size(s.outs[0][1]) / hbm, 0))
+        if s.callee is None:  # a copy: as the executor times it
+            costs.append(TaskCost(copy_cycles(target, task.byte_size(s.outs[0][1])), 0))
             continue
         if s.cycles is None:
             return None

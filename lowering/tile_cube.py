@@ -226,6 +226,13 @@ class CubeProblem:
     bias_block: np.ndarray | None = field(default=None, compare=False, repr=False)
 
     @property
+    def epilogue_bias(self) -> bool:
+        """Does the epilogue add a conv's (or int8 MatMul's) bias? Not when the Cube does
+        (`bias_block`)."""
+        return isinstance(self.anchor, CONV_OPS + (g.QuantMatMulOp,)) and self.anchor.bias is not None \
+            and self.bias_block is None
+
+    @property
     def oc0(self) -> int:
         return self.out_c0 or self.c0
 
@@ -667,7 +674,7 @@ def epilogue_operands(p: CubeProblem) -> list[SSAValue]:
     arguments the epilogue ops use."""
     out: list[SSAValue] = []
     anchor = p.anchor
-    if isinstance(anchor, CONV_OPS + (g.QuantMatMulOp,)) and anchor.bias is not None and p.bias_block is None:
+    if p.epilogue_bias:
         out.append(anchor.bias)
     if isinstance(anchor, g.GemmOp) and anchor.c is not None:
         out.append(anchor.c)
@@ -735,7 +742,7 @@ def _program_of(p: CubeProblem) -> tuple[tuple[str, str, int, bool], ...]:
     acc = elem_name(p.acc_elem)
     out: list[tuple[str, str, int, bool]] = []
     anchor = p.anchor
-    if isinstance(anchor, CONV_OPS + (g.QuantMatMulOp,)) and anchor.bias is not None and p.bias_block is None:
+    if p.epilogue_bias:
         out.append(("vadd", acc, 4, p.kind == "conv"))
     if isinstance(anchor, g.GemmOp):
         if anchor.alpha.value.data != 1.0:
@@ -2355,7 +2362,7 @@ def build_epilogue(p: CubeProblem, tm: int, tn: int, operands: list[SSAValue], t
 
     y = body.args[0]
     anchor = p.anchor
-    if isinstance(anchor, g.Conv2dOp) and anchor.bias is not None and p.bias_block is None:
+    if isinstance(anchor, g.Conv2dOp) and p.epilogue_bias:
         y = add(g.AddOp.make([y, f32_of(env[anchor.bias])]))
     if isinstance(anchor, g.QuantConv2dOp | g.QuantMatMulOp) and anchor.bias is not None:
         y = add(g.AddOp.make([y, env[anchor.bias]]))  # i32 + i32

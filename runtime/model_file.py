@@ -663,19 +663,19 @@ def _check_contents(model: Model, name: str) -> None:
             if not (isinstance(i, int) and 0 <= i < len(tensors)):
                 raise InconsistentModelError(f"{name}: {where} names tensor #{i}; the model has {len(tensors)}")
 
-        groups: dict[int, int] = {}  # super_kernel -> its stream
+        seen: set[Any] = set()  # SuperKernels met so far
         last: dict[int, Any] = {}  # stream -> super_kernel of its last task
         for j, t in enumerate(model.tasks):
             op, where = t["op"], f"task #{j} ({t['op']})"
             if not 0 <= t["stream"] < streams:
                 raise InconsistentModelError(f"{name}: {where} runs on stream {t['stream']}; the model has {streams}")
             group = t.get("super_kernel") if op == "launch" else None
-            if group is not None and group in groups and (groups[group], group) != (t["stream"], last.get(t["stream"])):
+            if group is not None and group in seen and last.get(t["stream"]) != group:  # (met before, not as this stream's last task)
                 raise InconsistentModelError(
                     f"{name}: {where} is a sub-kernel of super_kernel {group} but does not follow its other sub-kernels "
                     "on their stream")
             if group is not None:
-                groups[group] = t["stream"]
+                seen.add(group)
             last[t["stream"]] = group
             if op == "launch":
                 if not 0 <= t["kernel"] < len(kernels):

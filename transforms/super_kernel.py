@@ -41,26 +41,24 @@ def group_launches(model: task.ModelOp, max_sub_kernels: int = 0) -> list[list[t
             done.append(run[:cut])
             run = run[cut:]
 
+    place: dict[int, int] = {}  # id(launch) -> its place among the tasks
     for op in model.body.block.ops:
         if not isinstance(op, task.LaunchOp | task.CopyOp | task.EventRecordOp | task.EventWaitOp):
             continue
         stream = op.stream.value.data
         if isinstance(op, task.LaunchOp):
             op.properties.pop("super_kernel", None)
+            place[id(op)] = len(place)
             runs.setdefault(stream, []).append(op)
         else:
             close(stream)
     for stream in list(runs):
         close(stream)
-    done.sort(key=lambda group: _position(model, group[0]))
+    done.sort(key=lambda group: place[id(group[0])])  # numbered in issue order
     for n, group in enumerate(done):
         for op in group:
             op.properties["super_kernel"] = IntegerAttr(n, i64)
     return done
-
-
-def _position(model: task.ModelOp, op: task.LaunchOp) -> int:
-    return model.body.block.get_operation_index(op)
 
 
 @dataclass(frozen=True)
