@@ -1070,9 +1070,14 @@ def emit_chunked(b: KernelBuilder, kern: VectorKernel, plan: VectorPlan, gm: dic
 
 
 def pad_value(v: SSAValue, kern: VectorKernel) -> float:
-    """Out-of-bounds elements: -inf before a max pool (never the maximum), else 0."""
+    """Out-of-bounds elements: -inf before a max pool (never the maximum), else 0. Not for
+    the plain source a max pool's NC1HWC0 input is converted from in UB (`pool_source`):
+    its channels past C become the tile's pad lanes, which must read 0 -- a -inf there
+    came out of the pool as -inf in the output's pad lanes, and the next conv's zero
+    weight rows made it NaN (fuzz seed 734, f16) -- and the `tile.vpool` itself ignores the
+    window positions outside the input."""
     pool = kern.pool
-    if isinstance(pool, g.MaxPoolOp) and v in (pool.operands[0], kern.pool_source):
+    if isinstance(pool, g.MaxPoolOp) and v is pool.operands[0]:
         return -math.inf
     return 0.0
 

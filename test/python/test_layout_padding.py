@@ -126,3 +126,37 @@ def test_padding_stays_finite(divisor, n, m, precision):
     model = _model(divisor, n, m)
     status, detail, _ = check(model, _inputs(model), precision)
     assert status == "pass", detail
+
+
+def test_max_pool_read_from_plain_input_keeps_pad_lanes_finite():
+    """The fuzzer's f16 seed 734: a max pool whose kernel reads its NCHW input (30
+    channels) and converts it to NC1HWC0 in UB (TbeTransDataFusionPass). Its copy read the
+    channels past 30 as -inf (its out-of-bounds value for a max pool), the pool kept -inf
+    in those pad lanes of its output and the next conv's zero weight rows made NaN: every
+    output was non-finite. Those channels now read 0."""
+    from ge.fuzz import run_seed
+
+    outcome, _ = run_seed(734, "f16")
+    assert outcome.status == "pass", outcome.detail
+
+
+@pytest.mark.parametrize("precision", ["f32", "f16"])
+def test_max_pool_from_plain_input_ignores_positions_outside(precision):
+    """The same kind of kernel with spatial pads of 1: its copy now fills the rows and
+    columns outside the input with 0, not -inf, and the pool still ignores them (the
+    `tile.vpool` semantics), so a window of negative values stays negative."""
+    rng = np.random.default_rng(0)
+    w1 = (rng.standard_normal((30, 3, 1, 1)) * 0.5).astype(np.float32)
+    w2 = (rng.standard_normal((8, 60, 1, 1)) * 0.2).astype(np.float32)
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["a"]),
+             helper.make_node("Concat", ["a", "a"], ["cat"], axis=1),
+             helper.make_node("MaxPool", ["cat"], ["p"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
+             helper.make_node("Conv", ["p", "w2"], ["y"])]
+    graph = helper.make_graph(nodes, "pool_pad_lanes",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 9, 9])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 5, 5])],
+                              [onnx.numpy_helper.from_array(w1, "w1"), onnx.numpy_helper.from_array(w2, "w2")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    x = rng.standard_normal((1, 3, 9, 9)).astype(np.float32) - 3.0  # mostly negative pool windows
+    status, detail, _ = check(model, {"x": x}, precision)
+    assert status == "pass", detail
