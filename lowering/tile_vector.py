@@ -14,7 +14,7 @@ that a reduction or a storage block (C0) needs whole is never split.
 
 The tile loop is one flattened `scf.for` over the tiles, split into contiguous ranges over
 `block_dim` cores. Each iteration copies the input rectangles into UB (out-of-bounds
-elements read as 0, or -inf before a max pool), runs the group's ops on the tiles in one
+elements read as 0, or -inf before a max pool that reads its input as stored), runs the group's ops on the tiles in one
 `tile.vector` (a max/avg pool first runs as `tile.vpool`) and copies the results out.
 Tile sizes come from the cost model (lowering/tile_cost.py) among the shapes that fit UB,
 with GM traffic priced as the simulator moves it (`GmPaths`: reads from the HBM, or from
