@@ -880,6 +880,17 @@ class CopyL1ToL0bOp(_MoveOp):
 
 
 @irdl_op_definition
+class CopyGmToL0bOp(_MoveOp):
+    """MTE2: GM -> L0B (Load2D's GM -> B2 path, Atlas training parts included: the weights of
+    a K step straight into L0B in its ZN fractal order, without an L1 copy and an MTE1 move;
+    ascend.md §6.1 "MTE2: GM->{L1, L0A/B}")."""
+
+    name = "isa.copy_gm_to_l0b"
+    PIPE: ClassVar[Pipe] = Pipe.MTE2
+    SPACES: ClassVar = ((MemSpace.GM,), (MemSpace.L0B,))
+
+
+@irdl_op_definition
 class CopyUbToUbOp(_MoveOp):
     """V: UB -> UB (a strided rearrangement on the Vector unit)."""
 
@@ -1141,7 +1152,7 @@ class BroadcastUbToL0cOp(InstructionOp):
             raise VerifyException(f"src offset {off} is not {target.vector.block_bytes}-byte aligned")
 
 
-MOVE_OPS = (CopyGmToL1Op, CopyGmToUbOp, CopyUbToGmOp, CopyUbToL1Op, CopyL1ToUbOp, CopyL1ToL0aOp, CopyL1ToL0bOp,
+MOVE_OPS = (CopyGmToL1Op, CopyGmToL0bOp, CopyGmToUbOp, CopyUbToGmOp, CopyUbToL1Op, CopyL1ToUbOp, CopyL1ToL0aOp, CopyL1ToL0bOp,
             CopyUbToUbOp, FixpipeOp, CopyL0cToUbOp)
 
 

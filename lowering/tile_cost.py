@@ -55,6 +55,7 @@ from ge.targets import Target
 # on-chip ones, target.startup field)
 PATHS = {
     "gm_to_l1": ("gm_to_l1", "mte2"),
+    "gm_to_l0b": ("gm_to_l1", "mte2"),  # MTE2's GM path into the Cube's buffers, as GM -> L1 (ascend.md §6.1)
     "gm_to_ub": ("gm_to_ub", "mte2"),
     "ub_to_gm": ("ub_to_gm", "mte3"),
     "l1_to_l0a": ("l1_to_l0a", "mte1"),
@@ -62,7 +63,7 @@ PATHS = {
     "l0c_to_ub": ("l0c_out", "fixpipe"),  # the L0C read-out: FixPipe, or the Vector-unit route
     "l1_to_ub": ("l1_to_ub", "mte1"),
 }
-GM_PATHS = ("gm_to_l1", "gm_to_ub", "ub_to_gm")
+GM_PATHS = ("gm_to_l1", "gm_to_l0b", "gm_to_ub", "ub_to_gm")
 
 
 @dataclass(frozen=True)

@@ -151,6 +151,12 @@ CONVERTED_UB = True
 # instead (Caffe adds its conv bias the same way, a GEMM with a ones `bias_multiplier`),
 # m/16 x n/16 Cube cycles.
 CUBE_BIAS = True
+# Does a conv whose every tile reads its own B chunks take them GM -> L0B per K step
+# (`_b_direct_fits`; MTE2's GM -> L0A/L0B path, Load2D GM -> B2) when the model finds it
+# faster? Through L1, a K step's moves are A's and B's one after the other on MTE1, which
+# paced the Cube (resnet50's 3 x 3 conv at 56 x 56, batch 1: 370 cycles of moves per
+# 272-cycle mmad); straight from GM, B moves on MTE2 beside A's on MTE1 (3,369 -> 2,853).
+B_DIRECT = True
 
 
 def _ceil(a: int, b: int) -> int:
@@ -568,6 +574,7 @@ class CubePlan:
     epi_split: int = 1  # the epilogue runs on the L0C tile in this many row slices (UB holds one slice)
     stack: int = 1  # a conv's images stacked along H per M tile (`_stacked`)
     cube_bias: bool = False  # the Cube adds the bias (`cube_bias_block`; `use_plan` drops the block otherwise)
+    b_direct: bool = False  # each K step's B goes GM -> L0B on MTE2, no L1 copy (`_b_direct_fits`, `_plan_one`)
 
     def describe(self) -> str:
         used = ", ".join(f"{s.upper()} {b}" for s, b in self.usage)
@@ -577,6 +584,7 @@ class CubePlan:
         split += f" epi_split={self.epi_split}" if self.epi_split > 1 else ""
         split += f" stack={self.stack}" if self.stack > 1 else ""
         split += " cube_bias" if self.cube_bias else ""
+        split += " b_direct" if self.b_direct else ""
         return (f"m={self.tm} n={self.tn} k={self.tk} k_l1={self.kl1} order={self.order}{split} blocks={self.blocks} "
                 f"buffers l1={self.l1_buffers} l0={self.l0_buffers} l0c={self.l0c_buffers} ub={self.ub_buffers}; {used}")
 
@@ -1157,14 +1165,15 @@ def _core_tiles(p: CubeProblem, tm: int, tn: int, order: str, blocks: int, split
 
 
 def _k_loop(p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl1: int, s: _Sizes, l0d: bool,
-            shared: bool | None = None) -> float:
+            shared: bool | None = None, b_direct: bool = False) -> float:
     """Cycles of one L1 chunk's K loop: its L1 -> L0 moves and mmads (overlapped with two
     L0 buffers), and the fill where the chunk's first moves wait for the previous chunk's
     last mmad (a loop over steps drains at its end; unrolled steps (`_unrolls`) do half as
     often, or with TIGHT_FORWARD_SYNC never within a tile: `_k_fill`). `shared`: the
-    problem's `_shares_reads`, when known."""
+    problem's `_shares_reads`, when known. `b_direct`: B's fractals come GM -> L0B on MTE2
+    while MTE1 moves A's (`CubePlan.b_direct`): a step's moves take the slower of the two."""
     steps = _ceil(kl1, tk)
-    mte1 = mach.dma("l1_to_l0a", s.l0a) + mach.dma("l1_to_l0b", s.l0b)
+    mte1 = _step_moves(mach, s, b_direct)
     cube = mach.cube(tm, tk, tn, elem_name(p.elem))
     # unrolled: with TIGHT_FORWARD_SYNC no fill per chunk; without it every other chunk's
     # first moves wait for the previous chunk's last mmad (the two L1 slots' copies of the
@@ -1181,7 +1190,9 @@ def _k_loop(p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl1: int, 
     # and the L0 buffers alternate: step i's moves wait for step i - 2's mmad, its mmad
     # for its moves, so two steps take both pipes' start-ups and busy cycles once each
     start = mach.target.startup
-    mte1_busy, cube_busy = mte1 - 2 * start.mte1, cube - start.cube
+    # (B from GM: A's move and B's on two pipes, each with its own start-up)
+    mte1_busy = _step_moves(mach, s, b_direct, busy=True) if b_direct else mte1 - 2 * start.mte1
+    cube_busy = cube - start.cube
     step = max(mte1_busy, cube_busy, (mte1 - start.mte1 + cube) / 2)
     if fill < 1:
         return steps * step + fill * min(mte1, cube)
@@ -1192,6 +1203,17 @@ def _k_loop(p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl1: int, 
         # and mmad end to end twice, 400 cycles where 3 overlapped steps take 240)
         return 2 * (mte1 - start.mte1 + cube) + (steps - 2) * step
     return steps * step + min(mte1, cube)
+
+
+def _step_moves(mach: Machine, s: _Sizes, b_direct: bool, busy: bool = False) -> float:
+    """Cycles of a K step's L0 moves: A's and B's on MTE1 one after the other, or with B
+    straight from GM (`b_direct`) A's on MTE1 beside B's on MTE2 (`busy`: without their
+    start-ups, which overlap the previous move's data on a pipelined pipe)."""
+    if b_direct:
+        start = mach.target.startup
+        a, b_ = mach.dma("l1_to_l0a", s.l0a), mach.dma("gm_to_l0b", s.l0b)
+        return max(a - start.mte1, b_ - start.mte2) if busy else max(a, b_)
+    return mach.dma("l1_to_l0a", s.l0a) + mach.dma("l1_to_l0b", s.l0b)
 
 
 def _unrolls(steps: int, l0d: bool) -> bool:
@@ -1224,7 +1246,8 @@ def _pieces(p: CubeProblem, kl1: int, tk: int, l0d: bool) -> int:
     return max(d for d in range(1, PIECES + 1) if steps % d == 0)
 
 
-def _k_fill(p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl1: int, s: _Sizes, l0d: bool) -> float:
+def _k_fill(p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl1: int, s: _Sizes, l0d: bool,
+            b_direct: bool = False) -> float:
     """Cycles a tile's K loop adds once when its steps are unrolled (`_unrolls`) or rotate
     (`_rotates`) and it has several chunks: the loop over chunks drains at its end (its
     flags are waited for after it), so the next tile's first moves wait for this tile's
@@ -1233,7 +1256,7 @@ def _k_fill(p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl1: int, 
     steps = _ceil(kl1, tk)
     if not (TIGHT_FORWARD_SYNC and (_unrolls(steps, l0d) or _rotates(p, mach, steps, kl1, l0d))) or kl1 >= p.k:
         return 0.0
-    return min(mach.dma("l1_to_l0a", s.l0a) + mach.dma("l1_to_l0b", s.l0b), mach.cube(tm, tk, tn, elem_name(p.elem)))
+    return min(_step_moves(mach, s, b_direct), mach.cube(tm, tk, tn, elem_name(p.elem)))
 
 
 def _epilogue_stages(mach: Machine, s: _Sizes, tm: int, tn: int, blocks: int) -> tuple[float, float, float, float]:
@@ -1286,16 +1309,17 @@ class _TileParts:
     another and bounds every tiling it visits (`floor`, `CubeBounds`): computed once per tiling,
     not per schedule -- the same numbers, so the same plans."""
 
-    __slots__ = ("_k_fill", "_pieces", "chunk", "chunks", "drain", "fix", "gemv", "k_loops", "kl1", "l0d", "mach",
-                 "p", "s", "shared", "stage", "tk", "tm", "tn", "vec")
+    __slots__ = ("_k_fill", "_pieces", "b_direct", "chunk", "chunks", "drain", "fix", "gemv", "k_loops", "kl1", "l0d",
+                 "mach", "p", "s", "shared", "stage", "tk", "tm", "tn", "vec")
 
     def __init__(self, p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl1: int, s: _Sizes, l0d: bool,
                  shared: bool | None = None, is_gemv: bool | None = None,
-                 epilogue: tuple[float, float] | None = None) -> None:
+                 epilogue: tuple[float, float] | None = None, b_direct: bool = False) -> None:
         self.p, self.mach, self.tm, self.tn, self.tk, self.kl1, self.s, self.l0d = p, mach, tm, tn, tk, kl1, s, l0d
         self.shared = _shares_reads(p, mach) if shared is None else shared
         self.gemv = gemv(p, mach) if is_gemv is None else is_gemv
-        self.chunk = _k_loop(p, mach, tm, tn, tk, kl1, s, l0d, self.shared)
+        self.b_direct = b_direct
+        self.chunk = _k_loop(p, mach, tm, tn, tk, kl1, s, l0d, self.shared, b_direct)
         # (`epilogue`: its `_epilogue_compute`, the same for a tile shape's K options)
         self.fix, self.vec = epilogue or _epilogue_compute(mach, s, tm, tn)
         self.chunks = chunks = _ceil(p.k, kl1)
@@ -1308,7 +1332,8 @@ class _TileParts:
 
     def k_fill(self) -> float:
         if self._k_fill is None:
-            self._k_fill = _k_fill(self.p, self.mach, self.tm, self.tn, self.tk, self.kl1, self.s, self.l0d)
+            self._k_fill = _k_fill(self.p, self.mach, self.tm, self.tn, self.tk, self.kl1, self.s, self.l0d,
+                                   self.b_direct)
         return self._k_fill
 
     def pieces(self) -> int:
@@ -1761,7 +1786,7 @@ def plan_cube(p: CubeProblem, mach: Machine) -> CubePlan:
            ODD_K_STEPS, BLOCK_MISSES, SHARED_FILL, UNROLLED_K,
            TIGHT_FORWARD_SYNC, MAX_UNROLLED_STEPS, to_isa.SLICED_READ_OUT, DIV_BY_RECIPROCAL, ROTATING_STEP,
            VECTOR_PACED, STACK, PROGRESSIVE, PIECES, MISS_SHARE, WARM_INPUTS, CONVERTED_UB, WARM_EPILOGUE,
-           L2_WRITES, CUBE_BIAS, p.bias_block is not None, p.a_warm, p.epi_written)  # the switches change the plan
+           L2_WRITES, CUBE_BIAS, B_DIRECT, p.bias_block is not None, p.a_warm, p.epi_written)  # the switches change the plan
     plan = memo.get(key)
     if plan is None:
         plan = memo[key] = _plan_cube(p, mach)
@@ -1822,10 +1847,12 @@ def _cube_bias_cost(p: CubeProblem, plain: CubeProblem, mach: Machine, plan: Cub
         return None
     schedule = (plan.order, plan.blocks, plan.l1_buffers == 2, plan.l0_buffers == 2,
                 plan.l0c_buffers == 2 and plan.ub_buffers == 2, plan.split)
-    cycles = cube_cost(p, mach, *args, *schedule, s=s, batch_inner=plan.batch_inner, a_whole=plan.a_whole)
-    before = cube_cost(plain, mach, *args, *schedule, s=sizes(plain, *args, _fixed(plain, tg), plan.a_whole,
-                                                              plan.epi_split),
-                       batch_inner=plan.batch_inner, a_whole=plan.a_whole)
+    plain_s = sizes(plain, *args, _fixed(plain, tg), plan.a_whole, plan.epi_split)
+    l0d = plan.l0_buffers == 2
+    cycles = cube_cost(p, mach, *args, *schedule, s=s, batch_inner=plan.batch_inner, a_whole=plan.a_whole,
+                       parts=_TileParts(p, mach, *args, s, l0d, b_direct=plan.b_direct))
+    before = cube_cost(plain, mach, *args, *schedule, s=plain_s, batch_inner=plan.batch_inner, a_whole=plan.a_whole,
+                       parts=_TileParts(plain, mach, *args, plain_s, l0d, b_direct=plan.b_direct))
     return cycles if cycles - _bias_setup(p, mach, plan.tm, plan.tn) <= before else None
 
 
@@ -1885,16 +1912,38 @@ def _plan_one(p: CubeProblem, mach: Machine) -> CubePlan:
     mem, al = tg.memory, tg.alignment
     found = _search_space(p, mach)
     i, cyc = _cheapest(p, mach, found)
-    tm, tn, tk, kl1, order, blocks, l1d, l0d, _, split, s, bin_, whole = found[i]
+    tm, tn, tk, kl1, order, blocks, l1d, l0d, epid, split, s, bin_, whole = found[i]
+    direct = None
+    if _b_direct_fits(p, mach, tn, tk, kl1, order):
+        direct = cube_cost(p, mach, tm, tn, tk, kl1, order, blocks, l1d, l0d, epid, split, s, bin_, whole,
+                           _TileParts(p, mach, tm, tn, tk, kl1, s, l0d, b_direct=True))
+    b_direct = direct is not None and direct < cyc
+    if b_direct:
+        cyc = direct
     single = {"l0a": align(s.l0a, al.l0a), "l0b": align(s.l0b, al.l0b), "l0c": align(s.l0c, al.l0c),
-              "l1": align(s.a_cap or s.a_l1, al.l1) + align(s.b_l1, al.l1)}
+              "l1": align(s.a_cap or s.a_l1, al.l1) + (0 if b_direct else align(s.b_l1, al.l1))}
     l0cd, ubd = 2 * single["l0c"] <= mem.l0c, 2 * s.ub - s.ub_temps <= mem.ub
     usage = (("l1", single["l1"] * (2 if l1d else 1)),
              ("l0a", single["l0a"] * (2 if l0d else 1)),
              ("l0b", single["l0b"] * (2 if l0d else 1)),
              ("l0c", single["l0c"] * (2 if l0cd else 1)))
     return CubePlan(tm, tn, tk, kl1, order, 2 if l1d else 1, 2 if l0d else 1, 2 if l0cd else 1, 2 if ubd else 1,
-                    blocks, cyc, split, usage, len(found), batch_inner=bin_, a_whole=whole, epi_split=s.epi_split)
+                    blocks, cyc, split, usage, len(found), batch_inner=bin_, a_whole=whole, epi_split=s.epi_split,
+                    b_direct=b_direct)
+
+
+def _b_direct_fits(p: CubeProblem, mach: Machine, tn: int, tk: int, kl1: int, order: str) -> bool:
+    """Can a conv's K steps take their B fractals straight from GM into L0B (`B_DIRECT`;
+    Load2D's GM -> B2 path, which the Atlas training parts have too)? Its weights are in
+    FRACTAL_Z already (not converted from NCHW on the way in), a K step is whole fractal
+    rows of one chunk, K whole chunks and N whole tiles (a step reads no K row nor filter
+    past the weights': its copy has no window), and B is not kept in L1 for several tiles:
+    with the whole K in one chunk in
+    order "nm" the N tile's weights are loaded once and read by its every M tile, which
+    per-step loads would read from GM again each time."""
+    return bool(B_DIRECT and p.kind == "conv" and p.b_fmt != "nchw" and kl1 % tk == 0 and p.k % kl1 == 0
+                and p.n % tn == 0
+                and not gemv(p, mach) and not (_ceil(p.k, kl1) == 1 and order == "nm"))
 
 
 def _schedules(p: CubeProblem, tm: int, tn: int, whole: bool, cores: int) -> tuple[tuple[str, int, int, bool], ...]:
@@ -2427,6 +2476,7 @@ class _CubeEmitter:
         self.l0b_bytes = l0b_bytes  # the target's L0B (`_held_steps`)
         self.elem = p.elem
         self.image = image  # a stacked plan's problem of one image (`_stacked`; `p` is the stacked one)
+        self.b_tile: tuple | None = None  # (GM weights, group, N offset) of the tile (`load_b`, plan.b_direct)
 
     def stacked_rows(self, per_image: int, total: int) -> list[tuple[int, int, int]]:
         """(image in the stack, first row, rows) of each image's part of a stacked tile of
@@ -2566,6 +2616,9 @@ class _CubeEmitter:
 
     def load_b(self, b_gm, b_l1, bi, gi, n0, kc, pieces: int = 1) -> None:
         p, b, pl = self.p, self.b, self.plan
+        if pl.b_direct:  # each K step's B goes GM -> L0B (`gm_to_l0b`)
+            self.b_tile = (b_gm, gi, n0)
+            return
         shape = self.b_l1_shape()
         if p.kind == "conv" and p.b_fmt == "nchw":
             # FRACTAL_Z rows (c1, kh, kw) x filters x C0 from plain [Co, Cg, kh * kw], one C1
@@ -2713,7 +2766,8 @@ class _CubeEmitter:
         elem = self.elem
         a_gm, b_gm = self.a_view(), self.b_view()
         a_l1 = b.alloc(t.MemSpace.L1, self.a_l1_shape(), elem, pl.l1_buffers, "a_l1")
-        b_l1 = b.alloc(t.MemSpace.L1, self.b_l1_shape(), elem, pl.l1_buffers, "b_l1")
+        # (B straight into L0B: no L1 copy of it)
+        b_l1 = None if pl.b_direct else b.alloc(t.MemSpace.L1, self.b_l1_shape(), elem, pl.l1_buffers, "b_l1")
         chunks, steps = _ceil(p.k, pl.kl1), _ceil(pl.kl1, tk)
         held = _held_steps(p, pl, self.l0b_bytes - cube_bias_reserve(p, tm, tn, numpy_dtype(elem).itemsize)[1], steps)
         if held or _unrolled_steps(pl, steps):  # two single L0 buffers, the steps alternating between them
@@ -2847,10 +2901,23 @@ class _CubeEmitter:
         in L0B: `held_b`) and its mmad."""
         b, pl = self.b, self.plan
         self.fill_l0a(a_l1, l0a, m0, kc, kj)
-        if not held_b:
+        if pl.b_direct:
+            self.gm_to_l0b(l0b, kc, kj)
+        elif not held_b:
             self.fill_l0b(b_l1, l0b, kj)
         first = b.is_zero(b.add_(b.mul(kc, pl.kl1), b.mul(kj, pl.tk)))
         b.add(t.MmadOp.build(operands=[l0a, l0b, [], l0c, first]))
+
+    def gm_to_l0b(self, l0b, kc, kj) -> None:
+        """K step `kj` of chunk `kc`: its B fractals straight from the FRACTAL_Z weights in GM
+        into L0B's ZN order (`CubePlan.b_direct`; `load_b` kept the tile's GM view)."""
+        p, b, pl = self.p, self.b, self.plan
+        b_gm, gi, n0 = self.b_tile
+        c0, tk, tn = p.c0, pl.tk, pl.tn
+        k = b.add_(b.mul(kc, pl.kl1), b.mul(kj, tk))
+        n = b.add_(b.mul(gi, p.conv["mg_e"]), n0)
+        b.copy(b_gm, [_div_exact(b, k, c0), n, 0], b.view(l0b, (tk // c0, c0, tn)), None, (tk // c0, tn, c0),
+               perm=(0, 2, 1))
 
     def cube_bias_buffers(self) -> tuple[SSAValue, SSAValue]:
         """(ones, bias block) in L0A / L0B for the bias the Cube adds (`cube_bias_block`),

@@ -1447,6 +1447,7 @@ SHORT_ROUNDS = True
 
 MOVES = {
     (t.MemSpace.GM, t.MemSpace.L1): isa.CopyGmToL1Op,
+    (t.MemSpace.GM, t.MemSpace.L0B): isa.CopyGmToL0bOp,
     (t.MemSpace.GM, t.MemSpace.UB): isa.CopyGmToUbOp,
     (t.MemSpace.UB, t.MemSpace.GM): isa.CopyUbToGmOp,
     (t.MemSpace.UB, t.MemSpace.L1): isa.CopyUbToL1Op,

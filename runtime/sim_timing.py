@@ -108,7 +108,9 @@ ONCHIP_PATHS = {
     "isa.img2col": ("l1_to_l0a", "mte1"),
     "isa.copy_l0c_to_ub": ("l0c_out", "vector"),  # the Vector unit reads L0C out (no FixPipe)
 }
-GM_READS = {"isa.copy_gm_to_l1": ("gm_to_l1", "l2_to_l1"), "isa.copy_gm_to_ub": ("gm_to_ub", "l2_to_ub")}
+# (GM -> L0B: MTE2's path into the Cube's buffers at the GM -> L1 rates; no separate figure is published)
+GM_READS = {"isa.copy_gm_to_l1": ("gm_to_l1", "l2_to_l1"), "isa.copy_gm_to_l0b": ("gm_to_l1", "l2_to_l1"),
+            "isa.copy_gm_to_ub": ("gm_to_ub", "l2_to_ub")}
 
 Rect = tuple[tuple[int, ...], tuple[int, ...], int]  # (shape, element strides, element bytes)
 # (start-up, busy, GM transfer): the transfer (0.0: none) is (function, *arguments), called

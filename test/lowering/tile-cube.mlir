@@ -87,11 +87,14 @@ func.func @conv(%x: tensor<1x4x56x56x16xf16, #layout.fmt<NC1HWC0, origin NCHW [1
   %s = graph.add %r, %x : (tensor<1x4x56x56x16xf16, #layout.fmt<NC1HWC0, origin NCHW [1, 64, 56, 56]>>, tensor<1x4x56x56x16xf16, #layout.fmt<NC1HWC0, origin NCHW [1, 64, 56, 56]>>) -> tensor<1x4x56x56x16xf16, #layout.fmt<NC1HWC0, origin NCHW [1, 64, 56, 56]>>
   func.return %s : tensor<1x4x56x56x16xf16, #layout.fmt<NC1HWC0, origin NCHW [1, 64, 56, 56]>>
 }
-// CHECK:       tile.kernel @k0_c {{.*}} block_dim 28 kind "cube_epilogue" attributes {{{.*}}tile.plan = "m=112 n=64 k=144 k_l1=288 order=mn blocks=28 buffers l1=2 l0=2 l0c=2 ub=2; L1 102400, L0A 64512, L0B 36864, L0C 57344"
-// CHECK:         %[[FM:.*]] = tile.alloc buffers 2 : memref<1x2x4x56x16xf16, #tile.space<l1>>
-// CHECK-NEXT:    %[[W:.*]] = tile.alloc buffers 2 : memref<18x64x16xf16, #tile.space<l1>>
+// CHECK:       tile.kernel @k0_c {{.*}} block_dim 28 kind "cube_epilogue" attributes {{{.*}}tile.plan = "m=112 n=64 k=144 k_l1=288 order=mn b_direct blocks=28 buffers l1=2 l0=2 l0c=2 ub=2; L1 28672, L0A 64512, L0B 36864, L0C 57344"
+// CHECK:         %[[WG:.*]] = tile.view %w : memref<36x4x16x16xf16, #tile.space<gm>> to memref<36x64x16xf16, #tile.space<gm>>
+// CHECK-NEXT:    %[[FM:.*]] = tile.alloc buffers 2 : memref<1x2x4x56x16xf16, #tile.space<l1>>
 // CHECK-NEXT:    %[[A0:.*]] = tile.alloc buffers 1 : memref<112x144xf16, #tile.space<l0a>>
 // CHECK-NEXT:    %[[A0B:.*]] = tile.alloc buffers 1 : memref<112x144xf16, #tile.space<l0a>>
+// CHECK-NEXT:    %[[B0:.*]] = tile.alloc buffers 1 : memref<144x64xf16, #tile.space<l0b>>
+// CHECK-NEXT:    %[[B0B:.*]] = tile.alloc buffers 1 : memref<144x64xf16, #tile.space<l0b>>
+// CHECK-NOT:     tile.space<l1>
 // CHECK:         scf.for %[[T:.*]] = %block to %hi step %c1 {
 // CHECK-NEXT:      %[[M:.*]] = arith.muli %[[T]], %c112 : index
 // CHECK-NEXT:      scf.for %[[CH:.*]] = %c0 to %c2 step %c1 {
@@ -100,18 +103,25 @@ func.func @conv(%x: tensor<1x4x56x56x16xf16, #layout.fmt<NC1HWC0, origin NCHW [1
 // CHECK-NEXT:        %[[C:.*]] = arith.muli %[[CH]], %c32 : index
 // CHECK-NEXT:        %[[C1:.*]] = arith.muli %[[CH]], %c2 : index
 // CHECK-NEXT:        tile.copy %x[%c0, %[[C1]], %[[IH]], %c0, %c0] to %[[FM]][%c0, %c0, %c0, %c0, %c0] sizes [1, 2, 4, 56, 16] {pad = 0.000000e+00 : f32}
-// CHECK-NEXT:        %[[WK:.*]] = arith.muli %[[CH]], %c18 : index
-// CHECK-NEXT:        tile.copy %{{.*}}[%[[WK]], %c0, %c0] to %[[W]][%c0, %c0, %c0] sizes [18, 64, 16]
 // CHECK-NEXT:        %[[K:.*]] = arith.muli %[[CH]], %c288 : index
-// CHECK-NOT:         scf.for
-// CHECK:             tile.img2col %[[FM]][%[[M]], %[[K]], %[[C]], %[[IH]]] to %[[A0]] {kernel = array<i64: 3, 3>, strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, pads = array<i64: 1, 1>, out_size = array<i64: 56, 56>, channels = 64 : i64, c0 = 16 : i64}
-// CHECK:             tile.mmad %[[A0]], %{{.*}} init %first
-// CHECK:             tile.img2col %[[FM]][%[[M]], %{{.*}}, %[[C]], %[[IH]]] to %[[A0B]]
-// CHECK:             tile.mmad %[[A0B]], %{{.*}} init %first_1
+// CHECK-NEXT:        tile.img2col %[[FM]][%[[M]], %[[K]], %[[C]], %[[IH]]] to %[[A0]] {kernel = array<i64: 3, 3>, strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, pads = array<i64: 1, 1>, out_size = array<i64: 56, 56>, channels = 64 : i64, c0 = 16 : i64}
+// CHECK-NEXT:        %[[WK:.*]] = arith.muli %[[CH]], %c18 : index
+// CHECK-NEXT:        %[[BV:.*]] = tile.view %[[B0]] : memref<144x64xf16, #tile.space<l0b>> to memref<9x16x64xf16, #tile.space<l0b>>
+// CHECK-NEXT:        tile.copy %[[WG]][%[[WK]], %c0, %c0] to %[[BV]][%c0, %c0, %c0] sizes [9, 64, 16] perm [0, 2, 1] : memref<36x64x16xf16, #tile.space<gm>> to memref<9x16x64xf16, #tile.space<l0b>>
+// CHECK-NEXT:        %first = arith.cmpi eq, %[[K]], %c0 : index
+// CHECK-NEXT:        tile.mmad %[[A0]], %[[B0]], %{{.*}} init %first
+// CHECK-NEXT:        %[[K2:.*]] = arith.addi %[[K]], %c144 : index
+// CHECK-NEXT:        tile.img2col %[[FM]][%[[M]], %[[K2]], %[[C]], %[[IH]]] to %[[A0B]]
+// CHECK-NEXT:        %[[WK2:.*]] = arith.divui %[[K2]], %c16 : index
+// CHECK-NEXT:        %[[BV2:.*]] = tile.view %[[B0B]]
+// CHECK-NEXT:        tile.copy %[[WG]][%[[WK2]], %c0, %c0] to %[[BV2]][%c0, %c0, %c0] sizes [9, 64, 16] perm [0, 2, 1] : memref<36x64x16xf16, #tile.space<gm>> to memref<9x16x64xf16, #tile.space<l0b>>
+// CHECK-NEXT:        %first_1 = arith.cmpi eq, %[[K2]], %c0 : index
+// CHECK-NEXT:        tile.mmad %[[A0B]], %[[B0B]], %{{.*}} init %first_1
+// CHECK-NEXT:      }
 // CHECK:           tile.copy %{{.*}} sizes [112, 4, 16] perm [1, 0, 2] : memref<112x4x16xf32, #tile.space<l0c>> to memref<4x112x16xf32, #tile.space<ub>>
 // CHECK:           tile.copy %{{.*}} sizes [1, 4, 112, 16] {pad = 0.000000e+00 : f32} : memref<1x4x3136x16xf16, #tile.space<gm>> to memref<1x4x112x16xf16, #tile.space<ub>>
 // CHECK:           ^{{.*}}(%{{.*}}: tensor<1x4x112x1x16xf32>, %{{.*}}: tensor<1x4x1x1x16xf16>, %{{.*}}: tensor<1x4x112x1x16xf16>):
-// B910:        tile.kernel @k0_c {{.*}} block_dim 20 kind "cube_epilogue" attributes {{{.*}}tile.plan = "m=160 n=32 k=96 k_l1=576 order=mn blocks=20 buffers l1=2 l0=2 l0c=2 ub=2; L1 159744, L0A 61440, L0B 12288, L0C 40960"
+// B910:        tile.kernel @k0_c {{.*}} block_dim 20 kind "cube_epilogue" attributes {{{.*}}tile.plan = "m=160 n=32 k=96 k_l1=576 order=mn b_direct blocks=20 buffers l1=2 l0=2 l0c=2 ub=2; L1 86016, L0A 61440, L0B 12288, L0C 40960"
 // B310:        tile.kernel @k0_c {{.*}} block_dim 1 kind "cube_epilogue" attributes {{{.*}}tile.plan = "m=112 n=64 k=144 k_l1=576 order=nm blocks=1 buffers l1=2 l0=2 l0c=2 ub=2; L1 204800, L0A 64512, L0B 36864, L0C 57344"
 
 // -----
@@ -124,7 +134,7 @@ func.func @depthwise(%x: tensor<1x2x28x28x16xf16, #layout.fmt<NC1HWC0, origin NC
   %c = graph.conv2d %x, %w {strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 32 : i64} : (tensor<1x2x28x28x16xf16, #layout.fmt<NC1HWC0, origin NCHW [1, 32, 28, 28]>>, tensor<9x2x16x16xf16, #layout.fmt<FRACTAL_Z, origin NCHW [32, 1, 3, 3]>>) -> tensor<1x2x14x14x16xf16, #layout.fmt<NC1HWC0, origin NCHW [1, 32, 14, 14]>>
   func.return %c : tensor<1x2x14x14x16xf16, #layout.fmt<NC1HWC0, origin NCHW [1, 32, 14, 14]>>
 }
-// CHECK:       tile.kernel @k0_c ins(%x: memref<1x2x28x28x16xf16, #tile.space<gm>>, %w: memref<9x2x16x16xf16, #tile.space<gm>>) {{.*}} block_dim 14 kind "cube_epilogue" attributes {tile.plan = "m=32 n=16 k=144 k_l1=144 order=mn blocks=14 buffers l1=2 l0=2 l0c=2 ub=2; L1 25344, L0A 18432, L0B 9216, L0C 4096"
+// CHECK:       tile.kernel @k0_c ins(%x: memref<1x2x28x28x16xf16, #tile.space<gm>>, %w: memref<9x2x16x16xf16, #tile.space<gm>>) {{.*}} block_dim 14 kind "cube_epilogue" attributes {tile.plan = "m=32 n=16 k=144 k_l1=144 order=mn b_direct blocks=14 buffers l1=2 l0=2 l0c=2 ub=2; L1 16128, L0A 18432, L0B 9216, L0C 4096"
 // CHECK:         scf.for %[[T:.*]] = {{.*}} {
 // CHECK-NEXT:      %[[G:.*]] = arith.divui %[[T]], %c7 : index
 // CHECK:           tile.img2col {{.*}} channels = 16 : i64, c0 = 16 : i64}
@@ -133,7 +143,7 @@ func.func @depthwise(%x: tensor<1x2x28x28x16xf16, #layout.fmt<NC1HWC0, origin NC
 // CHECK-LABEL: func.func @depthwise
 // CHECK:         %[[W:.*]] = tile.const dense_resource<{{.*}}> : tensor<9x2x16x16xf16, #layout.fmt<FRACTAL_Z, origin NCHW [32, 16, 3, 3]>> -> memref<9x2x16x16xf16, #tile.space<gm>>
 // CHECK-NEXT:    tile.launch @k0_c ins(%x, %[[W]] : {{.*}})
-// B910:        tile.kernel @k0_c {{.*}} block_dim 14 kind "cube_epilogue" attributes {tile.plan = "m=32 n=16 k=144 k_l1=144 order=mn blocks=14 buffers l1=2 l0=2 l0c=2 ub=2; L1 25344, L0A 18432, L0B 9216, L0C 4096"
+// B910:        tile.kernel @k0_c {{.*}} block_dim 14 kind "cube_epilogue" attributes {tile.plan = "m=32 n=16 k=144 k_l1=144 order=mn b_direct blocks=14 buffers l1=2 l0=2 l0c=2 ub=2; L1 16128, L0A 18432, L0B 9216, L0C 4096"
 // B310:        tile.kernel @k0_c {{.*}} block_dim 1 kind "cube_epilogue" attributes {tile.plan = "m=112 n=16 k=144 k_l1=144 order=nm blocks=1 buffers l1=2 l0=2 l0c=2 ub=2; L1 39680, L0A 64512, L0B 9216, L0C 14336"
 
 // -----
@@ -154,7 +164,7 @@ func.func @stacked(%x: tensor<16x32x7x7x16xf16, #layout.fmt<NC1HWC0, origin NCHW
   %r = graph.relu %c : tensor<16x32x7x7x16xf16, #layout.fmt<NC1HWC0, origin NCHW [16, 512, 7, 7]>>
   func.return %r : tensor<16x32x7x7x16xf16, #layout.fmt<NC1HWC0, origin NCHW [16, 512, 7, 7]>>
 }
-// CHECK:       tile.kernel @k0_c {{.*}} block_dim 32 kind "cube_epilogue" attributes {{{.*}}tile.plan = "m=224 n=64 k=48 k_l1=288 order=nm split=4 batch_inner stack=4 blocks=32 buffers l1=2 l0=2 l0c=2 ub=2; L1 103296, L0A 43008, L0B 12288, L0C 114688"
+// CHECK:       tile.kernel @k0_c {{.*}} block_dim 32 kind "cube_epilogue" attributes {{{.*}}tile.plan = "m=224 n=64 k=48 k_l1=288 order=nm split=4 batch_inner stack=4 b_direct blocks=32 buffers l1=2 l0=2 l0c=2 ub=2; L1 29568, L0A 43008, L0B 12288, L0C 114688"
 // CHECK:         %[[FM:.*]] = tile.alloc buffers 2 : memref<1x2x33x7x16xf16, #tile.space<l1>>
 // CHECK:         %[[OUT:.*]] = tile.alloc buffers 2 : memref<1x4x224x16xf16, #tile.space<ub>>
 // CHECK:         scf.for %{{.*}} = %block to %hi step %c1 {

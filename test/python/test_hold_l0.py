@@ -12,7 +12,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from ge.lowering import tile_cube
+from ge.lowering import fuse, tile_cube
 from ge.testing import kernel_ir, onnxruntime_outputs
 
 
@@ -34,6 +34,11 @@ def _inputs() -> dict[str, np.ndarray]:
 
 def _compile(tmp_path, hold: bool, monkeypatch):
     monkeypatch.setattr(tile_cube, "HOLD_L0", hold)
+    # the plan held in L0B is conv1's with its weights through L1 and the input converted by
+    # the cast kernel; with B from GM (`B_DIRECT`) and the conversion on conv1's copy-in
+    # (`fuse.PADDED_ON_COPY_IN`) it takes order "mn" and B_DIRECT's per-step loads instead
+    monkeypatch.setattr(tile_cube, "B_DIRECT", False)
+    monkeypatch.setattr(fuse, "PADDED_ON_COPY_IN", False)
     return kernel_ir(_conv1(), tmp_path / ("hold" if hold else "reload"), stage="to-isa")
 
 

@@ -112,6 +112,18 @@ builtin.module attributes {ge.target = "ascend910"} {
 
 // -----
 
+// GM -> L0B (Load2D GM -> B2) writes L0B only: L0A is filled from L1
+builtin.module attributes {ge.target = "ascend910"} {
+  isa.kernel @k ins(%x: memref<1024xf16, #isa.space<gm>>) outs() block_dim 1 {
+    %a = isa.buffer offset 0 : memref<256xf16, #isa.space<l0a>>
+    isa.copy_gm_to_l0b %x to %a sizes [256] : memref<1024xf16, #isa.space<gm>> to memref<256xf16, #isa.space<l0a>>
+  }
+}
+// CHECK: Operation does not verify: isa.copy_gm_to_l0b takes its dst in l0b, got l0a
+// CHECK: -----
+
+// -----
+
 // mmad reads A from L0A
 builtin.module attributes {ge.target = "ascend910"} {
   isa.kernel @k ins(%x: memref<1024xf16, #isa.space<gm>>) outs() block_dim 1 {

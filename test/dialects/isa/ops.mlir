@@ -142,6 +142,7 @@ builtin.module attributes {ge.target = "ascend910"} {
     isa.copy_l1_to_l0a %al1 to %a0 sizes [2048] : memref<2048xf16, #isa.space<l1>> to memref<2048xf16, #isa.space<l0a>>
     isa.img2col %fl1 to %b0 at (%c0, %c0, %c0, %c0) {sizes = array<i64: 32, 64>, fm = array<i64: 4, 10, 10, 16>, kernel = array<i64: 1, 1>, strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0>, out_size = array<i64: 10, 10>, channels = 64 : i64, c0 = 16 : i64} : memref<4x10x10x16xf16, #isa.space<l1>> to memref<2048xf16, #isa.space<l0b>>
     isa.copy_l1_to_l0b %al1 to %b0 sizes [2048] : memref<2048xf16, #isa.space<l1>> to memref<2048xf16, #isa.space<l0b>>
+    isa.copy_gm_to_l0b %a to %b0 sizes [4, 16, 32] src_strides [512, 1, 16] : memref<32x64xf16, #isa.space<gm>> to memref<2048xf16, #isa.space<l0b>>
     isa.copy_l1_to_ub %al1 to %l1u sizes [2048] : memref<2048xf16, #isa.space<l1>> to memref<2048xf16, #isa.space<ub>>
     isa.copy_ub_to_l1 %l1u to %al1 sizes [2048] : memref<2048xf16, #isa.space<ub>> to memref<2048xf16, #isa.space<l1>>
     isa.mmad %acc, %a0, %b0 m 32 k 64 n 32 init %true : memref<32x32xf32, #isa.space<l0c>>, memref<2048xf16, #isa.space<l0a>>, memref<2048xf16, #isa.space<l0b>>
@@ -169,6 +170,7 @@ builtin.module attributes {ge.target = "ascend910"} {
 // CHECK-NEXT:     isa.copy_l1_to_l0a %al1 to %a0 sizes [2048] : memref<2048xf16, #isa.space<l1>> to memref<2048xf16, #isa.space<l0a>>
 // CHECK-NEXT:     isa.img2col %fl1 to %b0 at (%c0, %c0, %c0, %c0) {sizes = array<i64: 32, 64>, fm = array<i64: 4, 10, 10, 16>, kernel = array<i64: 1, 1>, strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, pads = array<i64: 0, 0>, out_size = array<i64: 10, 10>, channels = 64 : i64, c0 = 16 : i64} : memref<4x10x10x16xf16, #isa.space<l1>> to memref<2048xf16, #isa.space<l0b>>
 // CHECK-NEXT:     isa.copy_l1_to_l0b %al1 to %b0 sizes [2048] : memref<2048xf16, #isa.space<l1>> to memref<2048xf16, #isa.space<l0b>>
+// CHECK-NEXT:     isa.copy_gm_to_l0b %a to %b0 sizes [4, 16, 32] src_strides [512, 1, 16] : memref<32x64xf16, #isa.space<gm>> to memref<2048xf16, #isa.space<l0b>>
 // CHECK-NEXT:     isa.copy_l1_to_ub %al1 to %l1u sizes [2048] : memref<2048xf16, #isa.space<l1>> to memref<2048xf16, #isa.space<ub>>
 // CHECK-NEXT:     isa.copy_ub_to_l1 %l1u to %al1 sizes [2048] : memref<2048xf16, #isa.space<ub>> to memref<2048xf16, #isa.space<l1>>
 // CHECK-NEXT:     isa.mmad %acc, %a0, %b0 m 32 k 64 n 32 init %true : memref<32x32xf32, #isa.space<l0c>>, memref<2048xf16, #isa.space<l0a>>, memref<2048xf16, #isa.space<l0b>>
