@@ -1000,10 +1000,14 @@ def cube_cost(p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl1: int
         fill += (pieces - 1) * mach.target.startup.mte2
         mte2 += (pieces - 1) * mach.target.startup.mte2
     serial = fill if spread else per_core * fill
+    # B from GM: the first mmad waits for A's chunk and its step's B only, not the chunk's B
+    first_loads = load(a_in, 0) + mach.dma("gm_to_l0b", s.l0b) if parts.b_direct and chunks > 1 and l1d else None
     if chunks == 1:
         load, body = mte2 + (hoisted / inner if spread else 0.0), chunk
     else:
         load, body = 0.0, pipelined(chunks, [mte2, chunk], l1d) + k_fill
+        if first_loads is not None:
+            body -= max(0.0, min(mte2, chunk) - first_loads)
     if p.bias_block is not None:  # the bias mmad that ends each tile's chain (`cube_bias_block`) and
         # the kernel's set-up, which the first loads wait for: a dup, UB -> L1, L1 -> L0A / L0B
         body += mach.cube(tm, FRACTAL, tn, elem_name(p.elem)) - mach.target.startup.cube
