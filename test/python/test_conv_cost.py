@@ -30,7 +30,8 @@ LAUNCH = 1000  # cycles of a launch on the 910 (targets/ascend910.toml overhead.
 
 def run(model, shape, monkeypatch, force=None, **patches) -> tuple[tile_cube.CubePlan, float, float]:
     """(the Cube plan, its modeled cycles with the launch, the kernel's simulated cycles),
-    `patches` set on lowering/tile_cube.py, `force`: plan fields replacing the pick's."""
+    `patches` set on lowering/tile_cube.py, `force`: plan fields replacing the pick's (its
+    weights through L1 unless `force` says `b_direct`: the cost below is that path's)."""
     got = {}
     with monkeypatch.context() as mp:
         # each launch with a cold L2, as the model assumes (the conv's input, the kernel
@@ -46,7 +47,7 @@ def run(model, shape, monkeypatch, force=None, **patches) -> tuple[tile_cube.Cub
         def planned(p, mach):
             plan = plan_of(p, mach)
             if force:
-                plan = replace(plan, **force)
+                plan = replace(plan, **{"b_direct": False, **force})
                 s = tile_cube.sizes(p, plan.tm, plan.tn, plan.tk, plan.kl1, None, plan.a_whole, plan.epi_split)
                 plan = replace(plan, cycles=tile_cube.cube_cost(
                     p, mach, plan.tm, plan.tn, plan.tk, plan.kl1, plan.order, plan.blocks, plan.l1_buffers == 2,

@@ -55,8 +55,11 @@ def test_stores_into_the_l2_leave_the_hbm_term(tmp_path, monkeypatch):
 
 def test_the_model_meets_the_simulator(tmp_path, monkeypatch):
     """The 1024 -> 256 1 x 1 conv at batch 16: modeled within 3% of the simulated cycles
-    (measured 10,702 against 10,662), 8.7% over them without (11,592)."""
+    (measured 10,702 against 10,662), 8.7% over them without (11,592). (Its weights
+    through L1, as when measured: with B from GM (`B_DIRECT`) the same plan is modeled
+    3.0% under.)"""
     ratio = {}
+    monkeypatch.setattr(tile_cube, "B_DIRECT", False)
     for on in (True, False):
         monkeypatch.setattr(tile_cube, "L2_WRITES", on)
         compiled, kernel = kernel_ir(_conv(), tmp_path / str(on), soc_version="ascend910", super_kernel=False)
