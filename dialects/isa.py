@@ -7,7 +7,7 @@ instruction op belongs to one pipe (`PIPE`), and says which elements of which bu
 reads and writes (`accesses()`); the memory planner, `insert-sync` and the simulator all
 work from that one description.
 
-Pipes (ascend.md §1.4, §6.1): `S` scalar, `MTE2` GM -> L1/UB, `MTE1` L1 -> L0A/L0B (and
+Pipes (ascend.md §1.4, §6.1): `S` scalar, `MTE2` GM -> L1/UB/L0B, `MTE1` L1 -> L0A/L0B (and
 L1 -> UB), `M` the Cube, `V` the Vector unit (and, on a core without FixPipe, L0C -> UB:
 `copy_l0c_to_ub`), `MTE3` UB -> GM (and UB -> L1), `FIX` the fixpipe L0C -> GM/UB/L1.
 

@@ -109,7 +109,7 @@ class MemSpace(StrEnum):
 
 LOCAL_SPACES = (MemSpace.L1, MemSpace.L0A, MemSpace.L0B, MemSpace.L0C, MemSpace.UB)
 
-# The data paths of an AI Core (ascend.md §6.1): MTE2 GM -> L1/UB, MTE1 L1 -> L0A/L0B (and
+# The data paths of an AI Core (ascend.md §6.1): MTE2 GM -> L1/UB/L0B, MTE1 L1 -> L0A/L0B (and
 # L1 -> UB on coupled cores), MTE3 UB -> GM (UB -> L1), the L0C -> UB/GM move, UB -> UB.
 COPY_PATHS = {
     (MemSpace.GM, MemSpace.L1), (MemSpace.GM, MemSpace.L0B), (MemSpace.GM, MemSpace.UB), (MemSpace.UB, MemSpace.GM),

@@ -19,7 +19,6 @@ a GE fusion switch file.
 from __future__ import annotations
 
 import heapq
-import math
 import sys
 from dataclasses import dataclass, field
 
@@ -33,9 +32,9 @@ from xdsl.utils.exceptions import PassFailedException
 
 from ge import targets
 from ge.dialects import dtypes, fusion, graph
-from ge.dialects.dtypes import numpy_dtype
 from ge.lowering import fusion_rules as fr
 from ge.lowering.fusion_legality import group_tiles
+from ge.transforms.tile_capacity import nbytes
 
 # Does a trans_data that pads (`_pads`) try the kernel that reads it as its host first
 # (`Fuser._absorb_trans_data`)? Off: the producer first, as for every other conversion.
@@ -559,7 +558,4 @@ class FusePass(ModulePass):
 def _pads(op: Operation) -> bool:
     """Does trans_data `op` write more bytes than it reads (a storage format padding a dim
     to whole blocks: NCHW -> NC1HWC0 with C not a multiple of C0)?"""
-    def nbytes(t) -> int:
-        return math.prod(t.get_shape()) * numpy_dtype(t.element_type).itemsize
-
     return nbytes(op.results[0].type) > nbytes(op.operands[0].type)

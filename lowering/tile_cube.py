@@ -2480,7 +2480,6 @@ class _CubeEmitter:
         self.l0b_bytes = l0b_bytes  # the target's L0B (`_held_steps`)
         self.elem = p.elem
         self.image = image  # a stacked plan's problem of one image (`_stacked`; `p` is the stacked one)
-        self.b_tile: tuple | None = None  # (GM weights, group, N offset) of the tile (`load_b`, plan.b_direct)
 
     def stacked_rows(self, per_image: int, total: int) -> list[tuple[int, int, int]]:
         """(image in the stack, first row, rows) of each image's part of a stacked tile of
@@ -2618,24 +2617,25 @@ class _CubeEmitter:
             index = b.add_(index, b.mul(c, stride))
         return index
 
+    def filter_of(self, gi: Index, n0: Index) -> Index:
+        """A conv's first filter (output channel) of N offset `n0` in group `gi`."""
+        return self.b.add_(self.b.mul(gi, self.p.conv["mg_e"]), n0)
+
     def load_b(self, b_gm, b_l1, bi, gi, n0, kc, pieces: int = 1) -> None:
         p, b, pl = self.p, self.b, self.plan
-        if pl.b_direct:  # each K step's B goes GM -> L0B (`gm_to_l0b`)
-            self.b_tile = (b_gm, gi, n0)
-            return
         shape = self.b_l1_shape()
         if p.kind == "conv" and p.b_fmt == "nchw":
             # FRACTAL_Z rows (c1, kh, kw) x filters x C0 from plain [Co, Cg, kh * kw], one C1
             # block at a time; channels past Cg and filters past Co read as 0
             khw = p.conv["kh"] * p.conv["kw"]
             ncb = pl.kl1 // (khw * p.c0)
-            first = b.add_(b.mul(gi, p.conv["mg_e"]), n0)
+            first = self.filter_of(gi, n0)
             for j in range(ncb):
                 c = b.mul(b.add_(b.mul(kc, ncb), j), p.c0)
                 b.copy(b_gm, [first, c, 0], b_l1, [j * khw, 0, 0], (shape[1], p.c0, khw), perm=(2, 0, 1), pad=0.0)
             return
         if p.kind == "conv":
-            offs = [b.mul(kc, pl.kl1 // p.c0), b.add_(b.mul(gi, p.conv["mg_e"]), n0), 0]
+            offs = [b.mul(kc, pl.kl1 // p.c0), self.filter_of(gi, n0), 0]
             b.copy(b_gm, offs, b_l1, None, shape, pad=0.0)
             return
         k = b.mul(kc, pl.kl1)
@@ -2754,7 +2754,7 @@ class _CubeEmitter:
     def out_offsets(self, bi, gi, m0, n0) -> list:
         p, b = self.p, self.b
         if p.kind == "conv":
-            ch = b.add_(b.mul(gi, p.conv["mg_e"]), n0)
+            ch = self.filter_of(gi, n0)
             if p.out_fmt == "nc1hwc0":
                 return [bi, _div_exact(b, ch, p.oc0), m0, 0]
             return [bi, ch, m0]
@@ -2853,14 +2853,16 @@ class _CubeEmitter:
                 with self._maybe_loop(chunks, "chunk") as kc:
                     if not (a_once and first_tile):
                         self.load_a(a_gm, a_l1, bi, gi, m0, kc, pieces)
-                    if not (hoist and not first_tile):
+                    if not (hoist and not first_tile) and not pl.b_direct:  # (b_direct: B per step)
                         self.load_b(b_gm, b_l1, bi, gi, n0, kc, pieces)
+                    b_src = (b_gm, gi, n0) if pl.b_direct else None
                     if len(l0a) == 2:
                         for kj in range(steps):
-                            self.step(a_l1, b_l1, l0a[kj % 2], l0b[kj if held else kj % 2], l0c, m0, kc, kj, hold_b)
+                            self.step(a_l1, b_l1, l0a[kj % 2], l0b[kj if held else kj % 2], l0c, m0, kc, kj, hold_b,
+                                      b_src)
                     else:
                         with self._maybe_loop(steps, "step") as kj:
-                            self.step(a_l1, b_l1, l0a[0], l0b[0], l0c, m0, kc, kj, hold_b)
+                            self.step(a_l1, b_l1, l0a[0], l0b[0], l0c, m0, kc, kj, hold_b, b_src)
                 if bias is not None:  # the chain ends with the bias: C += ones x the N tile's bias columns
                     # (last, behind the tile's loads: first, the tile's first loads would wait for it)
                     ones, block = bias
@@ -2900,27 +2902,25 @@ class _CubeEmitter:
                             b.copy(out_ub[v], [0, 0, first, 0], out_gm[v], self.out_offsets(image, gi, 0, n0),
                                    (*ub_shape[:2], pixels, ub_shape[3]))
 
-    def step(self, a_l1, b_l1, l0a, l0b, l0c, m0, kc, kj, held_b: bool = False) -> None:
+    def step(self, a_l1, b_l1, l0a, l0b, l0c, m0, kc, kj, held_b: bool = False, b_src: tuple | None = None) -> None:
         """K step `kj` of chunk `kc`: its L1 -> L0 moves (not B's when the outer tile holds it
         in L0B: `held_b`) and its mmad."""
         b, pl = self.b, self.plan
         self.fill_l0a(a_l1, l0a, m0, kc, kj)
-        if pl.b_direct:
-            self.gm_to_l0b(l0b, kc, kj)
+        if b_src is not None:
+            self.gm_to_l0b(l0b, *b_src, kc, kj)
         elif not held_b:
             self.fill_l0b(b_l1, l0b, kj)
         first = b.is_zero(b.add_(b.mul(kc, pl.kl1), b.mul(kj, pl.tk)))
         b.add(t.MmadOp.build(operands=[l0a, l0b, [], l0c, first]))
 
-    def gm_to_l0b(self, l0b, kc, kj) -> None:
+    def gm_to_l0b(self, l0b, b_gm, gi, n0, kc, kj) -> None:
         """K step `kj` of chunk `kc`: its B fractals straight from the FRACTAL_Z weights in GM
-        into L0B's ZN order (`CubePlan.b_direct`; `load_b` kept the tile's GM view)."""
+        (`b_gm`, group `gi`, N offset `n0`) into L0B's ZN order (`CubePlan.b_direct`)."""
         p, b, pl = self.p, self.b, self.plan
-        b_gm, gi, n0 = self.b_tile
         c0, tk, tn = p.c0, pl.tk, pl.tn
         k = b.add_(b.mul(kc, pl.kl1), b.mul(kj, tk))
-        n = b.add_(b.mul(gi, p.conv["mg_e"]), n0)
-        b.copy(b_gm, [_div_exact(b, k, c0), n, 0], b.view(l0b, (tk // c0, c0, tn)), None, (tk // c0, tn, c0),
+        b.copy(b_gm, [_div_exact(b, k, c0), self.filter_of(gi, n0), 0], b.view(l0b, (tk // c0, c0, tn)), None, (tk // c0, tn, c0),
                perm=(0, 2, 1))
 
     def cube_bias_buffers(self) -> tuple[SSAValue, SSAValue]:
