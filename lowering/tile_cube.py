@@ -32,12 +32,13 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import IntegerAttr, TensorType, f16, f32, i32
+from xdsl.dialects.builtin import IntegerAttr, TensorType, f16, f32, i32, i64
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 from ge import targets
 from ge.dialects import graph as g
+from ge.dialects import isa
 from ge.dialects import layout as lt
 from ge.dialects import tile as t
 from ge.dialects.blobs import dense_attr
@@ -125,6 +126,25 @@ STACK = True
 # at once: the first mmad at 7.6k cycles; in 4 pieces, A's and B's, at 5.0k; 31,909 -> 29,250.)
 PROGRESSIVE = True
 PIECES = 4  # the most K pieces of such a copy
+# Does a conv whose N tile's weights are hoisted (order "nm", one K chunk) copy them in K
+# pieces too, and do the later pieces go after the first M tile's feature-map rows
+# (`DEFER_PIECES`: in a loop of at most one trip, the M tiles' first)? MTE2 runs its copies
+# in order: with the whole weight tile first, the first mmad waited for it and the rows
+# after it. (Simulated: resnet50_b16's 3 x 3 conv at 28 x 28, 147 KB of weights per core
+# and 32 cores loading at once: the slowest core's first mmad at 2,920 cycles, 1,620 in 4
+# pieces after the rows; 20,011 -> 18,900. The cost model is unchanged: as for a matmul's
+# hoisted B, the fill it charges is the cores' distinct weight tiles from the HBM.)
+CONV_PIECES = True
+DEFER_PIECES = True
+# Does the Cube-bias decision (`_cube_bias_cost`) price a K loop whose N tile's weights stay
+# in L0B (`_holds_b`: the emitter's `HOLD_L0` / `_held_steps`) as moving A's fractals only?
+# (resnet50_b16's conv1, 13 steps of 16 held: charged A's and B's moves, 157 cycles a step
+# against the mmad's 117 simulated, its K loop looked the slowest stage either way and the
+# bias mmads dearer than the broadcasts; priced as held, the Vector unit's read-outs and
+# broadcasts are, and the Cube's bias wins: 34,564 -> 28,314 simulated cycles.) Not in the
+# plan search: its bounds (`CubeBounds`) take every step's moves, and a held K loop cheaper
+# than them would be pruned unseen.
+HELD_COST = True
 # Are the epilogue operands an earlier kernel of the run wrote (a residual) and that fit the
 # L2 read as L2 hits, outside the HBM budget (`_Fixed.epi_warm`, `_epi_bytes`), as A's are
 # (`WARM_INPUTS`)? Off: at the core's HBM share, which priced resnet50_b16's residual 1 x 1
@@ -905,7 +925,8 @@ def _epi_splits(p: CubeProblem, tm: int, tn: int, f: _Fixed) -> tuple[int, ...]:
 def cube_cost(p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl1: int, order: str, blocks: int,
               l1d: bool, l0d: bool, epid: bool, split: int = 1, s: _Sizes | None = None,
               batch_inner: bool = False, a_whole: bool = False, parts: _TileParts | None = None,
-              core: tuple[int, int] | None = None, misses: tuple[float, float, float] | None = None) -> float:
+              core: tuple[int, int] | None = None, misses: tuple[float, float, float] | None = None,
+              held: bool = False) -> float:
     """Cycles of the slowest core: its tiles pipelined through their stages -- the L1
     loads (the next tile's overlap this tile's K loop when L1 is double-buffered), the K
     loop (L1 -> L0 moves and mmads, overlapped when L0 is double-buffered; K chunks of L1
@@ -970,6 +991,10 @@ def cube_cost(p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl1: int
             hoisted, b_in = load(0, b_in), 0
     mte2 = load(a_in, b_in)
     chunk, k_fill = parts.chunk, parts.k_fill()
+    if held and _holds_b(p, mach, tm, tn, tk, kl1, order, l0d):
+        # the N tile's B fractals move into L0B once, before its M tiles; their steps move A's
+        chunk = parts.held_chunk()
+        hoisted += _ceil(kl1, tk) * mach.dma("l1_to_l0b", s.l0b)
     fix, vec = parts.fix, parts.vec
     epi_in, mte3 = _epilogue_traffic(mach, s, blocks)
     hoisted_bytes = (s.a_l1 * a_miss if order == "mn" else s.b_l1 * miss) if chunks == 1 or a_whole else 0
@@ -990,13 +1015,15 @@ def cube_cost(p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl1: int
         outer_n = _ceil(p.m, tm) if order == "mn" else n_tiles
         firsts = _first_tiles(mach, p.kind == "conv", p.batch, p.groups, outer_n, order, blocks, split, batch_inner)
         fill = max(hoisted, firsts * (s.a_l1 if order == "mn" or a_whole else s.b_l1) / mach.hbm_bytes_per_cycle())
-    pieces = parts.pieces()
+    pieces = parts.pieces(order)
     if pieces > 1 and order == "mn":
         # the first tile's K loop runs while A's later pieces arrive (measured with A
-        # hoisted; with B hoisted -- order "nm" -- the fill is the cores' distinct weight
-        # tiles from the HBM, which the model undercounts already: not discounted)
+        # hoisted; with B hoisted -- order "nm", a conv's later pieces after the first
+        # tile's A: `DEFER_PIECES` -- the fill is the cores' distinct weight tiles from the
+        # HBM, which the model undercounts already: not discounted)
         fill = max(fill / pieces, fill - chunk * (pieces - 1) / pieces)
-    if pieces > 1:  # each copy's later pieces start up again (the hoisted one's and every tile's)
+    if pieces > 1 and p.kind == "matmul":  # each copy's later pieces start up again (the hoisted one's and
+        # every tile's; a conv's are its hoisted B's, after the first tile's A, beside its K loop)
         fill += (pieces - 1) * mach.target.startup.mte2
         mte2 += (pieces - 1) * mach.target.startup.mte2
     serial = fill if spread else per_core * fill
@@ -1169,7 +1196,7 @@ def _core_tiles(p: CubeProblem, tm: int, tn: int, order: str, blocks: int, split
 
 
 def _k_loop(p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl1: int, s: _Sizes, l0d: bool,
-            shared: bool | None = None, b_direct: bool = False) -> float:
+            shared: bool | None = None, b_direct: bool = False, held: bool = False) -> float:
     """Cycles of one L1 chunk's K loop: its L1 -> L0 moves and mmads (overlapped with two
     L0 buffers), and the fill where the chunk's first moves wait for the previous chunk's
     last mmad (a loop over steps drains at its end; unrolled steps (`_unrolls`) do half as
@@ -1177,7 +1204,7 @@ def _k_loop(p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl1: int, 
     problem's `_shares_reads`, when known. `b_direct`: B's fractals come GM -> L0B on MTE2
     while MTE1 moves A's (`CubePlan.b_direct`): a step's moves take the slower of the two."""
     steps = _ceil(kl1, tk)
-    mte1 = _step_moves(mach, s, b_direct)
+    mte1 = _step_moves(mach, s, b_direct, held=held)
     cube = mach.cube(tm, tk, tn, elem_name(p.elem))
     # unrolled: with TIGHT_FORWARD_SYNC no fill per chunk; without it every other chunk's
     # first moves wait for the previous chunk's last mmad (the two L1 slots' copies of the
@@ -1195,7 +1222,7 @@ def _k_loop(p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl1: int, 
     # for its moves, so two steps take both pipes' start-ups and busy cycles once each
     start = mach.target.startup
     # (B from GM: A's move and B's on two pipes, each with its own start-up)
-    mte1_busy = _step_moves(mach, s, b_direct, busy=True) if b_direct else mte1 - 2 * start.mte1
+    mte1_busy = _step_moves(mach, s, b_direct, busy=True) if b_direct else mte1 - (1 if held else 2) * start.mte1
     cube_busy = cube - start.cube
     step = max(mte1_busy, cube_busy, (mte1 - start.mte1 + cube) / 2)
     if fill < 1:
@@ -1209,15 +1236,31 @@ def _k_loop(p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl1: int, 
     return steps * step + min(mte1, cube)
 
 
-def _step_moves(mach: Machine, s: _Sizes, b_direct: bool, busy: bool = False) -> float:
+def _step_moves(mach: Machine, s: _Sizes, b_direct: bool, busy: bool = False, held: bool = False) -> float:
     """Cycles of a K step's L0 moves: A's and B's on MTE1 one after the other, or with B
     straight from GM (`b_direct`) A's on MTE1 beside B's on MTE2 (`busy`: without their
     start-ups, which overlap the previous move's data on a pipelined pipe)."""
+    if held:  # (B in L0B for all the N tile's M tiles: `_holds_b`)
+        return mach.dma("l1_to_l0a", s.l0a)
     if b_direct:
         start = mach.target.startup
         a, b_ = mach.dma("l1_to_l0a", s.l0a), mach.dma("gm_to_l0b", s.l0b)
         return max(a - start.mte1, b_ - start.mte2) if busy else max(a, b_)
     return mach.dma("l1_to_l0a", s.l0a) + mach.dma("l1_to_l0b", s.l0b)
+
+
+def _holds_b(p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl1: int, order: str, l0d: bool) -> bool:
+    """Does the emitter keep an N tile's B fractals in L0B for all its M tiles: order "nm",
+    the whole K in one L1 chunk, in one step (`HOLD_L0`) or in unrolled steps that all fit
+    L0B beside the Cube bias's blocks (`_held_steps`)?"""
+    if order != "nm" or kl1 < p.k:
+        return False
+    steps = _ceil(kl1, tk)
+    if steps == 1:
+        return HOLD_L0
+    ab = numpy_dtype(p.elem).itemsize
+    room = mach.target.memory.l0b - cube_bias_reserve(p, tm, tn, ab)[1]
+    return bool(HOLD_STEPS and UNROLLED_K and steps <= MAX_UNROLLED_STEPS and l0d and steps * tk * tn * ab <= room)
 
 
 def _unrolls(steps: int, l0d: bool) -> bool:
@@ -1240,12 +1283,14 @@ def _rotates(p: CubeProblem, mach: Machine, steps: int, kl1: int, l0d: bool) -> 
             and p.kind == "matmul" and not mach.target.isa.fixpipe and _shares_reads(p, mach))
 
 
-def _pieces(p: CubeProblem, kl1: int, tk: int, l0d: bool) -> int:
-    """K pieces the copies of a one-chunk matmul take (`PROGRESSIVE`): the most of `PIECES`
-    that divide its unrolled K steps (a piece holds whole steps, so a step reads one piece
-    and insert-sync makes it wait for that piece's copy only); 1 otherwise."""
+def _pieces(p: CubeProblem, kl1: int, tk: int, l0d: bool, order: str) -> int:
+    """K pieces the copies of a one-chunk matmul take (`PROGRESSIVE`), or a one-chunk conv's
+    hoisted FRACTAL_Z weights in order "nm" (`CONV_PIECES`): the most of `PIECES` that
+    divide its unrolled K steps (a piece holds whole steps, so a step reads one piece and
+    insert-sync makes it wait for that piece's copy only); 1 otherwise."""
     steps = _ceil(kl1, tk)
-    if not (PROGRESSIVE and p.kind == "matmul" and kl1 >= p.k and _unrolls(steps, l0d)):
+    conv = CONV_PIECES and p.kind == "conv" and p.b_fmt != "nchw" and order == "nm"
+    if not (PROGRESSIVE and (p.kind == "matmul" or conv) and kl1 >= p.k and _unrolls(steps, l0d)):
         return 1
     return max(d for d in range(1, PIECES + 1) if steps % d == 0)
 
@@ -1313,7 +1358,7 @@ class _TileParts:
     another and bounds every tiling it visits (`floor`, `CubeBounds`): computed once per tiling,
     not per schedule -- the same numbers, so the same plans."""
 
-    __slots__ = ("_k_fill", "_pieces", "b_direct", "chunk", "chunks", "drain", "fix", "gemv", "k_loops", "kl1", "l0d",
+    __slots__ = ("_held", "_k_fill", "_pieces", "b_direct", "chunk", "chunks", "drain", "fix", "gemv", "k_loops", "kl1", "l0d",
                  "mach", "p", "s", "shared", "stage", "tk", "tm", "tn", "vec")
 
     def __init__(self, p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl1: int, s: _Sizes, l0d: bool,
@@ -1332,7 +1377,15 @@ class _TileParts:
         sliced = SLICED_DRAIN and s.epi_split > 1 and self.shared  # (`cube_cost`'s drain: `CubeBounds.through`)
         self.drain = max(self.fix, self.vec) if sliced else self.fix + self.vec
         self._k_fill: float | None = None
-        self._pieces: int | None = None
+        self._pieces: dict[str, int] | None = None
+        self._held: float | None = None
+
+    def held_chunk(self) -> float:
+        """`chunk` with B held in L0B (`_holds_b`): the steps move A's fractals only."""
+        if self._held is None:
+            self._held = _k_loop(self.p, self.mach, self.tm, self.tn, self.tk, self.kl1, self.s, self.l0d,
+                                 self.shared, held=True)
+        return self._held
 
     def k_fill(self) -> float:
         if self._k_fill is None:
@@ -1340,10 +1393,12 @@ class _TileParts:
                                    self.b_direct)
         return self._k_fill
 
-    def pieces(self) -> int:
+    def pieces(self, order: str) -> int:
         if self._pieces is None:
-            self._pieces = _pieces(self.p, self.kl1, self.tk, self.l0d)
-        return self._pieces
+            self._pieces = {}
+        if order not in self._pieces:
+            self._pieces[order] = _pieces(self.p, self.kl1, self.tk, self.l0d, order)
+        return self._pieces[order]
 
     def floor(self) -> tuple[int, float]:
         """(K chunks, the cycles one of a tile's stages surely takes whatever its schedule):
@@ -1482,7 +1537,7 @@ class CubeBounds:
         s = parts.s
         _, _, l2_rate, miss_rate = misses
         first = (s.a_l1 if order == "mn" or a_whole else s.b_l1) / max(l2_rate, miss_rate) * (1 - 1e-9)
-        pieces = parts.pieces()
+        pieces = parts.pieces(order)
         if pieces > 1 and order == "mn":
             first /= pieces
         spread = l1d and per_core > 1 and not a_whole  # (`cube_cost`: the next outer tile's load overlaps)
@@ -1790,7 +1845,7 @@ def plan_cube(p: CubeProblem, mach: Machine) -> CubePlan:
            ODD_K_STEPS, BLOCK_MISSES, SHARED_FILL, UNROLLED_K,
            TIGHT_FORWARD_SYNC, MAX_UNROLLED_STEPS, to_isa.SLICED_READ_OUT, DIV_BY_RECIPROCAL, ROTATING_STEP,
            VECTOR_PACED, STACK, PROGRESSIVE, PIECES, MISS_SHARE, WARM_INPUTS, CONVERTED_UB, WARM_EPILOGUE,
-           L2_WRITES, CUBE_BIAS, B_DIRECT, p.bias_block is not None, p.a_warm, p.epi_written)  # the switches change the plan
+           L2_WRITES, CUBE_BIAS, B_DIRECT, CONV_PIECES, DEFER_PIECES, HELD_COST, p.bias_block is not None, p.a_warm, p.epi_written)  # the switches change the plan
     plan = memo.get(key)
     if plan is None:
         plan = memo[key] = _plan_cube(p, mach)
@@ -1854,9 +1909,9 @@ def _cube_bias_cost(p: CubeProblem, plain: CubeProblem, mach: Machine, plan: Cub
     plain_s = sizes(plain, *args, _fixed(plain, tg), plan.a_whole, plan.epi_split)
     l0d = plan.l0_buffers == 2
     cycles = cube_cost(p, mach, *args, *schedule, s=s, batch_inner=plan.batch_inner, a_whole=plan.a_whole,
-                       parts=_TileParts(p, mach, *args, s, l0d, b_direct=plan.b_direct))
+                       parts=_TileParts(p, mach, *args, s, l0d, b_direct=plan.b_direct), held=HELD_COST)
     before = cube_cost(plain, mach, *args, *schedule, s=plain_s, batch_inner=plan.batch_inner, a_whole=plan.a_whole,
-                       parts=_TileParts(plain, mach, *args, plain_s, l0d, b_direct=plan.b_direct))
+                       parts=_TileParts(plain, mach, *args, plain_s, l0d, b_direct=plan.b_direct), held=HELD_COST)
     return cycles if cycles - _bias_setup(p, mach, plan.tm, plan.tn) <= before else None
 
 
@@ -2555,18 +2610,20 @@ class _CubeEmitter:
             "nz_t": (1, pl.kl1 // p.c0, pl.tn // FRACTAL, FRACTAL, p.c0),
         }[p.b_fmt]
 
-    def copy_k(self, src, offsets: list, dst, shape: tuple[int, ...], fmt: str, operand: str, pieces: int) -> None:
+    def copy_k(self, src, offsets: list, dst, shape: tuple[int, ...], fmt: str, operand: str, pieces: int,
+               which: range | None = None) -> None:
         """An operand's L1 copy in `pieces` along K (`_pieces`): K is dim 2 of A ("nd"),
         dim 1 of A^T, and so on (an NZ dim counts C0 columns or 16-row fractals: a piece of
-        whole K steps is whole ones)."""
+        whole K steps is whole ones); `which`: those of the pieces only."""
         b = self.b
         dim = {("a", "nd"): 2, ("a", "nd_t"): 1, ("a", "nz"): 1, ("a", "nz_t"): 2,
-               ("b", "nd"): 1, ("b", "nd_t"): 2, ("b", "nz"): 2, ("b", "nz_t"): 1}[operand, fmt]
+               ("b", "nd"): 1, ("b", "nd_t"): 2, ("b", "nz"): 2, ("b", "nz_t"): 1, ("b", "fractal_z"): 0}[operand, fmt]
         if pieces == 1 or shape[dim] % pieces:
-            b.copy(src, offsets, dst, None, shape, pad=0.0)
+            if which is None or 0 in which:  # (the whole copy, with the first piece)
+                b.copy(src, offsets, dst, None, shape, pad=0.0)
             return
         part = shape[dim] // pieces
-        for j in range(pieces):
+        for j in which or range(pieces):
             offs, into, size = list(offsets), [0] * len(shape), list(shape)
             offs[dim], into[dim], size[dim] = b.add_(offs[dim], j * part) if j else offs[dim], j * part, part
             b.copy(src, offs, dst, into, size, pad=0.0)
@@ -2621,7 +2678,7 @@ class _CubeEmitter:
         """A conv's first filter (output channel) of N offset `n0` in group `gi`."""
         return self.b.add_(self.b.mul(gi, self.p.conv["mg_e"]), n0)
 
-    def load_b(self, b_gm, b_l1, bi, gi, n0, kc, pieces: int = 1) -> None:
+    def load_b(self, b_gm, b_l1, bi, gi, n0, kc, pieces: int = 1, which: range | None = None) -> None:
         p, b, pl = self.p, self.b, self.plan
         shape = self.b_l1_shape()
         if p.kind == "conv" and p.b_fmt == "nchw":
@@ -2636,7 +2693,7 @@ class _CubeEmitter:
             return
         if p.kind == "conv":
             offs = [b.mul(kc, pl.kl1 // p.c0), self.filter_of(gi, n0), 0]
-            b.copy(b_gm, offs, b_l1, None, shape, pad=0.0)
+            self.copy_k(b_gm, offs, b_l1, shape, "fractal_z", "b", pieces, which)
             return
         k = b.mul(kc, pl.kl1)
         bb = self.operand_batch(bi, p.b_batch_strides) if p.b_batched else 0
@@ -2832,20 +2889,23 @@ class _CubeEmitter:
             def scaled(i: Index, size: int) -> Index:
                 return b.mul(i, size)
 
-            pieces = _pieces(p, pl.kl1, tk, pl.l0_buffers == 2) if hoist else 1
+            pieces = _pieces(p, pl.kl1, tk, pl.l0_buffers == 2, pl.order) if hoist else 1
             # the weights loaded once per outer (N) tile, whole K in one step, also go into
             # L0B once: the inner (M) tiles' mmads all read the same fractals
             hold_b = held or (HOLD_L0 and hoist and steps == 1 and not first_tile)
+            # B's later pieces after the first inner tile's A (MTE2 runs its copies in order)
+            defer = DEFER_PIECES and hoist and not first_tile and pieces > 1 and not hold_b and p.kind == "conv"
             if a_once and first_tile:
                 self.load_a(a_gm, a_l1, bi, gi, scaled(oi, tm), 0, pieces)
             elif hoist:
-                self.load_b(b_gm, b_l1, bi, gi, scaled(oi, tn), 0, pieces)
+                self.load_b(b_gm, b_l1, bi, gi, scaled(oi, tn), 0, pieces, range(1) if defer else None)
             if hold_b:
                 for j, buf in enumerate(l0b if held else l0b[:1]):
                     self.fill_l0b(b_l1, buf, j)
             inner_lo = b.mul(part, per_part)
             inner_hi = b.min_(b.add_(inner_lo, per_part), inner_n) if pl.split > 1 else inner_n
             with self._maybe_loop(inner_n, "inner", inner_lo, inner_hi) as ii:
+                first_ii = ii
                 if pl.batch_inner:
                     bi, ii = b.unravel(ii, [p.batch, m_per_image], ["image", "m_tile"])
                 mi, ni = (oi, ii) if first_tile else (ii, oi)
@@ -2855,6 +2915,11 @@ class _CubeEmitter:
                         self.load_a(a_gm, a_l1, bi, gi, m0, kc, pieces)
                     if not (hoist and not first_tile) and not pl.b_direct:  # (b_direct: B per step)
                         self.load_b(b_gm, b_l1, bi, gi, n0, kc, pieces)
+                    if defer:  # (the inner loop's first iteration only)
+                        once = {isa.MAX_TRIPS_ATTR: IntegerAttr(1, i64)}
+                        with b.loop(first_ii, b.min_(b.add_(first_ii, 1), b.add_(inner_lo, 1)), name="b_rest",
+                                    attributes=once):
+                            self.load_b(b_gm, b_l1, bi, gi, scaled(oi, tn), 0, pieces, range(1, pieces))
                     b_src = (b_gm, gi, n0) if pl.b_direct else None
                     if len(l0a) == 2:
                         for kj in range(steps):

@@ -1416,7 +1416,9 @@ class KernelLowering:
                 not plans and not any(isinstance(o, scf.ForOp | t.MmadOp) for o in body.walk())))
             self.b.pipelined(lo, hi, slots, emit, name, guarded=guarded)
             return
-        with self.b.loop(lo, hi, step if isinstance(step, int) else 1, name) as it:
+        bound = op.attributes.get(isa.MAX_TRIPS_ATTR)
+        with self.b.loop(lo, hi, step if isinstance(step, int) else 1, name,
+                         max_trips=None if bound is None else bound.value.data) as it:
             if not isinstance(step, int):
                 raise self.fail(op, "a loop step that is not a constant")
             self.values[body.args[0]] = it

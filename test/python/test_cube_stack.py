@@ -160,7 +160,7 @@ def test_ffn_in_loads_in_pieces(monkeypatch):
                                          PROGRESSIVE=False)
     assert (plan.tm, plan.tn, plan.tk, plan.kl1, plan.order) == (old_plan.tm, old_plan.tn, old_plan.tk, old_plan.kl1,
                                                                  old_plan.order) == (256, 64, 64, 768, "mn")
-    assert tile_cube._pieces(_FakeProblem(768), plan.kl1, plan.tk, plan.l0_buffers == 2) == 4
+    assert tile_cube._pieces(_FakeProblem(768), plan.kl1, plan.tk, plan.l0_buffers == 2, plan.order) == 4
     assert cycles < 0.95 * old_cycles, (cycles, old_cycles)
     assert plan.cycles == pytest.approx(cycles, rel=0.15)
 
@@ -187,6 +187,6 @@ def test_pieces_compute_the_matmul(kind, monkeypatch):
         assert np.allclose(out, want, rtol=2e-2, atol=2e-2 * float(np.abs(want).max())), pieces
         with monkeypatch.context() as m:
             m.setattr(tile_cube, "PIECES", pieces)
-            split = [tile_cube._pieces(_FakeProblem(plan.kl1), plan.kl1, plan.tk, plan.l0_buffers == 2)
+            split = [tile_cube._pieces(_FakeProblem(plan.kl1), plan.kl1, plan.tk, plan.l0_buffers == 2, plan.order)
                      for _, plan in kernels]
         assert max(split) == pieces, split
