@@ -128,7 +128,8 @@ PROGRESSIVE = True
 PIECES = 4  # the most K pieces of such a copy
 # Does a conv whose N tile's weights are hoisted (order "nm", one K chunk) copy them in K
 # pieces too, and do the later pieces go after the first M tile's feature-map rows
-# (`DEFER_PIECES`: in a loop of at most one trip, the M tiles' first)? MTE2 runs its copies
+# (`DEFER_PIECES`: in a loop of at most one trip, the M tiles' first, on a core's first N
+# tile; a later N tile's load together, as the one before it runs)? MTE2 runs its copies
 # in order: with the whole weight tile first, the first mmad waited for it and the rows
 # after it. (Simulated: resnet50_b16's 3 x 3 conv at 28 x 28, 147 KB of weights per core
 # and 32 cores loading at once: the slowest core's first mmad at 2,920 cycles, 1,620 in 4
@@ -2893,12 +2894,22 @@ class _CubeEmitter:
             # the weights loaded once per outer (N) tile, whole K in one step, also go into
             # L0B once: the inner (M) tiles' mmads all read the same fractals
             hold_b = held or (HOLD_L0 and hoist and steps == 1 and not first_tile)
-            # B's later pieces after the first inner tile's A (MTE2 runs its copies in order)
+            # B's later pieces after the first inner tile's A (MTE2 runs its copies in order),
+            # for a core's first outer tile: a later one's load together, as the previous
+            # outer tile's M tiles run (squeezenet's 3 x 3 conv of fire 8 on the 310B, 4 N
+            # tiles of 2 M tiles on its one core, lost 1.7k cycles with every one deferred)
             defer = DEFER_PIECES and hoist and not first_tile and pieces > 1 and not hold_b and p.kind == "conv"
+            once = {isa.MAX_TRIPS_ATTR: IntegerAttr(1, i64)}
+            # 1 on the core's first outer tile, else 0 (several outer tiles per core)
+            first_outer = 1 if _ceil(images * p.groups * outer_n * pl.split, pl.blocks) == 1 else \
+                b.sub(1, b.min_(b.sub(it, lo), 1))
             if a_once and first_tile:
                 self.load_a(a_gm, a_l1, bi, gi, scaled(oi, tm), 0, pieces)
             elif hoist:
                 self.load_b(b_gm, b_l1, bi, gi, scaled(oi, tn), 0, pieces, range(1) if defer else None)
+                if defer and first_outer != 1:  # (a later outer tile's: here)
+                    with b.loop(it, b.sub(b.add_(it, 1), first_outer), name="b_now", attributes=once):
+                        self.load_b(b_gm, b_l1, bi, gi, scaled(oi, tn), 0, pieces, range(1, pieces))
             if hold_b:
                 for j, buf in enumerate(l0b if held else l0b[:1]):
                     self.fill_l0b(b_l1, buf, j)
@@ -2915,10 +2926,10 @@ class _CubeEmitter:
                         self.load_a(a_gm, a_l1, bi, gi, m0, kc, pieces)
                     if not (hoist and not first_tile) and not pl.b_direct:  # (b_direct: B per step)
                         self.load_b(b_gm, b_l1, bi, gi, n0, kc, pieces)
-                    if defer:  # (the inner loop's first iteration only)
-                        once = {isa.MAX_TRIPS_ATTR: IntegerAttr(1, i64)}
-                        with b.loop(first_ii, b.min_(b.add_(first_ii, 1), b.add_(inner_lo, 1)), name="b_rest",
-                                    attributes=once):
+                    if defer:  # (the inner loop's first iteration, of the core's first outer tile)
+                        first_inner = b.sub(1, b.min_(b.sub(first_ii, inner_lo), 1))
+                        trips = first_inner if first_outer == 1 else b.mul(first_inner, first_outer)
+                        with b.loop(first_ii, b.add_(first_ii, trips), name="b_rest", attributes=once):
                             self.load_b(b_gm, b_l1, bi, gi, scaled(oi, tn), 0, pieces, range(1, pieces))
                     b_src = (b_gm, gi, n0) if pl.b_direct else None
                     if len(l0a) == 2:
