@@ -992,7 +992,7 @@ def cube_cost(p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl1: int
             hoisted, b_in = load(0, b_in), 0
     mte2 = load(a_in, b_in)
     chunk, k_fill = parts.chunk, parts.k_fill()
-    if held and _holds_b(p, mach, tm, tn, tk, kl1, order, l0d):
+    if held and _holds_b(p, mach.target.memory.l0b, tm, tn, tk, kl1, order, l0d):
         # the N tile's B fractals move into L0B once, before its M tiles; their steps move A's
         chunk = parts.held_chunk()
         hoisted += _ceil(kl1, tk) * mach.dma("l1_to_l0b", s.l0b)
@@ -1250,18 +1250,15 @@ def _step_moves(mach: Machine, s: _Sizes, b_direct: bool, busy: bool = False, he
     return mach.dma("l1_to_l0a", s.l0a) + mach.dma("l1_to_l0b", s.l0b)
 
 
-def _holds_b(p: CubeProblem, mach: Machine, tm: int, tn: int, tk: int, kl1: int, order: str, l0d: bool) -> bool:
+def _holds_b(p: CubeProblem, l0b: int, tm: int, tn: int, tk: int, kl1: int, order: str, l0d: bool) -> bool:
     """Does the emitter keep an N tile's B fractals in L0B for all its M tiles: order "nm",
     the whole K in one L1 chunk, in one step (`HOLD_L0`) or in unrolled steps that all fit
-    L0B beside the Cube bias's blocks (`_held_steps`)?"""
+    the target's `l0b` bytes beside the Cube bias's blocks (`_held_steps`)?"""
     if order != "nm" or kl1 < p.k:
         return False
-    steps = _ceil(kl1, tk)
-    if steps == 1:
+    if _ceil(kl1, tk) == 1:
         return HOLD_L0
-    ab = numpy_dtype(p.elem).itemsize
-    room = mach.target.memory.l0b - cube_bias_reserve(p, tm, tn, ab)[1]
-    return bool(HOLD_STEPS and UNROLLED_K and steps <= MAX_UNROLLED_STEPS and l0d and steps * tk * tn * ab <= room)
+    return _held_steps(p, tm, tn, tk, kl1, order, l0d, l0b)
 
 
 def _unrolls(steps: int, l0d: bool) -> bool:
@@ -2831,7 +2828,7 @@ class _CubeEmitter:
         # (B straight into L0B: no L1 copy of it)
         b_l1 = None if pl.b_direct else b.alloc(t.MemSpace.L1, self.b_l1_shape(), elem, pl.l1_buffers, "b_l1")
         chunks, steps = _ceil(p.k, pl.kl1), _ceil(pl.kl1, tk)
-        held = _held_steps(p, pl, self.l0b_bytes - cube_bias_reserve(p, tm, tn, numpy_dtype(elem).itemsize)[1], steps)
+        held = _held_steps(p, tm, tn, tk, pl.kl1, pl.order, pl.l0_buffers == 2, self.l0b_bytes)
         if held or _unrolled_steps(pl, steps):  # two single L0 buffers, the steps alternating between them
             l0a = [b.alloc(t.MemSpace.L0A, (tm, tk), elem, 1, "a_l0") for _ in range(2)]
             # (held: every K step's B fractals in an L0B buffer of their own, filled once per N tile)
@@ -2893,23 +2890,27 @@ class _CubeEmitter:
             pieces = _pieces(p, pl.kl1, tk, pl.l0_buffers == 2, pl.order) if hoist else 1
             # the weights loaded once per outer (N) tile, whole K in one step, also go into
             # L0B once: the inner (M) tiles' mmads all read the same fractals
-            hold_b = held or (HOLD_L0 and hoist and steps == 1 and not first_tile)
+            hold_b = _holds_b(p, self.l0b_bytes, tm, tn, tk, pl.kl1, pl.order, pl.l0_buffers == 2)
             # B's later pieces after the first inner tile's A (MTE2 runs its copies in order),
             # for a core's first outer tile: a later one's load together, as the previous
             # outer tile's M tiles run (squeezenet's 3 x 3 conv of fire 8 on the 310B, 4 N
             # tiles of 2 M tiles on its one core, lost 1.7k cycles with every one deferred)
             defer = DEFER_PIECES and hoist and not first_tile and pieces > 1 and not hold_b and p.kind == "conv"
-            once = {isa.MAX_TRIPS_ATTR: IntegerAttr(1, i64)}
-            # 1 on the core's first outer tile, else 0 (several outer tiles per core)
-            first_outer = 1 if _ceil(images * p.groups * outer_n * pl.split, pl.blocks) == 1 else \
-                b.sub(1, b.min_(b.sub(it, lo), 1))
+            first_outer: Index = 1  # 1 on the core's first outer tile, else 0 (several per core)
+            if defer and _ceil(images * p.groups * outer_n * pl.split, pl.blocks) > 1:
+                first_outer = b.sub(1, b.min_(b.sub(it, lo), 1))
+
+            def later_pieces(lo_: Index, trips: Index, name: str) -> None:
+                """B's pieces after the first in a loop of `trips` (0 or 1) from `lo_`."""
+                with b.loop(lo_, b.add_(lo_, trips), name=name, attributes={isa.MAX_TRIPS_ATTR: IntegerAttr(1, i64)}):
+                    self.load_b(b_gm, b_l1, bi, gi, scaled(oi, tn), 0, pieces, range(1, pieces))
+
             if a_once and first_tile:
                 self.load_a(a_gm, a_l1, bi, gi, scaled(oi, tm), 0, pieces)
             elif hoist:
                 self.load_b(b_gm, b_l1, bi, gi, scaled(oi, tn), 0, pieces, range(1) if defer else None)
                 if defer and first_outer != 1:  # (a later outer tile's: here)
-                    with b.loop(it, b.sub(b.add_(it, 1), first_outer), name="b_now", attributes=once):
-                        self.load_b(b_gm, b_l1, bi, gi, scaled(oi, tn), 0, pieces, range(1, pieces))
+                    later_pieces(it, b.sub(1, first_outer), "b_now")
             if hold_b:
                 for j, buf in enumerate(l0b if held else l0b[:1]):
                     self.fill_l0b(b_l1, buf, j)
@@ -2928,9 +2929,8 @@ class _CubeEmitter:
                         self.load_b(b_gm, b_l1, bi, gi, n0, kc, pieces)
                     if defer:  # (the inner loop's first iteration, of the core's first outer tile)
                         first_inner = b.sub(1, b.min_(b.sub(first_ii, inner_lo), 1))
-                        trips = first_inner if first_outer == 1 else b.mul(first_inner, first_outer)
-                        with b.loop(first_ii, b.add_(first_ii, trips), name="b_rest", attributes=once):
-                            self.load_b(b_gm, b_l1, bi, gi, scaled(oi, tn), 0, pieces, range(1, pieces))
+                        later_pieces(first_ii, first_inner if first_outer == 1 else b.mul(first_inner, first_outer),
+                                     "b_rest")
                     b_src = (b_gm, gi, n0) if pl.b_direct else None
                     if len(l0a) == 2:
                         for kj in range(steps):
@@ -3036,17 +3036,19 @@ class _CubeEmitter:
         return self.b.loop(lo, n if hi is None else hi, name=name)
 
 
-def _held_steps(p: CubeProblem, plan: CubePlan, l0b_bytes: int, steps: int) -> bool:
+def _held_steps(p: CubeProblem, tm: int, tn: int, tk: int, kl1: int, order: str, l0d: bool, l0b: int) -> bool:
     """Does an N tile's B stay in L0B across its M tiles with K in several steps
     (`HOLD_STEPS`)? As `HOLD_L0` (order "nm", the whole K in L1 in one chunk, loaded once
     per N tile) with the steps unrolled (`UNROLLED_K`; A alternating between two L0A
-    buffers, an odd count too), when every step's B fractals fit L0B side by side: the M
-    tiles' steps then move only A L1 -> L0. resnet50_b16's conv1 (K = 208 in 13 steps of
-    16, N = 64: 26 KB of weights) moved its weights L1 -> L0B 182 times per core, 10k of
-    its 28k MTE1 cycles."""
-    fits = steps * plan.tk * plan.tn * numpy_dtype(p.elem).itemsize <= l0b_bytes
-    return bool(HOLD_STEPS and UNROLLED_K and 1 < steps <= MAX_UNROLLED_STEPS and plan.order == "nm"
-                and _ceil(p.k, plan.kl1) == 1 and plan.l0_buffers == 2 and fits)
+    buffers, an odd count too), when every step's B fractals fit the target's `l0b` bytes
+    side by side, beside the Cube bias's blocks: the M tiles' steps then move only A L1 ->
+    L0. resnet50_b16's conv1 (K = 208 in 13 steps of 16, N = 64: 26 KB of weights) moved
+    its weights L1 -> L0B 182 times per core, 10k of its 28k MTE1 cycles."""
+    steps = _ceil(kl1, tk)
+    ab = numpy_dtype(p.elem).itemsize
+    fits = steps * tk * tn * ab <= l0b - cube_bias_reserve(p, tm, tn, ab)[1]
+    return bool(HOLD_STEPS and UNROLLED_K and 1 < steps <= MAX_UNROLLED_STEPS and order == "nm"
+                and _ceil(p.k, kl1) == 1 and l0d and fits)
 
 
 def _unrolled_steps(plan: CubePlan, steps: int) -> bool:
