@@ -32,6 +32,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from ge import targets
 from ge.dialects import dtypes, fusion, graph
+from ge.dialects import layout as lt
 from ge.lowering import fusion_rules as fr
 from ge.lowering.fusion_legality import group_tiles
 from ge.transforms.tile_capacity import nbytes
@@ -299,6 +300,10 @@ class Fuser:
                 stage = 4
             elif stage in (0, 2) and isinstance(user, fr.ACTIVATION_OPS) and self._constant_rest(user, tail):
                 stage = 1 if stage == 0 else 3
+            elif stage == 0 and tail is anchor.results[0] and (partner := self._k_partner(cand, user, tail)):
+                cand.ops.append(partner)
+                cand.extra_rules.append("SummedConvsFusionPass")
+                stage = 2
             elif stage in (0, 1) and self._is_residual(user, tail):
                 stage = 2
             else:
@@ -381,6 +386,33 @@ class Fuser:
         """An integer add of two accumulators (a weight split into int8 parts, or ConvInteger
         summed): still accumulation, so the dequantize and the rest of the epilogue may follow."""
         return self._is_residual(op, tail) and dtypes.is_integer(tail.type.element_type)
+
+    def _k_partner(self, cand: Candidate, add: Operation, tail: SSAValue) -> Operation | None:
+        """The other conv of a residual `add` right after a conv anchor, when the two are one
+        GEMM with their K's concatenated (`SummedConvsFusionPass`; tile_cube.py `_k_concat`
+        says exactly when): 1 x 1 convs without pads or groups whose results only meet in
+        `add`, the other one free to join. The group with it must build; else the Add
+        reads the other conv's output as a plain residual."""
+        rule = "SummedConvsFusionPass"
+        if not self.enabled[rule] or not self._is_residual(add, tail):
+            return None
+        other = add.operands[1] if add.operands[0] is tail else add.operands[0]
+        partner = self.producer(other)
+        if not (isinstance(partner, graph.Conv2dOp) and isinstance(cand.ops[0], graph.Conv2dOp)) \
+                or partner in self.assigned or self.users(other) != [add] or len(self.users(tail)) != 1:
+            return None
+        for conv in (cand.ops[0], partner):
+            window = lt.logical_shape(conv.weight.type)[2:]
+            if tuple(window) != (1, 1) or any(graph.get_ints(conv.properties, "pads")) \
+                    or conv.group.value.data != 1:
+                return None
+        if self.can_join(partner, set(cand.ops)) is not None:
+            return None
+        if (reason := self.legality([*cand.ops, partner, add])) is not None:
+            self.log.append(f"{rule}: {op_label(partner)} stays a kernel of its own: the group would not build: {reason}")
+            return None
+        self.log.append(f"{rule}: {op_label(cand.ops[0])} and {op_label(partner)} summed as one GEMM")
+        return partner
 
     def _is_residual(self, op: Operation, tail: SSAValue) -> bool:
         if not isinstance(op, graph.AddOp | graph.SumOp) or len(op.operands) != 2:

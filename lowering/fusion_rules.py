@@ -161,6 +161,13 @@ RULES: tuple[FusionRule, ...] = (
         "TbeTransDataFusionPass", "UBFusion", "opaque",
         "A layout conversion (trans_data) done by the copy-in or copy-out of the kernel next to it.",
     ),
+    FusionRule(
+        "SummedConvsFusionPass", "UBFusion", "cube_epilogue",
+        "Part of a conv's epilogue (ours, not GE's): a residual Add of two 1 x 1 convs of one output shape "
+        "(ResNet's projection shortcut and its block's last conv) as one Cube GEMM, their K's concatenated: "
+        "each K chunk reads its conv's feature map, L0C sums the two, and the shortcut's output never goes "
+        "to GM. Off: the shortcut is a kernel of its own and the Add reads its output.",
+    ),
 )
 RULES_BY_NAME = {r.name: r for r in RULES}
 CATEGORIES = ("GraphFusion", "UBFusion")

@@ -45,6 +45,7 @@ from xdsl.utils.exceptions import PassFailedException
 from ge import plugin_tile, targets
 from ge.dialects import tile as t
 from ge.dialects.blobs import attr_array, constant_attr
+from ge.dialects.dtypes import numpy_dtype
 from ge.lowering import tile_cube as cube
 from ge.lowering import tile_move as move
 from ge.lowering import tile_vector as vec
@@ -171,6 +172,10 @@ class _KernelTiler:
         out = []
         if p.weight_transform is not None:
             out.append((self.block.args.index(p.anchor.operands[1]), p.weight_transform, p.weight_type))
+        if p.summed is not None:  # (the partner conv's weights are in `weight_transform`'s: one element left)
+            partner = next(v.owner for v in p.summed.operands if v.owner is not p.anchor)
+            out.append((self.block.args.index(partner.weight), np.zeros((1, 1, 1, 1), numpy_dtype(p.elem)),
+                        TensorType(p.elem, [1, 1, 1, 1])))
         if p.bias_block is not None:
             out.append((self.block.args.index(p.anchor.bias), p.bias_block,
                         TensorType(p.elem, list(p.bias_block.shape))))

@@ -251,6 +251,10 @@ class CubeProblem:
     epi_written: tuple[bool, ...] = ()  # per `epilogue_operands`: written by a kernel of the run (`_warm_a`)
     # the conv bias as a Cube B block [1, N, 16] (`cube_bias_block`), or None: the epilogue adds it
     bias_block: np.ndarray | None = field(default=None, compare=False, repr=False)
+    # A's K made of several feature maps' channels (`_k_concat`: the residual Add of two 1 x 1
+    # convs in one kernel): per part (its GM value, its C1 blocks, its (row, column) subsampling)
+    a_parts: tuple[tuple[SSAValue, int, tuple[int, int]], ...] = ()
+    summed: Operation | None = None  # ... and the Add of the two convs, which L0C's accumulation does
 
     @property
     def epilogue_bias(self) -> bool:
@@ -333,6 +337,59 @@ def _conv_problem(op: g.Conv2dOp | g.QuantConv2dOp, block: Block, weight_of: Cal
 
         prob.weight_transform = layouts.to_storage(origin, prob.weight_type)
     return prob
+
+
+def _k_partner(ops: list[Operation], anchor: Operation) -> tuple[Operation, Operation | None, Operation | None]:
+    """(anchor, partner, their Add) of a group with two convs whose results only meet in
+    one Add (fuse.py `_k_partner`: ResNet's projection shortcut and its block's last conv);
+    the anchor is the one with a bias (fold-batch-norm leaves one: `OneBiasForSummedConvs`).
+    (anchor, None, None) for a group of one Cube op."""
+    convs = [o for o in ops if isinstance(o, CONV_OPS + MATMUL_OPS)]
+    if len(convs) == 1:
+        return anchor, None, None
+    if len(convs) != 2 or not all(isinstance(o, g.Conv2dOp) for o in convs):
+        raise Unsupported("a group of " + " and ".join(o.name for o in convs) + " (two convs summed only)")
+    a, b = sorted(convs, key=lambda o: o.bias is None)
+    uses = [{u.operation for u in c.results[0].uses} for c in convs]
+    summed = next(iter(uses[0])) if len(uses[0]) == 1 else None
+    if summed is None or uses[1] != {summed} or summed not in ops or len(summed.operands) != 2 \
+            or not isinstance(summed, g.AddOp | g.SumOp) or b.bias is not None:
+        raise Unsupported("two convs in one group whose results are not only summed, with one bias")
+    return a, b, summed
+
+
+def _k_concat(p: CubeProblem, partner: g.Conv2dOp, summed: Operation,
+              weight_value: Callable[[SSAValue], np.ndarray | None]) -> None:
+    """Conv `p` + conv `partner` (the Add `summed` of their results) as one GEMM: both 1 x 1
+    without pads or groups, of one output shape, so they share M and N, and their K's
+    concatenate -- A's K rows the two feature maps' C1 blocks side by side (each read with
+    its own subsampling: a stride-2 projection shortcut reads every other row and column,
+    `_fm_geometry`), B the two weights' rows, L0C the sum. The partner's output (resnet50_b16:
+    25.7 MB written, then read as the residual) never goes to GM."""
+    q = _conv_problem(partner, p.block, lambda: weight_value(partner.weight), partner.input, partner.results[0])
+    ca, cb = p.conv, q.conv
+    for cv in (ca, cb):
+        if (cv["kh"], cv["kw"], cv["group"]) != (1, 1, 1) or any(cv["pads"]) or set(cv["dilations"]) != {1}:
+            raise Unsupported("a summed conv that is not 1 x 1 without pads, dilations and groups")
+    if not (p.a_src in p.block.args and q.a_src in p.block.args):
+        raise Unsupported("a summed conv whose input is converted in the kernel")
+    if (p.a_fmt, q.a_fmt) != ("nc1hwc0", "nc1hwc0") or (p.batch, p.m, p.n, p.c0, p.elem) != (
+            q.batch, q.m, q.n, q.c0, q.elem) or (ca["oh"], ca["ow"]) != (cb["oh"], cb["ow"]):
+        raise Unsupported("summed convs of different output shapes, element types or input formats")
+    wa, wb = weight_value(p.anchor.weight), weight_value(partner.weight)
+    if wa is None or wb is None:
+        raise Unsupported("summed convs whose weights are not constants")
+    c0, (c1a, c1b) = p.c0, (ca["c1g"], cb["c1g"])
+    both = np.zeros((ca["co"], (c1a + c1b) * c0, 1, 1), wa.dtype)  # each part's channels padded to C0 blocks
+    both[:, :ca["cg"]] = wa
+    both[:, c1a * c0:c1a * c0 + cb["cg"]] = wb
+    from ge.runtime import layouts
+
+    p.weight_type = lt.encode(TensorType(p.elem, list(both.shape)), Format.FRACTAL_Z, Format.NCHW)
+    p.weight_transform = layouts.to_storage(both, p.weight_type)
+    p.a_parts = ((p.a_src, c1a, ca.pop("sub", (1, 1))), (q.a_src, c1b, cb.get("sub", (1, 1))))
+    p.k, p.macs, p.summed = both.shape[1], p.macs + q.macs, summed
+    ca.update(c=p.k, cg=p.k, cg_e=p.k, c1g=c1a + c1b, h=ca["oh"], w=ca["ow"], strides=[1, 1])
 
 
 def _c04(p: CubeProblem) -> bool:
@@ -510,10 +567,11 @@ def cube_problem(block: Block, weight_value: Callable[[SSAValue], np.ndarray | N
     writes NCHW."""
     ops = list(block.ops)[:-1]
     anchor = next(o for o in ops if not isinstance(o, lt.TransDataOp | g.ConstantOp))
+    anchor, partner, summed = _k_partner(ops, anchor)
     epilogue = []
     for op in ops:
-        if op is anchor or isinstance(op, g.ConstantOp):  # (the epilogue's immediates: `build_epilogue`)
-            continue
+        if op is anchor or op is partner or op is summed or isinstance(op, g.ConstantOp):
+            continue  # (constants: the epilogue's immediates, `build_epilogue`)
         if isinstance(op, lt.TransDataOp):
             # input conversions (of A, or of an epilogue operand) are done by the copy-in,
             # output conversions by the copy-out: the epilogue computes in one tile layout
@@ -540,6 +598,8 @@ def cube_problem(block: Block, weight_value: Callable[[SSAValue], np.ndarray | N
             if lt.layout_of(x.type) is not None:
                 raise Unsupported("a conv input converted between two storage formats")
         prob = _conv_problem(anchor, block, lambda: weight_value(anchor.weight), x, outs[0])
+        if partner is not None:
+            _k_concat(prob, partner, summed, weight_value)
         w = anchor.weight
         if isinstance(w.owner, lt.TransDataOp) and w.owner in ops:
             # weights known only at run time: the copy-in builds the FRACTAL_Z chunks
@@ -1808,8 +1868,8 @@ def _k_options(p: CubeProblem, k0: int) -> list[tuple[int, list[int]]]:
         per_block = cv["kh"] * cv["kw"] * p.c0
         c1g = cv["c1g"]
         for ncb in sorted({1, 2, 4, 8, 16, 32, 64, c1g}):
-            if ncb > c1g:
-                continue
+            if ncb > c1g or (ncb < c1g and any(c1 % ncb for _, c1, _ in p.a_parts[:-1])):
+                continue  # (several chunks: each within one part of A's K, `_CubeEmitter.load_parts`)
             kl1 = ncb * per_block
             blocks = ncb * cv["kh"] * cv["kw"]  # C0-wide K rows in the chunk
             units = {d for d in _divisors(blocks)} | {2 ** i for i in range(10) if 2 ** i < blocks}
@@ -2493,6 +2553,9 @@ def build_epilogue(p: CubeProblem, tm: int, tn: int, operands: list[SSAValue], t
         if isinstance(op, g.ConstantOp):  # an immediate (`fusion_rules.scalar_operands`), as it is
             env[op.output] = add(op.clone())
             continue
+        if op is p.summed:  # (the partner conv's products are in the accumulator: `_k_concat`)
+            env[op.results[0]] = env[anchor.results[0]]
+            continue
         if op not in p.epilogue_ops:
             continue
         if isinstance(op, g.DequantizeOp):
@@ -2634,6 +2697,9 @@ class _CubeEmitter:
             ncb = shape[1] if p.a_fmt == "nc1hwc0" else shape[1] // p.c0
             row = b.sub(b.mul(b.div(m0, cv["ow"]), _fm_geometry(cv)[2][0]), cv["pads"][0], "ih")
             self.h = row  # in the map's rows (`_fm_geometry`)
+            if p.a_parts:
+                self.load_parts(a_l1, bi, row, kc, shape)
+                return
             sh, sw = cv.get("sub", (1, 1))
             cstart = b.add_(b.mul(gi, cv["cg_e"]), b.mul(kc, ncb * p.c0))
             if self.image is not None:  # each image's rows (and the zero rows after it) at its place
@@ -2659,6 +2725,40 @@ class _CubeEmitter:
         else:
             offs = [ba, _div_exact(b, k, p.c0), _div_exact(b, m0, FRACTAL), 0, 0]
         self.copy_k(a_gm, offs, a_l1, shape, p.a_fmt, "a", pieces)
+
+    def load_parts(self, a_l1, bi, row, kc, shape: tuple[int, ...]) -> None:
+        """A's chunk `kc` from the feature maps whose channels make its K (`_k_concat`):
+        each part's C1 blocks at their place in the chunk, read with the part's own
+        subsampling; past the last part's channels, zeros (its copy reads on into the
+        padding). A chunk loop's chunks each lie in one part (`_k_options`): each part's copy
+        then in a loop of 0 or 1 trips from `kc` (as `emit`'s deferred weight pieces)."""
+        b, ncb = self.b, shape[1]
+
+        def copy(gm, c1: Index, into: int, blocks: int, sh: int, sw: int) -> None:
+            steps = (1, 1, sh, sw, 1)
+            if self.image is None:
+                b.copy(gm, [bi, c1, b.mul(row, sh), 0, 0], a_l1, [0, into, 0, 0, 0], (1, blocks, *shape[2:]),
+                       strides=steps, pad=0.0)
+                return
+            for j, first, rows in self.stacked_rows(self.p.conv["stack_rows"][0], shape[2]):
+                b.copy(gm, [b.add_(b.mul(bi, self.plan.stack), j), c1, b.mul(row, sh), 0, 0], a_l1,
+                       [0, into, first, 0, 0], (1, blocks, rows, *shape[3:]), strides=steps, pad=0.0)
+
+        first = 0
+        for j, (src, c1, (sh, sw)) in enumerate(self.p.a_parts):
+            last = j == len(self.p.a_parts) - 1
+            if isinstance(kc, int):  # (one chunk, or unrolled: the parts it spans, static)
+                lo, hi = max(first, kc * ncb), (kc + 1) * ncb if last else min(first + c1, (kc + 1) * ncb)
+                if lo < hi:
+                    copy(self.gm[src], lo - first, lo - kc * ncb, hi - lo, sh, sw)
+            else:  # chunks [s, e) of the loop are this part's
+                s, e = first // ncb, (first + c1) // ncb
+                trips = (b.min_(b.div(kc, s), 1) if s else 1) if last else b.sub(
+                    b.min_(b.div(kc, s), 1) if s else 1, b.min_(b.div(kc, e), 1))
+                at = b.sub(kc if last else b.min_(kc, e - 1), b.min_(kc, s) if s else 0)  # (in range either way)
+                with b.loop(kc, b.add_(kc, trips), name=f"part{j}", attributes={isa.MAX_TRIPS_ATTR: IntegerAttr(1, i64)}):
+                    copy(self.gm[src], b.mul(at, ncb), 0, ncb, sh, sw)
+            first += c1
 
     def operand_batch(self, bi: Index, strides: tuple[int, ...] | None) -> Index:
         """The batch index of an operand at output batch `bi` (the same index unless the

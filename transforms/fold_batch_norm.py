@@ -205,6 +205,35 @@ def _fold_conv(conv: graph.Conv2dOp, a: Affine) -> list[Operation]:
     return [w_new, b_new, new]
 
 
+class OneBiasForSummedConvs(RewritePattern):
+    """`conv(x, Wa, ba) + conv(y, Wb, bb)` -> `conv(x, Wa, ba + bb) + conv(y, Wb)`: a sum of
+    two convs (ResNet's projection shortcut and its block's last conv, after their
+    BatchNorms folded) carries one bias. The same algebra (one rounding of the bias sum),
+    one bias add fewer, and the form in which `fuse` may compute the sum as one GEMM of the
+    two K's concatenated (fuse.py `_k_partner`): the accumulator then adds one bias."""
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
+        if not isinstance(op, graph.AddOp | graph.SumOp) or len(op.operands) != 2:
+            return
+        a, b = (v.owner for v in op.operands)
+        if not (isinstance(a, graph.Conv2dOp) and isinstance(b, graph.Conv2dOp)) or a is b:
+            return
+        if a.bias is None or b.bias is None or any(single_user(c.output) is not op for c in (a, b)):
+            return
+        ba, bb = constant_value(a.bias), constant_value(b.bias)
+        if ba is None or bb is None or ba.shape != bb.shape or not dtypes.is_float(elem_of(a.output)):
+            return
+        bias = make_constant(_rounded(ba.astype(np.float64) + bb.astype(np.float64), a.bias), None,
+                             f"{loc_name(a)}_b", a)
+        new_a = graph.Conv2dOp.make([a.input, a.weight, bias.output], dict(a.properties))
+        new_b = graph.Conv2dOp.make([b.input, b.weight, None], dict(b.properties))
+        new_a.location, new_b.location = a.location, b.location
+        old = [a.bias, b.bias]
+        rewriter.replace(a, [bias, new_a], [new_a.output])
+        rewriter.replace(b, [new_b], [new_b.output])
+        erase_dead(rewriter, old)
+
+
 def _fold_gemm(gemm: graph.GemmOp, a: Affine) -> list[Operation]:
     b = constant_data(gemm.b)
     assert b is not None
@@ -269,3 +298,4 @@ class FoldBatchNormPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         PatternRewriteWalker(FoldAffineIntoProducer()).rewrite_module(op)
+        PatternRewriteWalker(OneBiasForSummedConvs()).rewrite_module(op)

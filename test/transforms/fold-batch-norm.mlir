@@ -154,3 +154,44 @@ func.func @not_per_channel(%x: tensor<1x1x4x4xf32>) -> tensor<1x2x4x4xf32> {
   %y = graph.mul %c, %s : (tensor<1x2x4x4xf32>, tensor<4xf32>) -> tensor<1x2x4x4xf32>
   func.return %y : tensor<1x2x4x4xf32>
 }
+
+// -----
+
+// Two convs summed (ResNet's projection shortcut and its block's last conv) carry one
+// bias: the first keeps [1, 2] + [10, 20] = [11, 22], the second loses its own.
+
+// CHECK-LABEL: func.func @summed_convs(
+// CHECK:         %[[B:.*]] = graph.constant dense<[1.100000e+01, 2.200000e+01]> : tensor<2xf32>
+// CHECK-NEXT:    %[[A:.*]] = graph.conv2d %x, %{{.*}}, %[[B]] {
+// CHECK-NEXT:    %[[C:.*]] = graph.conv2d %y, %{{.*}} {strides = array<i64: 2, 2>
+// CHECK-SAME:      (tensor<1x1x8x8xf32>, tensor<2x1x1x1xf32>) -> tensor<1x2x4x4xf32>
+// CHECK-NEXT:    %[[S:.*]] = graph.add %[[A]], %[[C]]
+func.func @summed_convs(%x: tensor<1x1x4x4xf32>, %y: tensor<1x1x8x8xf32>) -> tensor<1x2x4x4xf32> {
+  %wa = graph.constant dense<[[[[2.0]]], [[[3.0]]]]> : tensor<2x1x1x1xf32>
+  %ba = graph.constant dense<[1.0, 2.0]> : tensor<2xf32>
+  %wb = graph.constant dense<[[[[4.0]]], [[[5.0]]]]> : tensor<2x1x1x1xf32>
+  %bb = graph.constant dense<[10.0, 20.0]> : tensor<2xf32>
+  %a = graph.conv2d %x, %wa, %ba {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x1x4x4xf32>, tensor<2x1x1x1xf32>, tensor<2xf32>) -> tensor<1x2x4x4xf32>
+  %c = graph.conv2d %y, %wb, %bb {strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x1x8x8xf32>, tensor<2x1x1x1xf32>, tensor<2xf32>) -> tensor<1x2x4x4xf32>
+  %s = graph.add %a, %c : (tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32>
+  func.return %s : tensor<1x2x4x4xf32>
+}
+
+// -----
+
+// A conv whose result is used elsewhere too keeps its bias (that user would lose it).
+
+// CHECK-LABEL: func.func @summed_convs_shared(
+// CHECK:         graph.conv2d %x, %{{.*}}, %{{.*}} {
+// CHECK:         graph.conv2d %x, %{{.*}}, %{{.*}} {
+// CHECK:         graph.add
+func.func @summed_convs_shared(%x: tensor<1x1x4x4xf32>) -> (tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>) {
+  %wa = graph.constant dense<[[[[2.0]]], [[[3.0]]]]> : tensor<2x1x1x1xf32>
+  %ba = graph.constant dense<[1.0, 2.0]> : tensor<2xf32>
+  %wb = graph.constant dense<[[[[4.0]]], [[[5.0]]]]> : tensor<2x1x1x1xf32>
+  %bb = graph.constant dense<[10.0, 20.0]> : tensor<2xf32>
+  %a = graph.conv2d %x, %wa, %ba {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x1x4x4xf32>, tensor<2x1x1x1xf32>, tensor<2xf32>) -> tensor<1x2x4x4xf32>
+  %c = graph.conv2d %x, %wb, %bb {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, group = 1 : i64} : (tensor<1x1x4x4xf32>, tensor<2x1x1x1xf32>, tensor<2xf32>) -> tensor<1x2x4x4xf32>
+  %s = graph.add %a, %c : (tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32>
+  func.return %s, %c : tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>
+}
