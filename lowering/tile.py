@@ -157,6 +157,10 @@ class _KernelTiler:
             cv = p.conv
             what = (f"cube conv {_shape(anchor.operands[0])} -> {_shape(anchor.results[0])} k{cv['kh']}x{cv['kw']} "
                     f"s{cv['strides'][0]} g{cv['group']}" + (f" (extended x{cv['ext']})" if cv["ext"] > 1 else ""))
+            if p.summed is not None:  # (the original strides: the problem's are the concatenated map's)
+                (_, _, own), (src, _, sub) = p.a_parts
+                what = (f"cube conv {_shape(anchor.operands[0])} k1x1 s{own[0]} and conv {_shape(src)} k1x1 s{sub[0]} "
+                        f"summed (K concatenated) -> {_shape(anchor.results[0])}")
         else:
             what = f"cube {anchor.name.split('.')[1]} {_shape(anchor.operands[0])} x {_shape(anchor.operands[1])}"
         if p.epilogue_ops:

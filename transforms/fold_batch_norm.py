@@ -16,7 +16,9 @@ map. When `x` is the output of
   axis folds at any rank;
 - `graph.batch_norm`: `scale' = scale * s`, `bias' = bias * s + t`,
 
-the pair becomes one op. This is exact algebra, done only when it is exact for the graph:
+the pair becomes one op. Then two convs whose results only meet in one Add carry one bias,
+the sum of theirs, on the first (`OneBiasForSummedConvs`: `fuse` may then compute the sum
+as one GEMM). This is exact algebra, done only when it is exact for the graph:
 the producer's result has no other user (else that user would see scaled values), its
 weights and the affine parameters are constants, and the constant does not broadcast the
 result to a larger shape. The arithmetic is numpy in float64 on the weights, rounded once

@@ -1,6 +1,7 @@
 // RUN: ge-opt %s -p 'fuse{debug=true}' --split-input-file 2>&1 | filecheck %s
 // RUN: echo "SummedConvsFusionPass:off" > %t.switch
 // RUN: ge-opt %s -p 'fuse{switch-file="%t.switch"}' --split-input-file | filecheck %s --check-prefix=OFF
+// RUN: ge-opt %s -p 'fuse,bufferize,tile{debug=true}' --split-input-file 2>&1 >/dev/null | filecheck %s --check-prefix=TILE
 
 // SummedConvsFusionPass: the residual Add of two 1 x 1 convs (ResNet's stride-2 projection
 // shortcut %p and its block's last conv %e) is one Cube GEMM: both convs, the Add and the
@@ -16,6 +17,10 @@
 // CHECK-NEXT:      %s = graph.add %e, %p
 // CHECK-NEXT:      graph.relu %s
 // CHECK-NEXT:      fusion.yield
+
+// The tiler's one kernel: K = 16 + 32 channels (one C0 block of %a, two of %x), each map read
+// with its conv's stride.
+// TILE: [tile] @k0_e block_dim {{[0-9]+}} cube conv 2x1x4x4x16xf16 k1x1 s1 and conv 2x2x8x8x16xf16 k1x1 s2 summed (K concatenated) -> 2x4x4x4x16xf16 + relu: m=16 n=16 k=48 k_l1=48
 
 // Off: the shortcut is a kernel of its own, and the Add reads its output as a residual.
 // OFF-LABEL: func.func @shortcut
