@@ -262,8 +262,22 @@ class Fuser:
 
     def _epilogue(self, cand: Candidate) -> None:
         """Cube op + bias/scale + activation + residual add + activation, in that order;
-        an int8 conv's chain that assign-layouts planned for its epilogue, whole."""
+        an int8 conv's chain that assign-layouts planned for its epilogue, whole. A group
+        that took a summed conv (`_k_partner`) and does not build is formed again without
+        it: the Add then reads that conv's output as a plain residual (one probe when it
+        builds, the group's own)."""
+        rule = "SummedConvsFusionPass"
         self._staged_epilogue(cand)
+        if rule in cand.extra_rules:
+            partner = cand.ops[1]
+            if (reason := self.legality(cand.ops)) is None:
+                self.log.append(f"{rule}: {op_label(cand.ops[0])} and {op_label(partner)} summed as one GEMM")
+            else:
+                self.log.append(f"{rule}: {op_label(partner)} stays a kernel of its own: the group would not build: "
+                                f"{reason}")
+                del cand.ops[1:]
+                cand.extra_rules.remove(rule)
+                self._staged_epilogue(cand, summed=False)
         chain = self._int8_layout_chain(cand)
         if chain and not set(chain) <= set(cand.ops):
             self.log.append(f"{cand.rule}: {op_label(cand.ops[0])} takes its int8 chain whole: "
@@ -271,7 +285,7 @@ class Fuser:
             del cand.ops[1:]
             cand.ops.extend(chain)
 
-    def _staged_epilogue(self, cand: Candidate) -> None:
+    def _staged_epilogue(self, cand: Candidate, summed: bool = True) -> None:
         anchor = cand.ops[0]
         channel_axis = 1 if isinstance(anchor, graph.Conv2dOp | graph.QuantConv2dOp) else -1
         stage = 0  # 0: bias/scale allowed; 1: after activation; 2: after residual; 3: done (but a quantize); 4: done
@@ -300,7 +314,7 @@ class Fuser:
                 stage = 4
             elif stage in (0, 2) and isinstance(user, fr.ACTIVATION_OPS) and self._constant_rest(user, tail):
                 stage = 1 if stage == 0 else 3
-            elif stage == 0 and tail is anchor.results[0] and (partner := self._k_partner(cand, user, tail)):
+            elif summed and stage == 0 and tail is anchor.results[0] and (partner := self._k_partner(cand, user, tail)):
                 cand.ops.append(partner)
                 cand.extra_rules.append("SummedConvsFusionPass")
                 stage = 2
@@ -391,8 +405,7 @@ class Fuser:
         """The other conv of a residual `add` right after a conv anchor, when the two are one
         GEMM with their K's concatenated (`SummedConvsFusionPass`; tile_cube.py `_k_concat`
         says exactly when): 1 x 1 convs without pads or groups whose results only meet in
-        `add`, the other one free to join. The group with it must build; else the Add
-        reads the other conv's output as a plain residual."""
+        `add`, the other one free to join (`_epilogue` checks that the group builds)."""
         rule = "SummedConvsFusionPass"
         if not self.enabled[rule] or not self._is_residual(add, tail):
             return None
@@ -408,10 +421,6 @@ class Fuser:
                 return None
         if self.can_join(partner, set(cand.ops)) is not None:
             return None
-        if (reason := self.legality([*cand.ops, partner, add])) is not None:
-            self.log.append(f"{rule}: {op_label(partner)} stays a kernel of its own: the group would not build: {reason}")
-            return None
-        self.log.append(f"{rule}: {op_label(cand.ops[0])} and {op_label(partner)} summed as one GEMM")
         return partner
 
     def _is_residual(self, op: Operation, tail: SSAValue) -> bool:
