@@ -387,7 +387,9 @@ def _k_concat(p: CubeProblem, partner: g.Conv2dOp, summed: Operation,
 
     p.weight_type = lt.encode(TensorType(p.elem, list(both.shape)), Format.FRACTAL_Z, Format.NCHW)
     p.weight_transform = layouts.to_storage(both, p.weight_type)
-    p.a_parts = ((p.a_src, c1a, ca.pop("sub", (1, 1))), (q.a_src, c1b, cb.get("sub", (1, 1))))
+    # (each map read with its conv's stride: a 1 x 1 conv without pads reads exactly those pixels)
+    p.a_parts = ((p.a_src, c1a, tuple(ca["strides"])), (q.a_src, c1b, tuple(cb["strides"])))
+    ca.pop("sub", None)
     p.k, p.macs, p.summed = both.shape[1], p.macs + q.macs, summed
     ca.update(c=p.k, cg=p.k, cg_e=p.k, c1g=c1a + c1b, h=ca["oh"], w=ca["ow"], strides=[1, 1])
 
@@ -1903,7 +1905,8 @@ def plan_cube(p: CubeProblem, mach: Machine) -> CubePlan:
            ODD_K_STEPS, BLOCK_MISSES, SHARED_FILL, UNROLLED_K,
            TIGHT_FORWARD_SYNC, MAX_UNROLLED_STEPS, to_isa.SLICED_READ_OUT, DIV_BY_RECIPROCAL, ROTATING_STEP,
            VECTOR_PACED, STACK, PROGRESSIVE, PIECES, MISS_SHARE, WARM_INPUTS, CONVERTED_UB, WARM_EPILOGUE,
-           L2_WRITES, CUBE_BIAS, B_DIRECT, CONV_PIECES, DEFER_PIECES, HELD_COST, p.bias_block is not None, p.a_warm, p.epi_written)  # the switches change the plan
+           L2_WRITES, CUBE_BIAS, B_DIRECT, CONV_PIECES, DEFER_PIECES, HELD_COST, p.bias_block is not None, p.a_warm, p.epi_written,
+           tuple((c1, sub) for _, c1, sub in p.a_parts))  # the switches change the plan; A's parts its K chunks (`_k_options`)
     plan = memo.get(key)
     if plan is None:
         plan = memo[key] = _plan_cube(p, mach)
