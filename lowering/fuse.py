@@ -41,6 +41,9 @@ from ge.transforms.tile_capacity import nbytes
 # (`Fuser._absorb_trans_data`)? Off: the producer first, as for every other conversion.
 PADDED_ON_COPY_IN = True
 
+# The rule that takes a second conv into a conv's group (`_k_partner`).
+SUMMED_CONVS = "SummedConvsFusionPass"
+
 # Ops of a decomposed activation a Cube epilogue takes whole (x * 0.5 * (1 + erf(x / sqrt 2)): 5).
 _MAX_REGION = 8
 
@@ -266,7 +269,7 @@ class Fuser:
         that took a summed conv (`_k_partner`) and does not build is formed again without
         it: the Add then reads that conv's output as a plain residual (one probe when it
         builds, the group's own)."""
-        rule = "SummedConvsFusionPass"
+        rule = SUMMED_CONVS
         self._staged_epilogue(cand)
         if rule in cand.extra_rules:
             partner = cand.ops[1]
@@ -316,7 +319,7 @@ class Fuser:
                 stage = 1 if stage == 0 else 3
             elif summed and stage == 0 and tail is anchor.results[0] and (partner := self._k_partner(cand, user, tail)):
                 cand.ops.append(partner)
-                cand.extra_rules.append("SummedConvsFusionPass")
+                cand.extra_rules.append(SUMMED_CONVS)
                 stage = 2
             elif stage in (0, 1) and self._is_residual(user, tail):
                 stage = 2
@@ -406,8 +409,7 @@ class Fuser:
         GEMM with their K's concatenated (`SummedConvsFusionPass`; tile_cube.py `_k_concat`
         says exactly when): 1 x 1 convs without pads or groups whose results only meet in
         `add`, the other one free to join (`_epilogue` checks that the group builds)."""
-        rule = "SummedConvsFusionPass"
-        if not self.enabled[rule] or not self._is_residual(add, tail):
+        if not self.enabled[SUMMED_CONVS] or not self._is_residual(add, tail):
             return None
         other = add.operands[1] if add.operands[0] is tail else add.operands[0]
         partner = self.producer(other)

@@ -339,7 +339,7 @@ def _conv_problem(op: g.Conv2dOp | g.QuantConv2dOp, block: Block, weight_of: Cal
     return prob
 
 
-def _k_partner(ops: list[Operation], anchor: Operation) -> tuple[Operation, Operation | None, Operation | None]:
+def _summed_pair(ops: list[Operation], anchor: Operation) -> tuple[Operation, Operation | None, Operation | None]:
     """(anchor, partner, their Add) of a group with two convs whose results only meet in
     one Add (fuse.py `_k_partner`: ResNet's projection shortcut and its block's last conv);
     the anchor is the one with a bias (fold-batch-norm leaves one: `OneBiasForSummedConvs`).
@@ -569,7 +569,7 @@ def cube_problem(block: Block, weight_value: Callable[[SSAValue], np.ndarray | N
     writes NCHW."""
     ops = list(block.ops)[:-1]
     anchor = next(o for o in ops if not isinstance(o, lt.TransDataOp | g.ConstantOp))
-    anchor, partner, summed = _k_partner(ops, anchor)
+    anchor, partner, summed = _summed_pair(ops, anchor)
     epilogue = []
     for op in ops:
         if op is anchor or op is partner or op is summed or isinstance(op, g.ConstantOp):
@@ -2705,17 +2705,10 @@ class _CubeEmitter:
                 return
             sh, sw = cv.get("sub", (1, 1))
             cstart = b.add_(b.mul(gi, cv["cg_e"]), b.mul(kc, ncb * p.c0))
-            if self.image is not None:  # each image's rows (and the zero rows after it) at its place
-                c1 = _div_exact(b, cstart, p.c0)
-                for j, first, rows in self.stacked_rows(cv["stack_rows"][0], shape[2]):
-                    b.copy(a_gm, [b.add_(b.mul(bi, pl.stack), j), c1, b.mul(row, sh), 0, 0], a_l1, [0, 0, first, 0, 0],
-                           (1, ncb, rows, shape[3], p.c0), strides=(1, 1, sh, sw, 1), pad=0.0)
-                return
             if p.a_fmt == "nc1hwc0":
-                offs, steps = [bi, _div_exact(b, cstart, p.c0), b.mul(row, sh), 0, 0], (1, 1, sh, sw, 1)
+                self.copy_map(a_gm, a_l1, shape, bi, row, _div_exact(b, cstart, p.c0), 0, ncb, (sh, sw))
             else:
-                offs, steps = [bi, cstart, b.mul(row, sh), 0], (1, 1, sh, sw)
-            b.copy(a_gm, offs, a_l1, None, shape, strides=steps, pad=0.0)
+                b.copy(a_gm, [bi, cstart, b.mul(row, sh), 0], a_l1, None, shape, strides=(1, 1, sh, sw), pad=0.0)
             return
         k = b.mul(kc, pl.kl1)
         ba = self.operand_batch(bi, p.a_batch_strides) if p.a_batched else 0
@@ -2729,38 +2722,43 @@ class _CubeEmitter:
             offs = [ba, _div_exact(b, k, p.c0), _div_exact(b, m0, FRACTAL), 0, 0]
         self.copy_k(a_gm, offs, a_l1, shape, p.a_fmt, "a", pieces)
 
+    def copy_map(self, gm, a_l1, shape: tuple[int, ...], bi, row, c1: Index, into: int, blocks: int,
+                 sub: tuple[int, int]) -> None:
+        """`blocks` C1 blocks of an NC1HWC0 feature map from block `c1` into A's L1 chunk
+        (`shape`) at block `into`, the rows of `row` on, every `sub`-th row and column
+        (`_fm_geometry`); a stacked tile (`_stacked`) takes each image's rows, and the zero
+        rows after them, at its place."""
+        b, (sh, sw) = self.b, sub
+        steps = (1, 1, sh, sw, 1)
+        if self.image is None:
+            b.copy(gm, [bi, c1, b.mul(row, sh), 0, 0], a_l1, [0, into, 0, 0, 0] if into else None,
+                   (1, blocks, *shape[2:]), strides=steps, pad=0.0)
+            return
+        for j, first, rows in self.stacked_rows(self.p.conv["stack_rows"][0], shape[2]):
+            b.copy(gm, [b.add_(b.mul(bi, self.plan.stack), j), c1, b.mul(row, sh), 0, 0], a_l1,
+                   [0, into, first, 0, 0], (1, blocks, rows, *shape[3:]), strides=steps, pad=0.0)
+
     def load_parts(self, a_l1, bi, row, kc, shape: tuple[int, ...]) -> None:
         """A's chunk `kc` from the feature maps whose channels make its K (`_k_concat`):
         each part's C1 blocks at their place in the chunk, read with the part's own
         subsampling; past the last part's channels, zeros (its copy reads on into the
         padding). A chunk loop's chunks each lie in one part (`_k_options`): each part's copy
-        then in a loop of 0 or 1 trips from `kc` (as `emit`'s deferred weight pieces)."""
+        then in a loop of 0 or 1 trips from `kc` (`_at_most_once`)."""
         b, ncb = self.b, shape[1]
-
-        def copy(gm, c1: Index, into: int, blocks: int, sh: int, sw: int) -> None:
-            steps = (1, 1, sh, sw, 1)
-            if self.image is None:
-                b.copy(gm, [bi, c1, b.mul(row, sh), 0, 0], a_l1, [0, into, 0, 0, 0], (1, blocks, *shape[2:]),
-                       strides=steps, pad=0.0)
-                return
-            for j, first, rows in self.stacked_rows(self.p.conv["stack_rows"][0], shape[2]):
-                b.copy(gm, [b.add_(b.mul(bi, self.plan.stack), j), c1, b.mul(row, sh), 0, 0], a_l1,
-                       [0, into, first, 0, 0], (1, blocks, rows, *shape[3:]), strides=steps, pad=0.0)
-
         first = 0
-        for j, (src, c1, (sh, sw)) in enumerate(self.p.a_parts):
+        for j, (src, c1, sub) in enumerate(self.p.a_parts):
             last = j == len(self.p.a_parts) - 1
             if isinstance(kc, int):  # (one chunk, or unrolled: the parts it spans, static)
                 lo, hi = max(first, kc * ncb), (kc + 1) * ncb if last else min(first + c1, (kc + 1) * ncb)
                 if lo < hi:
-                    copy(self.gm[src], lo - first, lo - kc * ncb, hi - lo, sh, sw)
+                    self.copy_map(self.gm[src], a_l1, shape, bi, row, lo - first, lo - kc * ncb, hi - lo, sub)
             else:  # chunks [s, e) of the loop are this part's
                 s, e = first // ncb, (first + c1) // ncb
                 trips = (b.min_(b.div(kc, s), 1) if s else 1) if last else b.sub(
                     b.min_(b.div(kc, s), 1) if s else 1, b.min_(b.div(kc, e), 1))
                 at = b.sub(kc if last else b.min_(kc, e - 1), b.min_(kc, s) if s else 0)  # (in range either way)
-                with b.loop(kc, b.add_(kc, trips), name=f"part{j}", attributes={isa.MAX_TRIPS_ATTR: IntegerAttr(1, i64)}):
-                    copy(self.gm[src], b.mul(at, ncb), 0, ncb, sh, sw)
+                with self._at_most_once(kc, trips, f"part{j}"):
+                    self.copy_map(self.gm[src], a_l1, shape, bi, row, b.mul(at, ncb), 0, ncb, sub)
             first += c1
 
     def operand_batch(self, bi: Index, strides: tuple[int, ...] | None) -> Index:
@@ -3005,7 +3003,7 @@ class _CubeEmitter:
 
             def later_pieces(lo_: Index, trips: Index, name: str) -> None:
                 """B's pieces after the first in a loop of `trips` (0 or 1) from `lo_`."""
-                with b.loop(lo_, b.add_(lo_, trips), name=name, attributes={isa.MAX_TRIPS_ATTR: IntegerAttr(1, i64)}):
+                with self._at_most_once(lo_, trips, name):
                     self.load_b(b_gm, b_l1, bi, gi, scaled(oi, tn), 0, pieces, range(1, pieces))
 
             if a_once and first_tile:
@@ -3129,6 +3127,12 @@ class _CubeEmitter:
         block = b.alloc(t.MemSpace.L0B, (FRACTAL, shape[1]), elem, 1, "bias_l0")
         b.copy(block_l1, [0, 0, 0], b.view(block, (1, FRACTAL, shape[1])), None, shape, perm=(0, 2, 1))
         return ones, block
+
+    def _at_most_once(self, lo: Index, trips: Index, name: str):
+        """A tile-level loop of `trips` (0 or 1, known at run time) iterations from `lo`: a
+        copy done only on some iterations of the loop around it, marked `isa.max_trips = 1`
+        so that insert-sync orders it as inline code."""
+        return self.b.loop(lo, self.b.add_(lo, trips), name=name, attributes={isa.MAX_TRIPS_ATTR: IntegerAttr(1, i64)})
 
     def _maybe_loop(self, n: int, name: str, lo: Index = 0, hi: Index | None = None):
         """A loop over lo..hi-1 (0..n-1 by default), or the constant 0 when n == 1."""
