@@ -2,6 +2,7 @@
 
     python bench/kernels.py [--quick] [--models a,b] [--json bench/results/kernels.json]
                             [--before bench/results/kernels_before.json] [--variants] [--kernels a,b]
+                            [--op-tune DIR]
 
 Models: resnet50 at batch 1 and 16, squeezenet, the encoder layer (seq 64, d 128) and a
 BERT-base-sized encoder layer (`bert_base`: 12 heads, d = 768, FFN 3072, seq 128, batch 8).
@@ -24,7 +25,10 @@ the Cube kernels and the Vector / copy kernels and shows the launches' dispatch 
 an earlier run of this script) each model row gets its before -> after; `--variants` also
 runs each model single stream, single-buffered (`double_buffer=False`) and without
 SuperKernels (`super_kernel=False`: a dispatch per launch). Cycles are
-simulated: one run is exact, no noise. bert_base compiles in ~35-45 s and resnet50 at
+simulated: one run is exact, no noise. `--op-tune DIR` tunes each model's Cube plans on the
+simulator first (`ge.aoe.tune`, AOE's operator tuning; the banks in DIR/<model>) and measures
+the model compiled with its bank, with a table of each model's run before and after tuning.
+bert_base compiles in ~35-45 s and resnet50 at
 batch 16 in ~85-100 s (on a loaded 2-core machine); the whole script takes ~5 minutes.
 """
 
@@ -110,13 +114,29 @@ def _total(model: onnx.ModelProto, inputs: dict[str, np.ndarray], **options) -> 
     return compiled.last_run.total_cycles
 
 
-def measure(name: str, variants: tuple[str, ...] = ()) -> dict:
+def measure(name: str, variants: tuple[str, ...] = (), op_tune: Path | None = None) -> dict:
+    """`name` compiled and run; with `op_tune` (a directory), its Cube plans tuned first
+    (`ge.aoe.tune`, the bank in op_tune/name) and compiled with that bank."""
     started = time.time()
+    tuning = {}
     with blob_scope():
         model, inputs = build(name)
         bound = model_bound(model, inputs)
         options = ge.CompileOptions(soc_version=TARGET, precision_mode="force_fp16", keep_ir_text=False,
                                     input_shape={k: v.shape for k, v in inputs.items()})
+        if op_tune is not None:
+            from dataclasses import replace
+
+            from ge.aoe import tune
+
+            bank = op_tune / name
+            bank.mkdir(parents=True, exist_ok=True)
+            result = tune(model, options, op_bank_path=bank)
+            options = replace(options, op_bank_path=str(bank))
+            tuning = {"tune_seconds": round(time.time() - started, 1), "tune_compiles": result.compiles,
+                      "tuned_problems": len(result.problems), "retuned": len(result.bank.entries),
+                      "untuned_total": result.default}
+            started = time.time()
         compiled = ge.compile(model, options)
         compile_seconds = time.time() - started
         compiled.run(inputs, timing_only=True)
@@ -145,7 +165,7 @@ def measure(name: str, variants: tuple[str, ...] = ()) -> dict:
         "l2_bytes": sum(k["l2_bytes"] for k in per_kernel),
         **{p: sum(k.pipe_busy.get(pipe, 0.0) for k in run.kernels) / core_cycles for p, pipe in PIPES.items()},
         **bound, **{f"{v}_total": c for v, c in others.items()},
-        "compile_seconds": round(compile_seconds, 1), "seconds": round(time.time() - started, 1),
+        "compile_seconds": round(compile_seconds, 1), "seconds": round(time.time() - started, 1), **tuning,
         "per_kernel": per_kernel,
     }
 
@@ -199,6 +219,17 @@ def kind_table(rows: list[dict]) -> str:
     return markdown(header, body)
 
 
+def tuning_table(rows: list[dict]) -> str:
+    """`--op-tune`: each model's run with the cost model's plans and with the tuned ones."""
+    header = ["model", "run, cost model's plans", "run, op-tuned", "change", "Cube problems re-planned",
+              "tuning: compiles, seconds", "model bound / run"]
+    return markdown(header, ([r["model"], f"{r['untuned_total']:,.0f}", f"{r['total']:,.0f}",
+                              f"{r['total'] / r['untuned_total'] - 1:+.1%}", f"{r['retuned']} of {r['tuned_problems']}",
+                              f"{r['tune_compiles']}, {r['tune_seconds']} s",
+                              f"{r['model_bound'] / r['untuned_total']:.2f} -> {r['model_efficiency']:.2f}"]
+                             for r in rows))
+
+
 def variant_table(rows: list[dict]) -> str:
     header = ["model", "run, streams", "run, single stream", "run, single-buffered", "run, no SuperKernels"]
     return markdown(header, ([r["model"], f"{r['total']:,.0f} ({r['streams']} streams)", f"{r['single_stream_total']:,.0f}",
@@ -232,6 +263,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--before", type=Path, help="an earlier JSON of this script: print before -> after")
     p.add_argument("--kernels", default="resnet50,resnet50_b16,encoder_layer,bert_base", help="models whose per-kernel table is printed")
     p.add_argument("--variants", action="store_true", help="also run single stream, single-buffered and without SuperKernels (3 more compiles)")
+    p.add_argument("--op-tune", type=Path, metavar="DIR",
+                   help="tune each model's Cube plans first (ge-aoe; banks in DIR/<model>) and measure with them")
     args = p.parse_args(argv)
     names = args.models.split(",") if args.models else QUICK if args.quick else MODELS
     before = {r["model"]: r for r in json.loads(args.before.read_text())["models"]} if args.before else {}
@@ -239,12 +272,18 @@ def main(argv: list[str] | None = None) -> None:
         r.setdefault("model_efficiency", r["model_bound"] / r["total"])
     rows = []
     for name in names:
-        row = measure(name, tuple(VARIANTS) if args.variants else ())
+        row = measure(name, tuple(VARIANTS) if args.variants else (), args.op_tune)
         row["model_efficiency"] = row["model_bound"] / row["total"]
         rows.append(row)
+        tuned = (f" (op-tuned in {row['tune_seconds']} s, {row['tune_compiles']} compiles: {row['untuned_total']:,.0f}"
+                 f" cycles before, {row['retuned']} of {row['tuned_problems']} Cube problems re-planned)"
+                 if "tune_seconds" in row else "")
         print(f"{name}: {row['total']:,.0f} cycles, compiled in {row['compile_seconds']} s,"
-              f" {row['seconds']} s in all", file=sys.stderr)
+              f" {row['seconds']} s in all{tuned}", file=sys.stderr)
     print(model_table(rows, before))
+    if args.op_tune:
+        print()
+        print(tuning_table(rows))
     print()
     print(kind_table(rows))
     if args.variants:

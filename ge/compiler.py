@@ -74,6 +74,7 @@ class CompileOptions:
     dynamic_dims: str | Sequence[Sequence[int]] | None = None  # "d1,d2;d3,d4": every -1 per gear (ge.gears)
     input_shape_range: str | None = None  # "input_ids:[1,1~512]": kernels compiled per shape at run time (ge.dynamic)
     fusion_switch_file: str | None = None
+    op_bank_path: str | None = None  # operator tuning's repository (ge.aoe; ATC's --op_bank_path): tuned Cube plans
     disable_reuse_memory: bool = False
     enable_single_stream: bool = False
     super_kernel: bool = True  # each stream's consecutive launches dispatched once (transforms/super_kernel.py)
@@ -125,6 +126,8 @@ def _check_options(options: CompileOptions) -> None:
         raise CompileError(f"kernel level '{options.kernel_level}' is not one of {', '.join(KERNEL_LEVELS)}")
     if options.fusion_switch_file is not None and not Path(options.fusion_switch_file).is_file():
         raise CompileError(f"fusion switch file {options.fusion_switch_file}: no such file")
+    if options.op_bank_path is not None and not Path(options.op_bank_path).is_dir():
+        raise CompileError(f"op bank path {options.op_bank_path}: no such directory")
 
 
 # --------------------------------------------------------------------------------------
@@ -560,6 +563,28 @@ class _Settle:
         _stop_verifying(self.results)
 
 
+def _op_bank(options: CompileOptions, target: targets.Target):
+    """The op bank of `options.op_bank_path` for `target` (lowering/op_bank.py), or None."""
+    from ge.lowering import op_bank
+
+    if options.op_bank_path is None:
+        return None
+    try:
+        return op_bank.OpBank.load(options.op_bank_path, target.soc_version)
+    except op_bank.OpBankError as e:
+        raise CompileError(str(e)) from None
+
+
+def _tuned_plans(bank):
+    """`bank` in use while the gears compile; without one, whatever source of tuned plans
+    is in use already (the tuner's, ge/aoe.py)."""
+    from contextlib import nullcontext
+
+    from ge.lowering import op_bank
+
+    return nullcontext() if bank is None else op_bank.using(bank)
+
+
 def _compile(model, options: CompileOptions | None, progress: Progress | None,
              example_inputs: Sequence | None, settle_later: bool = False) -> tuple[CompiledModel, _Settle]:
     """The compiled model and its final verifies: waited for here, or, `settle_later`, by
@@ -580,9 +605,11 @@ def _compile(model, options: CompileOptions | None, progress: Progress | None,
     pipeline = _Pipeline(source, name, options, target, progress)
     pipeline.total = len(gears) * (len(pass_stages(options, target)) + 2) + 1
     results: list[_GearResult] = []
+    bank = _op_bank(options, target)
     try:
-        for gear in gears:
-            results.append(pipeline.gear(gear))
+        with _tuned_plans(bank):
+            for gear in gears:
+                results.append(pipeline.gear(gear))
         if results[0].gear.kind is None:
             built = pipeline.timed("serialize", lambda: model_from_module(
                 results[0].module, with_ir=options.keep_ir_text, twins=results[0].stats.get("twins"),
@@ -597,6 +624,8 @@ def _compile(model, options: CompileOptions | None, progress: Progress | None,
         _stop_verifying(results)
         raise
     report = _report(name, options, target, pipeline.seconds, results, built)
+    if bank is not None:
+        report["op_bank"] = {"path": str(options.op_bank_path), "plans": len(bank.entries), "used": len(bank.used)}
     built.metadata["compile_report"] = report
     if progress is not None:
         progress("done", pipeline.total, pipeline.total)

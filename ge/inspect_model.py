@@ -53,7 +53,7 @@ def _kernels(model) -> list[dict[str, Any]]:
                  "block_dim": k.get("block_dim", 1), "launches": len(launches.get(i, [])),
                  "streams": sorted({s["stream"] for s in launches.get(i, [])}),
                  "ins": [_signature(a) for a in k.get("ins", [])], "outs": [_signature(a) for a in k.get("outs", [])]}
-        for key in ("modeled_cycles", "bound"):
+        for key in ("modeled_cycles", "bound", "plan"):
             if key in k:
                 entry[key] = k[key]
         out.append(entry)

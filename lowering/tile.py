@@ -32,6 +32,7 @@ import re
 import sys
 from collections import Counter
 from collections.abc import Hashable
+from contextlib import nullcontext
 from contextvars import ContextVar
 from dataclasses import dataclass
 
@@ -46,6 +47,7 @@ from ge import plugin_tile, targets
 from ge.dialects import tile as t
 from ge.dialects.blobs import attr_array, constant_attr
 from ge.dialects.dtypes import numpy_dtype
+from ge.lowering import op_bank
 from ge.lowering import tile_cube as cube
 from ge.lowering import tile_move as move
 from ge.lowering import tile_vector as vec
@@ -423,6 +425,7 @@ class TilePass(ModulePass):
 
     target: str | None = None
     debug: bool = False
+    op_bank: str | None = None  # a directory of tuned Cube plans (lowering/op_bank.py; ge-aoe writes one)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         try:
@@ -432,7 +435,14 @@ class TilePass(ModulePass):
             target = current or targets.set_target(op, self.target or targets.DEFAULT_TARGET)
         except targets.TargetError as e:
             raise PassFailedException(f"tile: {e}") from None
-        reports = tile_module(op, target)
+        bank = None
+        if self.op_bank is not None:
+            try:
+                bank = op_bank.OpBank.load(self.op_bank, target.soc_version)
+            except op_bank.OpBankError as e:
+                raise PassFailedException(f"tile: {e}") from None
+        with op_bank.using(bank) if bank is not None else nullcontext():
+            reports = tile_module(op, target)
         if self.debug:
             for r in reports:
                 print(f"[tile] @{r.name} block_dim {r.blocks} {r.line()}", file=sys.stderr)

@@ -25,7 +25,7 @@ model (lowering/tile_cost.py).
 from __future__ import annotations
 
 import math
-from bisect import bisect_right
+from bisect import bisect_right, insort
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -46,7 +46,7 @@ from ge.dialects.dtypes import numpy_dtype
 from ge.dialects.interning import intern_scope, scope_memo
 from ge.dialects.layout import Format
 from ge.lowering import fusion_rules as fr
-from ge.lowering import to_isa
+from ge.lowering import op_bank, to_isa
 from ge.lowering.isa_vector import MAX_REP_STRIDE, relu_after
 from ge.lowering.tile_cost import (
     ELEMENTWISE,
@@ -1719,11 +1719,20 @@ def _each(fn: Callable[[int], float], values: np.ndarray) -> np.ndarray:
 
 def _cheapest(p: CubeProblem, mach: Machine, found: Sequence[tuple]) -> tuple[int, float]:
     """(index, cost) of the first cheapest candidate of `found` (`cube_cost` arguments; the
-    schedules of one tiling in a row, sharing its `_Sizes`), the one a scan in order finds.
+    schedules of one tiling in a row, sharing its `_Sizes`), the one a scan in order finds
+    (`_ranked`'s first)."""
+    ranked = _ranked(p, mach, found, 1)
+    return (ranked[0][1], ranked[0][0]) if ranked else (-1, math.inf)
+
+
+def _ranked(p: CubeProblem, mach: Machine, found: Sequence[tuple], keep: int) -> list[tuple[float, int]]:
+    """(cost, index) of the `keep` cheapest candidates of `found`, cheapest first (ties: the
+    first in scan order); `keep` > 1 for operator tuning (`plan_alternatives`), which times
+    several of them in the simulator.
     Tilings are visited in increasing order of their `CubeBounds.keys`, their schedules in
     increasing order of `CubeBounds.of_schedule`, and a candidate is costed only while its
-    bounds are at most the cheapest cost found so far: one skipped costs more than the plan
-    chosen. A tiling's shared terms are computed once (`_TileParts`), a tile shape's once
+    bounds are at most the keep-th cheapest cost found so far: one skipped costs more than the
+    plans kept. A tiling's shared terms are computed once (`_TileParts`), a tile shape's once
     per search (`_ShapeSchedules`: its schedules' tiles per core, their L2 misses), and a
     tiling's `CubeBounds.stage` once per (order, cores); a candidate passes
     `CubeBounds.through` too before it is costed, and when the cores share their reads
@@ -1737,7 +1746,8 @@ def _cheapest(p: CubeProblem, mach: Machine, found: Sequence[tuple]) -> tuple[in
     bounds_of = bounds.keys(found, most[shape_of])
     order_of = np.argsort(bounds_of, kind="stable")
     shapes: dict[int, _ShapeSchedules] = {}  # made when first visited
-    best_i, best = -1, math.inf
+    kept: list[tuple[float, int]] = []
+    best = math.inf  # the cost a candidate must not exceed to be kept: the keep-th cheapest's
     for bound, i, sk in zip(bounds_of[order_of].tolist(), order_of.tolist(), shape_of[order_of].tolist()):
         if bound > best:
             break
@@ -1777,9 +1787,12 @@ def _cheapest(p: CubeProblem, mach: Machine, found: Sequence[tuple]) -> tuple[in
                     continue  # the tiles through their loads, and the first load outside the pipeline
             cyc = cube_cost(p, mach, tm, tn, tk, kl1, order, blocks, l1d, l0d, epid, split, s, bin_, whole, parts,
                             shape.core[k], misses)
-            if best_i < 0 or cyc < best or (cyc == best and j < best_i):
-                best_i, best = j, cyc
-    return best_i, best
+            if len(kept) < keep or (cyc, j) < kept[-1]:
+                insort(kept, (cyc, j))
+                del kept[keep:]
+                if len(kept) == keep:
+                    best = kept[-1][0]
+    return kept
 
 
 class _ShapeSchedules:
@@ -1892,12 +1905,27 @@ _PLAN_MEMO = "tile_cube.plans"  # the compile scope's memo (dialects/interning.p
 
 
 def plan_cube(p: CubeProblem, mach: Machine) -> CubePlan:
-    """The cheapest tiling of `p` whose buffers fit every local memory (the same problem
-    on the same target is planned once per compile -- ResNet repeats its layers -- in the
-    compile's `intern_scope`; outside one, planned each time)."""
-    memo = scope_memo(_PLAN_MEMO)
-    if memo is None:
+    """The cheapest tiling of `p` whose buffers fit every local memory, or the op bank's
+    tuned plan for it while one is in use (lowering/op_bank.py). The same problem on the
+    same target is planned once per compile -- ResNet repeats its layers -- in the
+    compile's `intern_scope`; outside one, planned each time."""
+    memo, source = scope_memo(_PLAN_MEMO), op_bank.current()
+    if memo is None and source is None:
         return _plan_cube(p, mach)
+    key = plan_key(p, mach)
+    plan = None if memo is None else memo.get(key)
+    if plan is None and source is not None:  # a tuned plan (lowering/op_bank.py)
+        plan = source.plan(op_bank.digest(key), lambda keep: [_plan_cube(p, mach), *_plans(p, mach, keep)])
+    if plan is None:
+        plan = _plan_cube(p, mach)
+    if memo is not None:
+        memo[key] = plan
+    return plan
+
+
+def plan_key(p: CubeProblem, mach: Machine) -> tuple:
+    """What makes two Cube problems one for planning: the plan memo's key, and (digested)
+    the op bank's (lowering/op_bank.py)."""
     geometry = None if p.conv is None else tuple(
         (k, tuple(v) if isinstance(v, tuple | list) else v) for k, v in sorted(p.conv.items()))
     key = (mach.target.name, p.kind, elem_name(p.elem), p.batch, p.groups, p.m, p.n, p.k, p.a_fmt, p.b_fmt,
@@ -1907,10 +1935,7 @@ def plan_cube(p: CubeProblem, mach: Machine) -> CubePlan:
            VECTOR_PACED, STACK, PROGRESSIVE, PIECES, MISS_SHARE, WARM_INPUTS, CONVERTED_UB, WARM_EPILOGUE,
            L2_WRITES, CUBE_BIAS, B_DIRECT, CONV_PIECES, DEFER_PIECES, HELD_COST, p.bias_block is not None, p.a_warm, p.epi_written,
            tuple((c1, sub) for _, c1, sub in p.a_parts))  # the switches change the plan; A's parts its K chunks (`_k_options`)
-    plan = memo.get(key)
-    if plan is None:
-        plan = memo[key] = _plan_cube(p, mach)
-    return plan
+    return key
 
 
 @contextmanager
@@ -1932,11 +1957,20 @@ def _plan_cube(p: CubeProblem, mach: Machine) -> CubePlan:
     channels: 160-row tiles with the broadcast bias simulated 20,871 cycles, the 112-row
     ones a search with the Cube bias preferred 22,952; at batch 1 a 3 x 3 conv at 64
     channels, K = 144 steps that fill L0A twice, 3,369 against 3,674 on K = 48 steps)."""
+    return _plans(p, mach, 1)[0]
+
+
+def _plans(p: CubeProblem, mach: Machine, keep: int) -> list[CubePlan]:
+    """`_plan_cube`'s choice for each of the `keep` cheapest plans of `p` without the Cube's
+    bias, in that order."""
     if p.bias_block is None:
-        return _plan_variant(p, mach)
+        return _plan_variant(p, mach, keep)
     plain = replace(p)
     _drop_cube_bias(plain)
-    chosen = _plan_variant(plain, mach)
+    return [_with_cube_bias(p, plain, mach, chosen) for chosen in _plan_variant(plain, mach, keep)]
+
+
+def _with_cube_bias(p: CubeProblem, plain: CubeProblem, mach: Machine, chosen: CubePlan) -> CubePlan:
     if chosen.stack > 1:  # (the plan's tiles are those of the stacked problem)
         p, plain = _stacked(p, chosen.stack), _stacked(plain, chosen.stack)
     cycles = _cube_bias_cost(p, plain, mach, chosen)
@@ -2011,27 +2045,34 @@ def _drop_cube_bias(p: CubeProblem) -> None:
     p.epi_written = tuple(_warm_a(p.block, v) for v in epilogue_operands(p))
 
 
-def _plan_variant(p: CubeProblem, mach: Machine) -> CubePlan:
-    """The cheapest plan of `p` and of its stacked forms (`_stack_options`)."""
-    best, short = None, None
+def _plan_variant(p: CubeProblem, mach: Machine, keep: int = 1) -> list[CubePlan]:
+    """The `keep` cheapest plans of `p` and of its stacked forms (`_stack_options`), cheapest
+    first (ties: the fewer images stacked)."""
+    plans, short = [], None
     for s in _stack_options(p, mach.fractal(elem_name(p.elem))[0]):
         try:
-            plan = _plan_one(_stacked(p, s) if s > 1 else p, mach)
+            found = _plan_one(_stacked(p, s) if s > 1 else p, mach, keep)
         except CapacityShortfall as e:
             short = short or e
             continue
-        if best is None or plan.cycles < best.cycles:
-            best = replace(plan, stack=s) if s > 1 else plan
-    if best is None:
+        plans += [replace(plan, stack=s) if s > 1 else plan for plan in found]
+    if not plans:
         raise short
-    return best
+    return sorted(plans, key=lambda plan: plan.cycles)[:keep]
 
 
-def _plan_one(p: CubeProblem, mach: Machine) -> CubePlan:
+def _plan_one(p: CubeProblem, mach: Machine, keep: int = 1) -> list[CubePlan]:
+    """The `keep` cheapest plans of `p` (`_ranked`), cheapest first."""
+    found = _search_space(p, mach)
+    return sorted((_plan_of(p, mach, found, i, cyc) for cyc, i in _ranked(p, mach, found, keep)),
+                  key=lambda plan: plan.cycles)
+
+
+def _plan_of(p: CubeProblem, mach: Machine, found: Sequence[tuple], i: int, cyc: float) -> CubePlan:
+    """The plan of candidate i of `found` (costed `cyc`): its buffers, and B straight from GM
+    when that fits and the model finds it cheaper."""
     tg = mach.target
     mem, al = tg.memory, tg.alignment
-    found = _search_space(p, mach)
-    i, cyc = _cheapest(p, mach, found)
     tm, tn, tk, kl1, order, blocks, l1d, l0d, epid, split, s, bin_, whole = found[i]
     direct = None
     if _b_direct_fits(p, mach, tn, tk, kl1, order):

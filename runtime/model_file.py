@@ -180,6 +180,8 @@ def _kernel_entry(op: Operation) -> dict[str, Any]:
     for key, attr in (("modeled_cycles", "tile.cycles"), ("bound", "tile.bound")):
         if (value := _int_attr(op, attr)) is not None:
             entry[key] = value
+    if isinstance(plan := op.attributes.get("tile.plan"), StringAttr):  # the tiles chosen (or tuned: ge-aoe)
+        entry["plan"] = plan.data
     return entry
 
 

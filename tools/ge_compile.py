@@ -9,6 +9,7 @@ ge's spelling (ATC's underscore spelling is accepted too):
     ge-compile --mode 1 --om model.om --json model.json   # a model file as readable JSON (ATC's --mode 1)
     ge-compile --mode 3 model.onnx --check-report r.json  # operator support, without building (ATC's --mode 3)
     ge-compile model.pb --framework 3 -o model.om --input-shape "input:1,224,224,3"  # a frozen TF GraphDef
+    ge-compile model.onnx -o model.om --op-bank-path bank/  # Cube plans tuned by ge-aoe (ATC's --op_bank_path)
 
 `--framework` takes ATC's numbers: 5 ONNX (the default), 3 TensorFlow; without it a `.pb`
 file is read as TensorFlow. The file's content must match the framework.
@@ -61,6 +62,9 @@ def parser() -> argparse.ArgumentParser:
                    "--dynamic-dims")
     p.add_argument("--precision-mode", "--precision_mode", default="force_fp16", choices=PRECISION_MODES)
     p.add_argument("--fusion-switch-file", "--fusion_switch_file", help="turn fusion rules on or off (GE's JSON form)")
+    p.add_argument("--op-bank-path", "--op_bank_path", metavar="DIR",
+                   help="operator tuning's repository (written by ge-aoe): Cube problems found there take their "
+                   "tuned plans")
     p.add_argument("--dynamic-batch-size", "--dynamic_batch_size", help="batch sizes to compile, e.g. 1,2,4,8")
     p.add_argument("--dynamic-image-size", "--dynamic_image_size",
                    help='image sizes to compile for the -1 height and width, e.g. "224,224;320,320"')
@@ -118,6 +122,7 @@ def _options(args: argparse.Namespace):
         soc_version=args.soc_version, precision_mode=args.precision_mode, input_shape=args.input_shape,
         dynamic_batch_size=args.dynamic_batch_size, dynamic_image_size=args.dynamic_image_size,
         dynamic_dims=args.dynamic_dims, input_shape_range=args.input_shape_range, fusion_switch_file=args.fusion_switch_file,
+        op_bank_path=args.op_bank_path,
         disable_reuse_memory=args.disable_reuse_memory, enable_single_stream=args.enable_single_stream,
         super_kernel=args.super_kernel == "on",
         kernel_level=args.kernel_level, dump_ir=args.dump_ir, keep_ir_text=args.ir_text and not args.no_ir_text, passes=args.passes,
@@ -140,6 +145,8 @@ def summary(report: dict, path: str, size: int) -> str:
                 f"and cached; checked in {report['compile_seconds']['total']:.2f} s")
     m = report["memory"]
     gears = _gears_summary(report["gears"]) if "gears" in report else ""
+    if "op_bank" in report:
+        gears += f", {report['op_bank']['used']} tuned plan(s) from the op bank"
     return (f"{path}: {size} bytes; {report['kernels']} kernels ({report['kernel_level']} level), "
             f"{report['streams']} stream(s), {report['events']} event(s){gears}; activations "
             f"{m['activation_peak_bytes']} bytes (lower bound {m['activation_lower_bound_bytes']}, no reuse "

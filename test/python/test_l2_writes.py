@@ -25,9 +25,9 @@ from ge.testing import kernel_ir
 def _problem(monkeypatch):
     seen, plan = [], tile_cube._plan_one
 
-    def spy(p, mach):
+    def spy(p, mach, *keep):
         seen.append(p)
-        return plan(p, mach)
+        return plan(p, mach, *keep)
 
     monkeypatch.setattr(tile_cube, "_plan_one", spy)
     return seen

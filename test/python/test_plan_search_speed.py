@@ -40,15 +40,16 @@ def spied_searches(compiles) -> list[tuple]:
     """(problem, machine, candidates as the search got them, chosen index, chosen cost) of
     every Cube plan search of `compiles`' (model, soc version) compiles, in order."""
     out = []
-    real = tile_cube._cheapest
+    real = tile_cube._ranked
 
-    def spy(p, mach, found):
-        i, cyc = real(p, mach, found)
-        out.append((p, mach, found, i, cyc))
-        return i, cyc
+    def spy(p, mach, found, keep):
+        ranked = real(p, mach, found, keep)
+        if keep == 1:  # (the plan search; operator tuning asks for more)
+            out.append((p, mach, found, ranked[0][1], ranked[0][0]))
+        return ranked
 
     mp = pytest.MonkeyPatch()
-    mp.setattr(tile_cube, "_cheapest", spy)
+    mp.setattr(tile_cube, "_ranked", spy)
     try:
         for model, soc in compiles:
             ge.compile(model, ge.CompileOptions(soc_version=soc, keep_ir_text=False))
@@ -92,15 +93,15 @@ def searches():
     """Every Cube plan search of the two models: (problem, machine, candidates, chosen
     index, chosen cost, plan)."""
     out = []
-    real = tile_cube._cheapest
+    real = tile_cube._ranked
 
-    def spy(p, mach, found):
-        i, cyc = real(p, mach, found)
-        out.append([p, mach, list(found), i, cyc])
-        return i, cyc
+    def spy(p, mach, found, keep):
+        ranked = real(p, mach, found, keep)
+        out.append([p, mach, list(found), ranked[0][1], ranked[0][0]])
+        return ranked
 
     mp = pytest.MonkeyPatch()
-    mp.setattr(tile_cube, "_cheapest", spy)
+    mp.setattr(tile_cube, "_ranked", spy)
     real_plan = tile_cube._plan_cube
 
     def plan_spy(p, mach):

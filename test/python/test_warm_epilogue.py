@@ -51,9 +51,9 @@ def _problems(monkeypatch) -> tuple[list, object]:
     """(the Cube problems the compile planned, the compiled model)."""
     seen, plan = [], tile_cube._plan_one
 
-    def spy(p, mach):
+    def spy(p, mach, *keep):
         seen.append(p)
-        return plan(p, mach)
+        return plan(p, mach, *keep)
 
     monkeypatch.setattr(tile_cube, "_plan_one", spy)
     compiled = ge.compile(_blocks(), ge.CompileOptions(soc_version="ascend910", precision_mode="force_fp16",
