@@ -86,28 +86,30 @@ def test_distinct_keeps_the_cheapest_of_each_tiling_within_the_margin():
 def test_ranked_is_the_search_s_order(model):
     """`_ranked`'s first is `_cheapest`'s choice; the rest cost no less, in order, and
     keeping more never changes the first."""
-    searched = []
-    real = tile_cube._search_space
-
-    def spy(p, mach):
-        found = real(p, mach)
-        searched.append((p, mach, found))
-        return found
-
-    mp = pytest.MonkeyPatch()
-    mp.setattr(tile_cube, "_search_space", spy)
-    try:
-        ge.compile(model, OPTIONS)
-    finally:
-        mp.undo()
+    searched = _calls(model, "_search_space")
     assert len(searched) >= 3
-    for p, mach, found in searched[:6]:
+    for (p, mach), found in searched[:6]:
         i, cyc = tile_cube._cheapest(p, mach, found)
         ranked = tile_cube._ranked(p, mach, found, 8)
         assert ranked[0] == (cyc, i)
         assert len(ranked) == min(8, len(found))
         assert [c for c, _ in ranked] == sorted(c for c, _ in ranked)
         assert len({j for _, j in ranked}) == len(ranked)
+
+
+def _calls(model, name: str) -> list[tuple[tuple, object]]:
+    """(arguments, result) of every call of `tile_cube.<name>` while `model` compiles."""
+    calls, real = [], getattr(tile_cube, name)
+
+    def spy(*args):
+        out = real(*args)
+        calls.append((args, out))
+        return out
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(tile_cube, name, spy)
+        ge.compile(model, OPTIONS)
+    return calls
 
 
 def test_a_bank_round_trips(tmp_path):
@@ -125,20 +127,7 @@ def test_a_bank_round_trips(tmp_path):
 
 def test_the_digest_is_the_same_in_another_process(model):
     """The bank's names must not depend on the process (no ids, no hash seeds)."""
-    keys = []
-    real = tile_cube.plan_key
-
-    def spy(p, mach):
-        key = real(p, mach)
-        keys.append(op_bank.digest(key))
-        return key
-
-    mp = pytest.MonkeyPatch()
-    mp.setattr(tile_cube, "plan_key", spy)
-    try:
-        ge.compile(model, OPTIONS)
-    finally:
-        mp.undo()
+    keys = [op_bank.digest(key) for _, key in _calls(model, "plan_key")]
     script = ("import sys; sys.path.insert(0, sys.argv[1]); import ge; from ge.lowering import op_bank, tile_cube\n"
               "from test_summed_convs import _block\n"
               "real = tile_cube.plan_key\n"
