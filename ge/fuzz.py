@@ -1,6 +1,6 @@
 """The differential fuzzer: random valid ONNX graphs through the NPU path vs onnxruntime.
 
-    python -m ge.fuzz --seeds 0-999 [--precision f32|f16] [--shrink] [--json out.json]
+    python -m ge.fuzz --seeds 0-999 [--precision f32|f16] [--plan-rank N] [--shrink] [--json out.json]
 
 Each seed's graph (`ge.testing.random_graph`) is compiled by `ge.compile` down to the isa
 level, run on the simulator and compared with onnxruntime on the same seeded input. Every
@@ -92,9 +92,13 @@ def compare(got: np.ndarray, want: np.ndarray, precision: str) -> tuple[bool, fl
     return ok, err, f"max error {err:.2e} of the output scale {scale:.3g}, cosine {cos:.5f}"
 
 
-def check(model: onnx.ModelProto, inputs: dict[str, np.ndarray], precision: str = "f32") -> tuple[str, str, float]:
-    """Compile + simulate `model` and compare with onnxruntime: (status, detail, error)."""
+def check(model: onnx.ModelProto, inputs: dict[str, np.ndarray], precision: str = "f32",
+          plan_rank: int = 0) -> tuple[str, str, float]:
+    """Compile + simulate `model` and compare with onnxruntime: (status, detail, error).
+    `plan_rank` > 0: every Cube problem takes the cost model's plan of that rank among the
+    ones operator tuning times (`op_bank.Trial`; ge-aoe may pick any of them)."""
     import ge
+    from ge.lowering import op_bank
 
     try:
         want = reference(model, inputs)
@@ -105,7 +109,8 @@ def check(model: onnx.ModelProto, inputs: dict[str, np.ndarray], precision: str 
     probe_bugs = len(PROBE_BUGS)
     try:
         options = ge.CompileOptions(precision_mode=PRECISIONS[precision], kernel_level="isa", keep_ir_text=False)
-        compiled = ge.compile(model, options)
+        with op_bank.using(op_bank.Trial(choice=plan_rank) if plan_rank else None):
+            compiled = ge.compile(model, options)
     except ge.GeError as e:
         return "refusal", f"{type(e).__name__}: {e}", 0.0
     except Exception as e:  # an internal error is exactly what we hunt
@@ -131,12 +136,13 @@ def check(model: onnx.ModelProto, inputs: dict[str, np.ndarray], precision: str 
     return "pass", "", worst
 
 
-def run_seed(seed: int, precision: str = "f32", conv1d: bool = False, max_ops: int = 8) -> tuple[Outcome, onnx.ModelProto]:
+def run_seed(seed: int, precision: str = "f32", conv1d: bool = False, max_ops: int = 8,
+             plan_rank: int = 0) -> tuple[Outcome, onnx.ModelProto]:
     from ge.testing import random_graph, random_inputs
 
     start = time.perf_counter()
     model = random_graph(seed, conv1d=conv1d, max_ops=max_ops)
-    status, detail, err = check(model, random_inputs(model, seed), precision)
+    status, detail, err = check(model, random_inputs(model, seed), precision, plan_rank)
     out = Outcome(seed, status, detail, signature(status, detail) if status != "pass" else "", err,
                   len(model.graph.node), round(time.perf_counter() - start, 2))
     return out, model
@@ -212,7 +218,7 @@ def _variants(model: onnx.ModelProto):
 
 
 def shrink(model: onnx.ModelProto, inputs: dict[str, np.ndarray], status: str, sig: str, precision: str = "f32",
-           budget: int = 60) -> onnx.ModelProto:
+           budget: int = 60, plan_rank: int = 0) -> onnx.ModelProto:
     """The smallest variant of `model` found (within `budget` checks) that still fails
     with the same class and message signature."""
     tries = 0
@@ -223,7 +229,7 @@ def shrink(model: onnx.ModelProto, inputs: dict[str, np.ndarray], status: str, s
             if len(cand.graph.node) >= len(model.graph.node):
                 continue
             tries += 1
-            s, detail, _ = check(cand, inputs, precision)
+            s, detail, _ = check(cand, inputs, precision, plan_rank)
             if s == status and signature(s, detail) == sig:
                 model, improved = cand, True
                 break
@@ -265,6 +271,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--precision", choices=tuple(PRECISIONS), default="f32")
     ap.add_argument("--conv1d", action="store_true", help="1-D convolutions and pools (rank-3 feature maps)")
     ap.add_argument("--max-ops", type=int, default=8, help="patterns per graph (each is 1-6 nodes)")
+    ap.add_argument("--plan-rank", type=int, default=0, metavar="N",
+                    help="every Cube problem takes its N-th plan among those ge-aoe times (0: the cost model's)")
     ap.add_argument("--shrink", action="store_true", help="save a shrunk reproducer of every failing seed")
     ap.add_argument("--json", default="fuzz_results.json", help="where to write the per-seed results")
     ap.add_argument("-q", "--quiet", action="store_true")
@@ -276,9 +284,10 @@ def main(argv: list[str] | None = None) -> int:
     out_dir = Path(args.json).resolve().parent
     for seed in parse_seeds(args.seeds):
         with blob_scope():
-            o, model = run_seed(seed, args.precision, args.conv1d, args.max_ops)
+            o, model = run_seed(seed, args.precision, args.conv1d, args.max_ops, args.plan_rank)
             if args.shrink and o.status in ("wrong", "traceback", "refusal"):
-                small = shrink(model, random_inputs(model, seed), o.status, o.signature, args.precision)
+                small = shrink(model, random_inputs(model, seed), o.status, o.signature, args.precision,
+                               plan_rank=args.plan_rank)
                 o.reproducer = str(out_dir / f"fuzz_{args.precision}_seed{seed}.onnx")
                 onnx.save(small, o.reproducer)
         outcomes.append(o)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -28,6 +29,8 @@ from pathlib import Path
 from typing import Protocol
 
 from ge.errors import GeError
+
+log = logging.getLogger("ge.op_bank")
 
 BANK_FILE = "cube_plans.json"
 FORMAT = 1
@@ -38,11 +41,12 @@ class OpBankError(GeError):
 
 
 class PlanSource(Protocol):
-    def plan(self, key: str, alternatives: Callable[[int], list]) -> object | None:
+    def plan(self, key: str, alternatives: Callable[[int], list], fits: Callable[[object], bool]) -> object | None:
         """The plan of the problem `key`, or None for the cost model's;
         `alternatives(n)`: the cost model's choice, then its n cheapest plans
         (`tile_cube._plans`: without `_plan_cube`'s last step, B from GM and the Cube's
-        bias decided per plan, the choice may be another)."""
+        bias decided per plan, the choice may be another); `fits(plan)`: do its buffers fit
+        the target's memories (a bank written by another ge may hold one that does not)."""
 
 
 _SOURCE: ContextVar[PlanSource | None] = ContextVar("ge_op_bank", default=None)
@@ -134,8 +138,12 @@ class OpBank:
         self.entries.pop(key, None)
         self._plans.pop(key, None)
 
-    def plan(self, key: str, alternatives: Callable[[int], list]) -> object | None:
+    def plan(self, key: str, alternatives: Callable[[int], list], fits: Callable[[object], bool]) -> object | None:
         plan = self._plans.get(key)
+        if plan is not None and not fits(plan):
+            log.warning("op bank entry %s (%s): its buffers exceed the chip's memories; the cost model plans it",
+                        key, self.entries[key].get("what", "a Cube problem"))
+            return None
         if plan is not None:
             self.used.add(key)
         return plan
@@ -178,7 +186,7 @@ class Trial:
     alternatives: dict[str, list] = field(default_factory=dict)
     taken: dict[int, str] = field(default_factory=dict)  # id(plan handed out) -> its problem
 
-    def plan(self, key: str, alternatives: Callable[[int], list]) -> object:
+    def plan(self, key: str, alternatives: Callable[[int], list], fits: Callable[[object], bool]) -> object:
         alts = self.alternatives.get(key)
         if alts is None:
             alts = self.alternatives[key] = distinct(alternatives(SEARCHED), self.variants)

@@ -1915,12 +1915,20 @@ def plan_cube(p: CubeProblem, mach: Machine) -> CubePlan:
     key = plan_key(p, mach)
     plan = None if memo is None else memo.get(key)
     if plan is None and source is not None:  # a tuned plan (lowering/op_bank.py)
-        plan = source.plan(op_bank.digest(key), lambda keep: [_plan_cube(p, mach), *_plans(p, mach, keep)])
+        plan = source.plan(op_bank.digest(key), lambda keep: [_plan_cube(p, mach), *_plans(p, mach, keep)],
+                           lambda plan: _fits_memories(plan, mach))
     if plan is None:
         plan = _plan_cube(p, mach)
     if memo is not None:
         memo[key] = plan
     return plan
+
+
+def _fits_memories(plan: CubePlan, mach: Machine) -> bool:
+    """Do the plan's buffers (`CubePlan.usage`) fit the target's local memories? (A bank's
+    plan written by another version of ge may not.)"""
+    mem = mach.target.memory
+    return all(used <= getattr(mem, space, 0) for space, used in plan.usage)
 
 
 def plan_key(p: CubeProblem, mach: Machine) -> tuple:

@@ -145,3 +145,18 @@ def test_fuzz_seed_conv1d(seed):
 def test_fuzz_seed_f16(seed):
     """force_fp16: within 3% of the output scale and cosine >= 0.999."""
     _assert_seed(seed, precision="f16")
+
+
+@pytest.mark.parametrize("seed, rank", [(0, 1), (1, 7), (4, 5), (9, 3), (11, 2), (11, 3)])
+def test_fuzz_seed_other_plans(seed, rank):
+    """The plans operator tuning may pick are right too: every Cube problem on its rank-th
+    plan among those ge-aoe times (`--plan-rank`; the last when it has fewer). Each seed
+    has a Cube problem with more than `rank` plans (checked first)."""
+    import ge
+    from ge.lowering import op_bank
+
+    probe = op_bank.Trial(choice=rank)
+    with op_bank.using(probe):
+        ge.compile(random_graph(seed), ge.CompileOptions(precision_mode="must_keep_origin_dtype", keep_ir_text=False))
+    assert max(len(a) for a in probe.alternatives.values()) > rank
+    _assert_seed(seed, plan_rank=rank)

@@ -11,6 +11,7 @@ by far more than that."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -119,7 +120,7 @@ def test_a_bank_round_trips(tmp_path):
     path = bank.save(tmp_path)
     assert path == tmp_path / "Ascend910A" / "cube_plans.json"
     again = op_bank.OpBank.load(tmp_path, "Ascend910A")
-    assert again.plan("0123456789abcdef01234567", lambda n: []) == plan
+    assert again.plan("0123456789abcdef01234567", lambda n: [], lambda plan: True) == plan
     assert again.used == {"0123456789abcdef01234567"}
     assert again.entries["0123456789abcdef01234567"]["what"] == "a conv"
     assert op_bank.OpBank.load(tmp_path, "Ascend910B4").entries == {}  # (another chip: no bank yet)
@@ -275,3 +276,19 @@ def test_a_model_without_cube_kernels_has_nothing_to_tune(tmp_path):
     assert (result.problems, result.compiles, result.kept, result.default == result.tuned > 0) == ([], 1, False, True)
     assert json.loads((tmp_path / "Ascend910A" / "cube_plans.json").read_text())["plans"] == {}
     assert result.summary().startswith("0 Cube problems tuned in 1 compiles: 0 took another plan")
+
+
+def test_a_plan_that_does_not_fit_is_planned_anew(model, tmp_path, caplog):
+    """A bank written by another ge may hold a plan whose buffers no longer fit: warned
+    about, and the cost model plans that problem."""
+    trial = op_bank.Trial()
+    with op_bank.using(trial):
+        ge.compile(model, OPTIONS)
+    bank = op_bank.OpBank("Ascend910A")
+    key, alts = next(iter(trial.alternatives.items()))
+    bank.add(key, dataclasses.replace(alts[-1], usage=(("l0a", 10**9),)))
+    bank.save(tmp_path)
+    compiled = ge.compile(model, ge.CompileOptions(**{**vars(OPTIONS), "op_bank_path": str(tmp_path)}))
+    assert compiled.report["op_bank"] == {"path": str(tmp_path), "plans": 1, "used": 0}
+    assert f"op bank entry {key} (a Cube problem): its buffers exceed the chip's memories" in caplog.text
+    assert sorted(_cube_plans(compiled)) == sorted(_cube_plans(ge.compile(model, OPTIONS)))
