@@ -135,6 +135,10 @@ def tune(model, options: CompileOptions | None = None, op_bank_path: str | Path 
     if options.input_shape_range or options.dynamic_batch_size or options.dynamic_image_size or options.dynamic_dims:
         raise CompileError("operator tuning takes a static model: give --input-shape without gears or ranges")
     target = resolve_target(options.soc_version)
+    bank = op_bank.OpBank(target.soc_version)
+    if op_bank_path is not None:  # (read first: a bank that cannot be read stops the tuning before it starts)
+        Path(op_bank_path).mkdir(parents=True, exist_ok=True)
+        bank = op_bank.OpBank.load(op_bank_path, target.soc_version)
     trial = op_bank.Trial(variants=variants)
     problems: dict[str, ProblemResult] = {}
     default = 0.0
@@ -149,7 +153,7 @@ def tune(model, options: CompileOptions | None = None, op_bank_path: str | Path 
             alts = trial.alternatives[key]
             if rank == 0:
                 problems[key] = ProblemResult(key, what, kernels, [a.describe() for a in alts], [a.cycles for a in alts])
-            if rank < len(alts):
+            if rank < len(alts) and key in problems:  # (the kernels are those of rank 0: plans do not change fusion)
                 problems[key].simulated[rank] = cycles
         if progress is not None:
             progress(f"every problem's plan {rank} (the cost model's choice: 0): the model ran {total:,.0f} cycles")
@@ -169,9 +173,6 @@ def tune(model, options: CompileOptions | None = None, op_bank_path: str | Path 
             r.best = 0
     result = TuneResult(target.soc_version, list(problems.values()), default, tuned, compiles, kept,
                         model=compiled if kept else None)
-    bank = op_bank.OpBank(target.soc_version)
-    if op_bank_path is not None:
-        bank = op_bank.OpBank.load(op_bank_path, target.soc_version)
     for r in problems.values():
         if r.best:
             bank.add(r.key, trial.alternatives[r.key][r.best], what=r.what,

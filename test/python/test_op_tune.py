@@ -292,3 +292,14 @@ def test_a_plan_that_does_not_fit_is_planned_anew(model, tmp_path, caplog):
     assert compiled.report["op_bank"] == {"path": str(tmp_path), "plans": 1, "used": 0}
     assert f"op bank entry {key} (a Cube problem): its buffers exceed the chip's memories" in caplog.text
     assert sorted(_cube_plans(compiled)) == sorted(_cube_plans(ge.compile(model, OPTIONS)))
+
+
+def test_ge_aoe_stops_at_a_bank_it_cannot_read(model, tmp_path):
+    path = tmp_path / "block.onnx"
+    onnx.save(model, path)
+    (tmp_path / "bank" / "Ascend910A").mkdir(parents=True)
+    (tmp_path / "bank" / "Ascend910A" / "cube_plans.json").write_text('{"format": 0, "plans": {}}')
+    out = _tool("ge.tools.ge_aoe", str(path), "--op-bank-path", str(tmp_path / "bank"))
+    assert out.returncode == 1 and "every problem's plan" not in out.stderr  # (before any compile)
+    assert out.stderr.strip() == (f"ge-aoe: error: op bank {tmp_path / 'bank' / 'Ascend910A' / 'cube_plans.json'}: "
+                                  "not a format-1 bank (a dict with 'format' and 'plans')")
