@@ -88,7 +88,7 @@ def test_shrink_keeps_the_failure_and_drops_nodes(monkeypatch):
     fails whenever a Neg is present reduces the graph to the Neg alone."""
     import ge.fuzz as fz
 
-    def fake(model, inputs, precision="f32"):
+    def fake(model, inputs, precision="f32", plan_rank=0):
         has_neg = any(n.op_type == "Neg" for n in model.graph.node)
         return ("refusal", "GeError: no Neg", 0.0) if has_neg else ("pass", "", 0.0)
 
