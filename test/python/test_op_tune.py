@@ -12,6 +12,7 @@ by far more than that."""
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import os
 import re
@@ -179,7 +180,7 @@ def test_a_hand_made_bank_gives_its_plans_and_the_same_numbers(model, inputs, tm
 def test_the_tuner_times_every_problem_and_keeps_the_fastest(model, tuned):
     result, _ = tuned
     assert len(result.problems) >= 3
-    assert result.compiles <= VARIANTS + 1
+    assert result.compiles <= 2 * (VARIANTS - 1) + 2  # the cost model's, each half's ranks, the winners
     untuned = ge.compile(model, OPTIONS)
     untuned.run(aoe.timing_inputs(untuned), timing_only=True)
     assert result.default == untuned.last_run.total_cycles  # rank 0 is the cost model's own choice
@@ -226,7 +227,7 @@ def test_ge_aoe_then_ge_compile(model, tmp_path):
                 "-o", str(tmp_path / "tuned.om"), "--report", str(tmp_path / "aoe.json"))
     assert out.returncode == 0, out.stderr
     assert re.search(r"\d+ Cube problems tuned in \d+ compiles: \d+ took another plan", out.stdout)
-    assert "every problem's plan 1" in out.stderr
+    assert "the cost model's plans: the model ran" in out.stderr and re.search(r"plan 1 of \d+ problems", out.stderr)
     report = json.loads((tmp_path / "aoe.json").read_text())
     assert len(report["problems"]) >= 3
     entries = len(json.loads((bank / "Ascend910A" / "cube_plans.json").read_text())["plans"])
@@ -300,6 +301,28 @@ def test_ge_aoe_stops_at_a_bank_it_cannot_read(model, tmp_path):
     (tmp_path / "bank" / "Ascend910A").mkdir(parents=True)
     (tmp_path / "bank" / "Ascend910A" / "cube_plans.json").write_text('{"format": 0, "plans": {}}')
     out = _tool("ge.tools.ge_aoe", str(path), "--op-bank-path", str(tmp_path / "bank"))
-    assert out.returncode == 1 and "every problem's plan" not in out.stderr  # (before any compile)
+    assert out.returncode == 1 and "the model ran" not in out.stderr  # (before any compile)
     assert out.stderr.strip() == (f"ge-aoe: error: op bank {tmp_path / 'bank' / 'Ascend910A' / 'cube_plans.json'}: "
                                   "not a format-1 bank (a dict with 'format' and 'plans')")
+
+
+def test_neighbours_are_timed_apart(model, monkeypatch):
+    """A launch's cycles depend on what the launches before it left in the L2: in each
+    timing compile only every other problem (in launch order) takes another plan, the rest
+    keep the cost model's (`aoe.INTERLEAVED`)."""
+    rounds, real = [], aoe._timed_compile
+
+    def spy(model, options, trial):
+        rounds.append(dict(trial.fixed))
+        return real(model, options, trial)
+
+    monkeypatch.setattr(aoe, "_timed_compile", spy)
+    result = aoe.tune(model, OPTIONS, variants=3)
+    order = [r.key for r in sorted(result.problems, key=lambda r: int(r.kernels[0][1:].split("_")[0]))]
+    timing = rounds[1:-1] if any(r.best for r in result.problems) else rounds[1:]
+    assert rounds[0] == {} and len(rounds) == result.compiles
+    assert {k for r in timing for k in r} == {r.key for r in result.problems if len(r.plans) > 1}
+    for fixed in timing:
+        assert set(fixed.values()) <= {1, 2} and len(set(fixed.values())) == 1
+        timed = [key in fixed for key in order]
+        assert not any(a and b for a, b in itertools.pairwise(timed))
