@@ -4,10 +4,11 @@ timing candidates on the simulator, the winners written to an op bank (ge/aoe.py
     ge-aoe model.onnx --job-type 2 --op-bank-path bank/ --input-shape "x:16,3,224,224"
     ge-compile model.onnx -o model.om --op-bank-path bank/ --input-shape "x:16,3,224,224"
 
-With `-o` the tuned model file is written too (AOE writes one). The tuning runs the
-compiler once per alternative rank and once more with the winners (resnet50 at batch 16:
-7 compiles, ~100 s); later compiles read the bank at no cost. `--report` writes what was
-timed, per problem, as JSON. Subgraph tuning (job type 1) is not implemented.
+With `-o` the tuned model file is written too (AOE writes one). The tuning compiles and
+runs the model once with the cost model's plans, once per alternative rank for each half of
+the problems, and once with the winners (resnet50 at batch 16: 16 compiles, about 4
+minutes); later compiles read the bank at no cost. `--report` writes what was timed, per
+problem, as JSON. Subgraph tuning (job type 1) is not implemented.
 """
 
 from __future__ import annotations
