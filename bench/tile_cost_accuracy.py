@@ -46,31 +46,19 @@ def _kind(what: str) -> str:
 
 def measure(name: str) -> dict:
     """Compile `name` recording the tile reports, run it timing-only, pair up the kernels."""
-    reports: dict[str, tile_pass.KernelReport] = {}
-    original = tile_pass.tile_module
+    with tile_pass.recorded_reports() as reports, blob_scope():
+        if name in ("bert_base", "resnet50_b16"):  # bench/kernels.py's BERT-base layer at batch 8, resnet50
+            # at batch 16 (force_fp16, the 910)
+            from kernels import TARGET, build
 
-    def recording(module, target, **kw):  # (the fusion probes pass keep_all)
-        out = original(module, target, **kw)
-        reports.update((r.name, r) for r in out)
-        return out
-
-    tile_pass.tile_module = recording
-    try:
-        with blob_scope():
-            if name in ("bert_base", "resnet50_b16"):  # bench/kernels.py's BERT-base layer at batch 8, resnet50
-                # at batch 16 (force_fp16, the 910)
-                from kernels import TARGET, build
-
-                model, inputs = build(name)
-                options = ge.CompileOptions(soc_version=TARGET, precision_mode="force_fp16", keep_ir_text=False,
-                                            input_shape={k: v.shape for k, v in inputs.items()})
-            else:
-                model = calibrated_model(name)
-                inputs, options = random_inputs(model, seed=2), ge.CompileOptions(keep_ir_text=False)
-            compiled = ge.compile(model, options)
-            compiled.run(inputs, timing_only=True)
-    finally:
-        tile_pass.tile_module = original
+            model, inputs = build(name)
+            options = ge.CompileOptions(soc_version=TARGET, precision_mode="force_fp16", keep_ir_text=False,
+                                        input_shape={k: v.shape for k, v in inputs.items()})
+        else:
+            model = calibrated_model(name)
+            inputs, options = random_inputs(model, seed=2), ge.CompileOptions(keep_ir_text=False)
+        compiled = ge.compile(model, options)
+        compiled.run(inputs, timing_only=True)
     rows = []
     for k in compiled.last_run.kernels:
         r = reports.get(k.kernel)

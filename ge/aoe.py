@@ -103,24 +103,12 @@ def timing_inputs(compiled: CompiledModel) -> dict[str, np.ndarray]:
 
 
 def _timed_compile(model, options: CompileOptions, trial: op_bank.Trial):
-    """Compile under `trial`, run timing-only: (model, total cycles, {problem: (cycles,
-    kernels, what)})."""
-    from ge.lowering import tile as tile_pass
+    """Compile under `trial`, run timing-only: (model, total cycles, {problem: [cycles,
+    kernels, what, index of its first launch]})."""
+    from ge.lowering.tile import recorded_reports
 
-    reports: dict[str, tile_pass.KernelReport] = {}
-    original = tile_pass.tile_module
-
-    def recording(module, target, **kw):  # (fuse's probes tile too: the last report of a kernel wins)
-        out = original(module, target, **kw)
-        reports.update((r.name, r) for r in out)
-        return out
-
-    tile_pass.tile_module = recording
-    try:
-        with op_bank.using(trial):
-            compiled = compile(model, options)
-    finally:
-        tile_pass.tile_module = original
+    with op_bank.using(trial), recorded_reports() as reports:
+        compiled = compile(model, options)
     compiled.run(timing_inputs(compiled), timing_only=True)
     run = compiled.last_run
     per_key: dict[str, list] = {}
@@ -139,6 +127,7 @@ def tune(model, options: CompileOptions | None = None, op_bank_path: str | Path 
     """Tune `model`'s Cube plans under `options` (see the module docstring); with
     `op_bank_path`, merge the winners into the bank there."""
     options = replace(options or CompileOptions(), op_bank_path=None)
+    progress = progress or (lambda line: None)
     if options.kernel_level != "isa":
         raise CompileError("operator tuning times the kernels on the simulator: it needs kernel_level 'isa'")
     if options.input_shape_range or options.dynamic_batch_size or options.dynamic_image_size or options.dynamic_dims:
@@ -154,8 +143,7 @@ def tune(model, options: CompileOptions | None = None, op_bank_path: str | Path 
     problems = {key: ProblemResult(key, what, kernels, [a.describe() for a in trial.alternatives[key]],
                                    [a.cycles for a in trial.alternatives[key]], {0: cycles})
                 for key, (cycles, kernels, what, _) in per_key.items()}
-    if progress is not None:
-        progress(f"the cost model's plans: the model ran {default:,.0f} cycles")
+    progress(f"the cost model's plans: the model ran {default:,.0f} cycles")
     first = sorted(problems, key=lambda key: per_key[key][3])  # in launch order
     for half, group in enumerate((first[0::2], first[1::2]) if INTERLEAVED else (first,)):
         for rank in range(1, variants):
@@ -168,9 +156,8 @@ def tune(model, options: CompileOptions | None = None, op_bank_path: str | Path 
             for key in timed:
                 if key in per_key:  # (plans do not change which kernels there are)
                     problems[key].simulated[rank] = per_key[key][0]
-            if progress is not None:
-                where = f" (half {half + 1})" if INTERLEAVED else ""
-                progress(f"plan {rank} of {len(timed)} problems{where}: the model ran {total:,.0f} cycles")
+            where = f" (half {half + 1})" if INTERLEAVED else ""
+            progress(f"plan {rank} of {len(timed)} problems{where}: the model ran {total:,.0f} cycles")
     for r in problems.values():
         r.best = min(r.simulated, key=lambda rank: (r.simulated[rank], rank))
     trial.fixed = {k: r.best for k, r in problems.items()}

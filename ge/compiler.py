@@ -575,20 +575,11 @@ def _op_bank(options: CompileOptions, target: targets.Target):
         raise CompileError(str(e)) from None
 
 
-def _tuned_plans(bank):
-    """`bank` in use while the gears compile; without one, whatever source of tuned plans
-    is in use already (the tuner's, ge/aoe.py)."""
-    from contextlib import nullcontext
-
-    from ge.lowering import op_bank
-
-    return nullcontext() if bank is None else op_bank.using(bank)
-
-
 def _compile(model, options: CompileOptions | None, progress: Progress | None,
              example_inputs: Sequence | None, settle_later: bool = False) -> tuple[CompiledModel, _Settle]:
     """The compiled model and its final verifies: waited for here, or, `settle_later`, by
     the caller (`compile_to_file`)."""
+    from ge.lowering import op_bank
     from ge.runtime.model_file import model_from_gears, model_from_module
 
     options = options or CompileOptions()
@@ -607,7 +598,7 @@ def _compile(model, options: CompileOptions | None, progress: Progress | None,
     results: list[_GearResult] = []
     bank = _op_bank(options, target)
     try:
-        with _tuned_plans(bank):
+        with op_bank.using(bank):  # (without one, the tuner's source stays: ge/aoe.py)
             for gear in gears:
                 results.append(pipeline.gear(gear))
         if results[0].gear.kind is None:

@@ -58,7 +58,11 @@ def current() -> PlanSource | None:
 
 @contextmanager
 def using(source: PlanSource | None) -> Iterator[PlanSource | None]:
-    """Plan Cube problems from `source` inside the block (None: the cost model only)."""
+    """Plan Cube problems from `source` inside the block; None keeps the source in use (the
+    cost model's plans outside any)."""
+    if source is None:
+        yield _SOURCE.get()
+        return
     token = _SOURCE.set(source)
     try:
         yield source

@@ -31,8 +31,8 @@ import math
 import re
 import sys
 from collections import Counter
-from collections.abc import Hashable
-from contextlib import nullcontext
+from collections.abc import Hashable, Iterator
+from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 
@@ -390,6 +390,22 @@ class _Twins:
         return report
 
 
+_RECORDED: ContextVar[dict[str, KernelReport] | None] = ContextVar("ge_tile_reports", default=None)
+
+
+@contextmanager
+def recorded_reports() -> Iterator[dict[str, KernelReport]]:
+    """Every kernel's `KernelReport` tiled inside the block, by kernel name (fuse's probes
+    tile too: the last report of a kernel wins) -- what the tuner (ge/aoe.py) and the
+    cost-model benchmarks pair with the simulator's per-kernel cycles."""
+    reports: dict[str, KernelReport] = {}
+    token = _RECORDED.set(reports)
+    try:
+        yield reports
+    finally:
+        _RECORDED.reset(token)
+
+
 def tile_module(module: ModuleOp, target: targets.Target, copy_twins: bool = True,
                 keep_all: bool = False) -> list[KernelReport]:
     """Tile every untiled kernel of `module` for `target`; returns what was chosen.
@@ -414,6 +430,8 @@ def tile_module(module: ModuleOp, target: targets.Target, copy_twins: bool = Tru
                 + (f": {e.why}" if e.why else "")
             ) from None
         reports.append(report)
+    if (recorded := _RECORDED.get()) is not None:
+        recorded.update((r.name, r) for r in reports)
     return reports
 
 
@@ -441,7 +459,7 @@ class TilePass(ModulePass):
                 bank = op_bank.OpBank.load(self.op_bank, target.soc_version)
             except op_bank.OpBankError as e:
                 raise PassFailedException(f"tile: {e}") from None
-        with op_bank.using(bank) if bank is not None else nullcontext():
+        with op_bank.using(bank):
             reports = tile_module(op, target)
         if self.debug:
             for r in reports:

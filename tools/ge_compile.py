@@ -145,10 +145,9 @@ def summary(report: dict, path: str, size: int) -> str:
                 f"and cached; checked in {report['compile_seconds']['total']:.2f} s")
     m = report["memory"]
     gears = _gears_summary(report["gears"]) if "gears" in report else ""
-    if "op_bank" in report:
-        gears += f", {report['op_bank']['used']} tuned plan(s) from the op bank"
+    tuned = f", {report['op_bank']['used']} tuned plan(s) from the op bank" if "op_bank" in report else ""
     return (f"{path}: {size} bytes; {report['kernels']} kernels ({report['kernel_level']} level), "
-            f"{report['streams']} stream(s), {report['events']} event(s){gears}; activations "
+            f"{report['streams']} stream(s), {report['events']} event(s){gears}{tuned}; activations "
             f"{m['activation_peak_bytes']} bytes (lower bound {m['activation_lower_bound_bytes']}, no reuse "
             f"{m['no_reuse_bytes']}), weights {m['weights_bytes']}; compiled in {report['compile_seconds']['total']:.2f} s")
 

@@ -32,18 +32,10 @@ def _model(nodes, inputs, outputs, inits=()):
 
 def _run(model, inputs, monkeypatch, cold: bool = False, **options) -> dict[str, tuple[float, float, object]]:
     """kernel name -> (predicted, simulated, tile plan) of one timing-only run."""
-    reports = {}
-    original = tile_pass.tile_module
-
-    def recording(module, target, **kw):
-        out = original(module, target, **kw)
-        reports.update((r.name, r) for r in out)
-        return out
-
-    monkeypatch.setattr(tile_pass, "tile_module", recording)
     monkeypatch.setattr(simulator, "L2_ACROSS_LAUNCHES", not cold)
     # standalone launches (no SuperKernel): the model prices each kernel with its own dispatch
-    compiled = ge.compile(model, ge.CompileOptions(keep_ir_text=False, super_kernel=False, **options))
+    with tile_pass.recorded_reports() as reports:
+        compiled = ge.compile(model, ge.CompileOptions(keep_ir_text=False, super_kernel=False, **options))
     compiled.run(inputs, timing_only=True)
     return {k.kernel: (reports[k.kernel].cycles, k.alone or k.cycles, reports[k.kernel].chosen)
             for k in compiled.last_run.kernels if k.kernel in reports}
